@@ -1,0 +1,47 @@
+#pragma once
+/// @file
+/// Demos: the runnable examples behind `dtw run` and `dtw tour`.
+///
+/// A chapter registers its demos with DTW_REGISTER_DEMO in a demo source file;
+/// the dtw program runs them with the chapter's solution.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dtw/comm.h"
+
+namespace dtw {
+
+/// What one rank found when it checked its result against the reference.
+struct DemoCheck {
+  bool correct = true;
+  std::string detail;  ///< first mismatch, or a one-line summary ("alpha 3.1 us, beta 14 GB/s")
+  double busbw_gbps = 0;  ///< bus bandwidth the demo measured, 0 when not meaningful
+};
+
+/// A runnable example.
+struct Demo {
+  std::string name;         ///< what `dtw run NAME` takes, e.g. "ping-pong"
+  std::string chapter;      ///< "00"
+  std::string description;  ///< one line for `dtw run --list` and the tour
+  int default_ranks = 2;
+  int min_ranks = 1;
+  /// The demo fails on purpose with a DeadlockError (shown, not a bug).
+  bool expects_deadlock = false;
+  std::function<DemoCheck(Comm&)> run;
+};
+
+/// Every registered demo, in registration order.
+const std::vector<Demo>& demos();
+/// Registers `demo`; returns true so it can initialise a static.
+bool register_demo(Demo demo);
+
+}  // namespace dtw
+
+#define DTW_DEMO_CONCAT2(a, b) a##b
+#define DTW_DEMO_CONCAT(a, b) DTW_DEMO_CONCAT2(a, b)
+/// Registers a demo at static-initialisation time:
+/// `DTW_REGISTER_DEMO({.name = "ping-pong", .chapter = "00", ...});`
+#define DTW_REGISTER_DEMO(...) \
+  static const bool DTW_DEMO_CONCAT(dtw_demo_registered_, __LINE__) = ::dtw::register_demo(__VA_ARGS__)

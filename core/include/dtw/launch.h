@@ -1,0 +1,68 @@
+#pragma once
+/// @file
+/// `dtw::launch`: run a function on every rank of a new world and report what happened.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dtw/comm.h"
+#include "dtw/trace.h"
+
+namespace dtw {
+
+/// How a world is launched.
+struct LaunchOptions {
+  /// "threads" (ranks are threads of this process) or, when built, "mpi"/"nccl".
+  std::string backend = "threads";
+  /// A rank blocked in one call for longer than this fails with TimeoutError
+  /// (for a peer that never arrives; true deadlocks are detected at once).
+  std::chrono::milliseconds timeout{60'000};
+  /// Record every communication call and phase for `Report::write_trace`.
+  bool trace = false;
+};
+
+/// One rank's failure as the report lists it.
+struct RankError {
+  int rank = -1;
+  std::string kind;     ///< "InvalidArgument", "DeadlockError", "AbortedError", ...
+  std::string message;  ///< the full what()
+};
+
+/// What a launch did: timing, traffic, trace and errors.
+struct Report {
+  int world_size = 0;
+  std::string backend;
+  double seconds = 0;
+  /// bytes[src][dst]: payload bytes world rank src sent to world rank dst.
+  std::vector<std::vector<std::int64_t>> bytes;
+  /// messages[src][dst]: how many messages src sent to dst.
+  std::vector<std::vector<std::int64_t>> messages;
+  std::vector<TraceEvent> trace;
+  std::vector<RankError> errors;
+
+  bool ok() const { return errors.empty(); }
+  /// Total payload bytes sent by all ranks.
+  std::int64_t total_bytes() const;
+  /// The traffic matrix as a printable table (bytes, with K/M/G suffixes).
+  std::string traffic_table() const;
+  /// Writes the trace as Chrome trace JSON; throws if tracing was off.
+  void write_trace(const std::string& path) const;
+};
+
+/// The code every rank runs.
+using RankFunction = std::function<void(Comm&)>;
+
+/// Runs `fn` on `world_size` ranks and waits for all of them. If any rank
+/// throws, the others' pending calls throw AbortedError, and launch rethrows
+/// the first error (its type kept, its rank recorded in the message).
+Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn);
+/// launch with default options.
+Report launch(int world_size, const RankFunction& fn);
+
+/// Like launch, but returns the report with `errors` filled instead of throwing.
+Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn);
+
+}  // namespace dtw

@@ -1,0 +1,65 @@
+#pragma once
+/// @file
+/// Trace events in the Chrome trace format (open the file in Perfetto or chrome://tracing).
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtw {
+
+/// One complete event: a communication call or a named phase of chapter code.
+struct TraceEvent {
+  std::string name;      ///< "send", "recv", "barrier", or a phase name ("forward")
+  std::string category;  ///< "comm" for communication calls, "phase" for phases
+  int rank = 0;          ///< world rank
+  int peer = -1;         ///< world rank of the peer, -1 when none
+  std::int64_t bytes = 0;
+  int tag = 0;
+  double start_us = 0;   ///< microseconds since the launch started
+  double end_us = 0;
+};
+
+/// Records one rank's events. Disabled tracers cost one branch per call.
+class Tracer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Tracer(int rank, bool enabled, Clock::time_point epoch)
+      : rank_(rank), enabled_(enabled), epoch_(epoch) {}
+
+  bool enabled() const { return enabled_; }
+  /// Microseconds since the launch started.
+  double now_us() const {
+    return std::chrono::duration<double, std::micro>(Clock::now() - epoch_).count();
+  }
+  /// Appends a communication event (no-op when disabled).
+  void comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us);
+  const std::vector<TraceEvent>& events() const { return events_; }
+
+  /// RAII marker of a named phase: `auto p = comm.tracer().phase("backward");`
+  class Phase {
+   public:
+    Phase(Tracer& tracer, std::string name);
+    ~Phase();
+    Phase(const Phase&) = delete;
+    Phase& operator=(const Phase&) = delete;
+
+   private:
+    Tracer& tracer_;
+    std::string name_;
+    double start_us_;
+  };
+  [[nodiscard]] Phase phase(std::string name) { return Phase(*this, std::move(name)); }
+
+ private:
+  int rank_;
+  bool enabled_;
+  Clock::time_point epoch_;
+  std::vector<TraceEvent> events_;
+};
+
+/// Writes `events` as Chrome trace JSON (one track per rank) to `path`.
+void write_chrome_trace(const std::vector<TraceEvent>& events, const std::string& path);
+
+}  // namespace dtw

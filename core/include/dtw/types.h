@@ -1,0 +1,89 @@
+#pragma once
+/// @file
+/// Element types and reduction operators shared by every backend.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+namespace dtw {
+
+/// The element types a message or a reduction can carry.
+enum class DataType : std::uint8_t { kByte, kInt32, kInt64, kFloat32, kFloat64 };
+
+/// Bytes per element of `type`.
+constexpr std::size_t size_of(DataType type) {
+  switch (type) {
+    case DataType::kByte: return 1;
+    case DataType::kInt32: return 4;
+    case DataType::kFloat32: return 4;
+    case DataType::kInt64: return 8;
+    case DataType::kFloat64: return 8;
+  }
+  return 0;
+}
+
+/// Short name of `type` as printed in messages and tables ("float32", "int64", ...).
+std::string_view name_of(DataType type);
+
+/// The element-wise reductions. `kAvg` is a sum divided by the group size
+/// afterwards; local kernels see it as `kSum` and the caller divides.
+enum class ReduceOp : std::uint8_t { kSum, kProd, kMin, kMax, kAvg };
+
+/// Short name of `op` ("sum", "prod", "min", "max", "avg").
+std::string_view name_of(ReduceOp op);
+
+/// True for the C++ types a `Comm` can send: std::byte, int32_t, int64_t, float, double.
+template <class T>
+inline constexpr bool kIsElement =
+    std::is_same_v<T, std::byte> || std::is_same_v<T, std::int32_t> ||
+    std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+/// The DataType tag of element type `T`.
+template <class T>
+constexpr DataType data_type_of() {
+  static_assert(kIsElement<std::remove_cv_t<T>>,
+                "dtw messages carry std::byte, int32_t, int64_t, float or double");
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, std::byte>) return DataType::kByte;
+  else if constexpr (std::is_same_v<U, std::int32_t>) return DataType::kInt32;
+  else if constexpr (std::is_same_v<U, std::int64_t>) return DataType::kInt64;
+  else if constexpr (std::is_same_v<U, float>) return DataType::kFloat32;
+  else return DataType::kFloat64;
+}
+
+/// An untyped view of message memory: `count` elements of `type` at `data`.
+/// `count` is signed so that a negative count from a caller's arithmetic is
+/// caught and reported instead of wrapping to a huge size.
+struct Buffer {
+  void* data = nullptr;
+  std::int64_t count = 0;
+  DataType type = DataType::kByte;
+  std::int64_t bytes() const { return count * static_cast<std::int64_t>(size_of(type)); }
+};
+
+/// A read-only Buffer (what a send carries).
+struct ConstBuffer {
+  const void* data = nullptr;
+  std::int64_t count = 0;
+  DataType type = DataType::kByte;
+  ConstBuffer() = default;
+  ConstBuffer(const void* d, std::int64_t n, DataType t) : data(d), count(n), type(t) {}
+  ConstBuffer(Buffer b) : data(b.data), count(b.count), type(b.type) {}  // NOLINT: widening is safe
+  std::int64_t bytes() const { return count * static_cast<std::int64_t>(size_of(type)); }
+};
+
+/// Views a typed span as a Buffer.
+template <class T>
+Buffer as_buffer(std::span<T> s) {
+  return {s.data(), static_cast<std::int64_t>(s.size()), data_type_of<T>()};
+}
+/// Views a typed read-only span as a ConstBuffer.
+template <class T>
+ConstBuffer as_buffer(std::span<const T> s) {
+  return {s.data(), static_cast<std::int64_t>(s.size()), data_type_of<T>()};
+}
+
+}  // namespace dtw

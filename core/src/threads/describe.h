@@ -1,0 +1,16 @@
+#pragma once
+// One-line descriptions of pending operations, for error and deadlock reports.
+#include <string>
+
+#include "threads/threads_world.h"
+
+namespace dtw::threads {
+
+// "send to rank 1, tag 0, 8 B (2 float32)"
+std::string describe(const Op& op);
+// A message naming both sides of a send/receive pair that cannot be matched.
+std::string mismatch_message(const Op& send, const Op& recv, const char* what);
+// "12 B", "3.5 MiB"
+std::string format_bytes(std::int64_t bytes);
+
+}  // namespace dtw::threads

@@ -1,0 +1,80 @@
+#include "threads/threads_comm.h"
+
+#include <array>
+
+namespace dtw::threads {
+
+ThreadsComm::ThreadsComm(std::shared_ptr<World> world, int context, int rank,
+                         std::vector<int> members, std::shared_ptr<Traffic> traffic,
+                         std::shared_ptr<Tracer> tracer)
+    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer)),
+      world_(std::move(world)),
+      context_(context) {}
+
+std::shared_ptr<Op> ThreadsComm::make_op(int peer, int tag, const char* op_name) const {
+  auto op = std::make_shared<Op>();
+  op->owner = world_rank();
+  op->peer_world = world_rank_of(peer);
+  op->group_peer = peer;
+  op->context = context_;
+  op->msg_tag = tag;
+  op->call = op_name;
+  return op;
+}
+
+std::shared_ptr<detail::RequestState> ThreadsComm::start_send(ConstBuffer data, int peer, int tag,
+                                                              const char* op_name) {
+  auto op = make_op(peer, tag, op_name);
+  op->send = true;
+  op->src = data.data;
+  op->count = data.count;
+  op->type = data.type;
+  world_->post(op);
+  return op;
+}
+
+std::shared_ptr<detail::RequestState> ThreadsComm::start_recv(Buffer data, int peer, int tag,
+                                                              const char* op_name) {
+  auto op = make_op(peer, tag, op_name);
+  op->dst = data.data;
+  op->count = data.count;
+  op->type = data.type;
+  world_->post(op);
+  return op;
+}
+
+// The receiver reads the sender's buffer directly and combines it into its own:
+// one pass over memory, no scratch buffer.
+void ThreadsComm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
+  auto recv = make_op(src, tag, "recv_reduce");
+  recv->dst = inout.data;
+  recv->count = inout.count;
+  recv->type = inout.type;
+  recv->reduce = true;
+  recv->reduce_op = op;
+  world_->post(recv);
+  std::array<Op*, 1> ops{recv.get()};
+  world_->complete(world_rank(), ops, "recv_reduce");
+}
+
+void ThreadsComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {
+  std::vector<Op*> ops;
+  ops.reserve(states.size());
+  for (detail::RequestState* s : states) ops.push_back(static_cast<Op*>(s));
+  world_->complete(world_rank(), ops, op_name);
+}
+
+std::unique_ptr<Comm> ThreadsComm::make_subgroup(const std::vector<int>& group, int color,
+                                                 std::uint64_t split_id) {
+  std::vector<int> members;
+  int my_rank = -1;
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    members.push_back(world_rank_of(group[i]));
+    if (group[i] == rank()) my_rank = static_cast<int>(i);
+  }
+  const int context = world_->subgroup_context(context_, split_id, color);
+  return std::make_unique<ThreadsComm>(world_, context, my_rank, std::move(members),
+                                       traffic_ptr(), tracer_ptr());
+}
+
+}  // namespace dtw::threads

@@ -1,0 +1,270 @@
+// Matching, blocking and failure handling of the threads backend.
+#include "threads/threads_world.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "dtw/errors.h"
+#include "dtw/kernels/reduce.h"
+#include "threads/describe.h"
+
+namespace dtw::threads {
+namespace {
+// A message this small is copied by whichever thread matches it, at once; a
+// larger one is copied by its receiver, so that in an exchange each rank copies
+// its own incoming data and the two copies run in parallel.
+constexpr std::int64_t kEagerBytes = 64 * 1024;
+// How long a waiting rank spins before it sleeps on its condition variable.
+constexpr auto kSpin = std::chrono::microseconds(50);
+}  // namespace
+
+World::World(int size, std::chrono::milliseconds timeout)
+    : size_(size),
+      timeout_(timeout),
+      oversubscribed_(size > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+      ranks_(static_cast<std::size_t>(size)) {}
+
+void World::wake(int rank) {
+  RankState& r = ranks_[rank];
+  r.wake_seq.fetch_add(1, std::memory_order_release);
+  r.cv.notify_all();
+}
+
+void World::mark_done(Op& op) {
+  op.state = Op::State::kDone;
+  op.done.store(true, std::memory_order_release);
+  auto& owned = ranks_[op.owner].owned;
+  owned.erase(std::remove_if(owned.begin(), owned.end(),
+                             [&](const std::shared_ptr<Op>& o) { return o.get() == &op; }),
+              owned.end());
+  wake(op.owner);
+}
+
+void World::transfer(Op& send, Op& recv) {
+  if (send.count > 0) {
+    if (recv.reduce) {
+      kernels::reduce_into(Buffer{recv.dst, send.count, send.type},
+                           ConstBuffer{send.src, send.count, send.type}, recv.reduce_op);
+    } else {
+      std::memcpy(recv.dst, send.src, static_cast<std::size_t>(send.count) * size_of(send.type));
+    }
+  }
+  recv.received_count = send.count;
+}
+
+void World::match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& recv, int by_rank,
+                  std::unique_lock<std::mutex>& lock) {
+  std::string error;
+  if (send->type != recv->type) {
+    error = mismatch_message(*send, *recv, "type mismatch");
+  } else if (send->count > recv->count) {
+    error = mismatch_message(*send, *recv, "message larger than the receive buffer");
+  } else if (recv->reduce && send->count != recv->count) {
+    error = mismatch_message(*send, *recv, "recv_reduce needs a message of exactly its size");
+  }
+  if (!error.empty()) {
+    send->error = recv->error = error;
+    mark_done(*send);
+    mark_done(*recv);
+    return;
+  }
+  send->partner = recv;
+  recv->partner = send;
+  send->state = recv->state = Op::State::kMatched;
+  const std::int64_t bytes = send->count * static_cast<std::int64_t>(size_of(send->type));
+  if (by_rank != recv->owner && bytes > kEagerBytes) {
+    ranks_[recv->owner].copy_jobs.push_back(recv);
+    wake(recv->owner);
+    return;
+  }
+  ++ranks_[send->owner].copies_in_flight;
+  ++ranks_[recv->owner].copies_in_flight;
+  lock.unlock();
+  transfer(*send, *recv);
+  lock.lock();
+  --ranks_[send->owner].copies_in_flight;
+  --ranks_[recv->owner].copies_in_flight;
+  mark_done(*send);
+  mark_done(*recv);
+}
+
+void World::post(const std::shared_ptr<Op>& op) {
+  std::unique_lock lock(mu_);
+  throw_if_failed(op->owner, lock);
+  ranks_[op->owner].owned.push_back(op);
+  // Receiver-side queues, keyed by (context, source, tag): FIFO per key is what
+  // makes messages of one (source, tag) arrive in the order they were sent.
+  const int receiver = op->send ? op->peer_world : op->owner;
+  const Key key{op->context, op->send ? op->owner : op->peer_world, op->msg_tag};
+  RankState& r = ranks_[receiver];
+  auto& other = op->send ? r.posted : r.unexpected;
+  auto& mine = op->send ? r.unexpected : r.posted;
+  auto it = other.find(key);
+  if (it == other.end()) {
+    mine[key].push_back(op);
+    return;
+  }
+  std::shared_ptr<Op> peer = it->second.front();
+  it->second.pop_front();
+  if (it->second.empty()) other.erase(it);
+  if (op->send) match(op, peer, op->owner, lock);
+  else match(peer, op, op->owner, lock);
+}
+
+bool World::can_progress(int rank) const {
+  const RankState& r = ranks_[rank];
+  if (!r.copy_jobs.empty()) return true;
+  return std::any_of(r.waiting_on.begin(), r.waiting_on.end(),
+                     [](const Op* op) { return op->state == Op::State::kDone; });
+}
+
+bool World::all_live_stuck() const {
+  bool any_live = false;
+  for (int r = 0; r < size_; ++r) {
+    const RankState& s = ranks_[r];
+    if (s.finished) continue;
+    any_live = true;
+    if (!s.waiting || can_progress(r)) return false;
+  }
+  return any_live;
+}
+
+void World::quiesce(int rank, std::unique_lock<std::mutex>& lock) {
+  RankState& me = ranks_[rank];
+  me.cv.wait(lock, [&] { return me.copies_in_flight == 0; });
+}
+
+void World::throw_if_failed(int rank, std::unique_lock<std::mutex>& lock) {
+  if (!aborted_ && !deadlocked_) return;
+  ranks_[rank].waiting = false;
+  quiesce(rank, lock);
+  if (deadlocked_) throw DeadlockError(deadlock_report_);
+  throw AbortedError("call cancelled because rank " + std::to_string(abort_rank_) +
+                     " failed first (" + abort_kind_ + ")");
+}
+
+void World::complete(int rank, std::span<Op* const> ops, const char* call) {
+  std::unique_lock lock(mu_);
+  RankState& me = ranks_[rank];
+  const Clock::time_point start = Clock::now();
+  for (;;) {
+    me.waiting = false;
+    throw_if_failed(rank, lock);
+    if (!me.copy_jobs.empty()) {
+      // Copies of large messages into this rank's receive buffers: done here,
+      // by the receiver, outside the lock.
+      std::vector<std::shared_ptr<Op>> jobs;
+      jobs.swap(me.copy_jobs);
+      for (auto& job : jobs) ++ranks_[job->partner->owner].copies_in_flight;
+      me.copies_in_flight += static_cast<int>(jobs.size());
+      lock.unlock();
+      for (auto& job : jobs) transfer(*job->partner, *job);
+      lock.lock();
+      for (auto& job : jobs) {
+        --ranks_[job->partner->owner].copies_in_flight;
+        --me.copies_in_flight;
+        mark_done(*job->partner);
+        mark_done(*job);
+      }
+      continue;
+    }
+    if (std::all_of(ops.begin(), ops.end(), [](const Op* op) { return op->state == Op::State::kDone; })) {
+      for (const Op* op : ops)
+        if (!op->error.empty()) throw InvalidArgument(op->error);
+      return;
+    }
+    // Nothing to do: record what this rank waits for, then look for a deadlock.
+    me.waiting = true;
+    me.call = call;
+    me.since = start;
+    me.waiting_on.clear();
+    for (Op* op : ops)
+      if (op->state != Op::State::kDone) me.waiting_on.push_back(op);
+    if (all_live_stuck()) {
+      deadlocked_ = true;
+      deadlock_report_ = wait_graph("deadlock: every live rank is blocked and none can make progress");
+      for (int r = 0; r < size_; ++r) wake(r);
+      continue;
+    }
+    const Clock::time_point deadline = start + timeout_;
+    if (Clock::now() >= deadline) {
+      std::string graph = wait_graph("timeout: a rank waited longer than the launch timeout");
+      me.waiting = false;
+      throw TimeoutError(graph);
+    }
+    const std::uint64_t seq = me.wake_seq.load(std::memory_order_acquire);
+    if (!oversubscribed_) {
+      // Spin briefly first: a wake-up through the condition variable costs
+      // several microseconds, a message between two busy cores far less.
+      lock.unlock();
+      const Clock::time_point spin_end = Clock::now() + kSpin;
+      while (me.wake_seq.load(std::memory_order_acquire) == seq && Clock::now() < spin_end)
+        _mm_pause();
+      lock.lock();
+    }
+    me.cv.wait_until(lock, deadline, [&] { return me.wake_seq.load() != seq; });
+  }
+}
+
+std::string World::finish_rank(int rank) {
+  std::unique_lock lock(mu_);
+  RankState& me = ranks_[rank];
+  me.waiting = false;
+  std::string pending;
+  // Anything this rank left unfinished can no longer complete: take it out of
+  // the queues, and fail a partner that was already matched with it.
+  for (auto& op : std::vector<std::shared_ptr<Op>>(me.owned)) {
+    if (op->state == Op::State::kDone) continue;
+    pending += "\n  " + describe(*op);
+    if (op->state == Op::State::kPosted) {
+      const int receiver = op->send ? op->peer_world : op->owner;
+      const Key key{op->context, op->send ? op->owner : op->peer_world, op->msg_tag};
+      auto& queues = op->send ? ranks_[receiver].unexpected : ranks_[receiver].posted;
+      auto it = queues.find(key);
+      if (it != queues.end()) std::erase(it->second, op);
+      mark_done(*op);
+    }
+  }
+  quiesce(rank, lock);
+  for (auto& op : std::vector<std::shared_ptr<Op>>(me.owned)) {
+    if (op->partner && op->partner->state != Op::State::kDone) {
+      // Matched, but the receiver has not copied yet: cancel that copy.
+      op->partner->error = "rank " + std::to_string(rank) + " returned before its " +
+                           std::string(op->call) + " completed";
+      std::erase(me.copy_jobs, op);
+      std::erase(ranks_[op->partner->owner].copy_jobs, op->partner);
+      mark_done(*op->partner);
+    }
+    mark_done(*op);
+  }
+  me.finished = true;
+  // The ranks still running may have been waiting for this one.
+  if (!deadlocked_ && !aborted_ && all_live_stuck()) {
+    deadlocked_ = true;
+    deadlock_report_ = wait_graph("deadlock: every live rank is blocked and none can make progress");
+  }
+  for (int r = 0; r < size_; ++r) wake(r);
+  return pending;
+}
+
+void World::abort(int rank, const std::string& kind) {
+  std::lock_guard lock(mu_);
+  if (!aborted_) {
+    aborted_ = true;
+    abort_rank_ = rank;
+    abort_kind_ = kind;
+  }
+  for (int r = 0; r < size_; ++r) wake(r);
+}
+
+int World::subgroup_context(int parent_context, std::uint64_t split_id, int color) {
+  std::lock_guard lock(mu_);
+  auto [it, inserted] = contexts_.try_emplace({parent_context, split_id, color}, next_context_);
+  if (inserted) ++next_context_;
+  return it->second;
+}
+
+}  // namespace dtw::threads

@@ -1,0 +1,116 @@
+#pragma once
+// The shared state of a threads-backend world: message queues, matching,
+// blocking with deadlock detection, and abort.
+//
+// One mutex guards all matching state. That keeps the deadlock detector exact
+// (it sees every rank's wait at one instant) and costs little: the lock is held
+// only to match and to flip states, never while bytes are copied.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "dtw/comm.h"
+
+namespace dtw::threads {
+
+using Clock = std::chrono::steady_clock;
+
+// One posted send or receive.
+struct Op : detail::RequestState {
+  int owner = 0;       // world rank that posted it
+  int peer_world = 0;  // world rank of the other side
+  int group_peer = 0;  // the other side's rank in the posting communicator (for messages)
+  int context = 0;
+  int msg_tag = 0;
+  bool send = false;
+  const void* src = nullptr;  // sends
+  void* dst = nullptr;        // receives
+  std::int64_t count = 0;
+  DataType type = DataType::kByte;
+  bool reduce = false;  // a recv_reduce: combine into dst instead of copying
+  ReduceOp reduce_op = ReduceOp::kSum;
+  const char* call = "";  // the public call, for reports
+
+  // Guarded by World::mu_.
+  enum class State { kPosted, kMatched, kDone } state = State::kPosted;
+  std::shared_ptr<Op> partner;
+  std::string error;  // set on both sides of a bad match
+  std::atomic<bool> done{false};
+};
+
+struct Key {
+  int context, source, tag;
+  auto operator<=>(const Key&) const = default;
+};
+
+class World {
+ public:
+  World(int size, std::chrono::milliseconds timeout);
+
+  int size() const { return size_; }
+
+  // Posts a send or receive; may match (and for small messages copy) at once.
+  void post(const std::shared_ptr<Op>& op);
+  // Blocks rank `rank` until all `ops` are done; throws AbortedError,
+  // DeadlockError, TimeoutError, or InvalidArgument for a bad match.
+  void complete(int rank, std::span<Op* const> ops, const char* call);
+  // A rank returned or threw: cancel what it left behind, re-run the detector.
+  // Returns a description of requests it left pending ("" if none).
+  std::string finish_rank(int rank);
+  // A rank failed: every pending and future call of the others throws AbortedError.
+  void abort(int rank, const std::string& kind);
+  // The context id every member of one split agrees on.
+  int subgroup_context(int parent_context, std::uint64_t split_id, int color);
+
+ private:
+  struct RankState {
+    std::condition_variable cv;
+    std::atomic<std::uint64_t> wake_seq{0};
+    std::map<Key, std::deque<std::shared_ptr<Op>>> unexpected;  // sends to me, unmatched
+    std::map<Key, std::deque<std::shared_ptr<Op>>> posted;      // my receives, unmatched
+    std::vector<std::shared_ptr<Op>> copy_jobs;                 // matched receives I copy
+    std::vector<std::shared_ptr<Op>> owned;                     // my ops not yet done
+    int copies_in_flight = 0;                                   // copies touching my buffers
+    // The wait this rank is in (valid while waiting).
+    bool waiting = false;
+    bool finished = false;
+    const char* call = "";
+    std::vector<Op*> waiting_on;
+    Clock::time_point since;
+  };
+
+  void match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& recv, int by_rank,
+             std::unique_lock<std::mutex>& lock);
+  void transfer(Op& send, Op& recv);  // the copy (or reduction), outside the lock
+  void mark_done(Op& op);
+  void wake(int rank);
+  bool can_progress(int rank) const;
+  bool all_live_stuck() const;
+  void quiesce(int rank, std::unique_lock<std::mutex>& lock);
+  std::string wait_graph(const char* headline) const;  // in wait_graph.cpp
+  void throw_if_failed(int rank, std::unique_lock<std::mutex>& lock);
+
+  const int size_;
+  const std::chrono::milliseconds timeout_;
+  const bool oversubscribed_;
+  mutable std::mutex mu_;
+  std::vector<RankState> ranks_;
+  bool aborted_ = false;
+  int abort_rank_ = -1;
+  std::string abort_kind_;
+  bool deadlocked_ = false;
+  std::string deadlock_report_;
+  std::map<std::tuple<int, std::uint64_t, int>, int> contexts_;
+  int next_context_ = 1;
+};
+
+}  // namespace dtw::threads

@@ -1,0 +1,81 @@
+// Human-readable reports of what every rank is waiting for: the deadlock
+// detector's wait-for graph, with the cycle that closes it.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "threads/describe.h"
+#include "threads/threads_world.h"
+
+namespace dtw::threads {
+
+std::string format_bytes(std::int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < (1 << 20)) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  if (bytes < (std::int64_t{1} << 30)) return fmt::format("{:.1f} MiB", bytes / 1048576.0);
+  return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
+}
+
+std::string describe(const Op& op) {
+  const std::int64_t bytes = op.count * static_cast<std::int64_t>(size_of(op.type));
+  return fmt::format("{} {} rank {}, tag {}, {} ({} {})", op.call, op.send ? "to" : "from",
+                     op.peer_world, op.msg_tag, format_bytes(bytes), op.count, name_of(op.type));
+}
+
+std::string mismatch_message(const Op& send, const Op& recv, const char* what) {
+  return fmt::format(
+      "{}: rank {} sends {} {} ({}) with tag {} but rank {} receives into {} {} ({})", what,
+      send.owner, send.count, name_of(send.type),
+      format_bytes(send.count * static_cast<std::int64_t>(size_of(send.type))), send.msg_tag,
+      recv.owner, recv.count, name_of(recv.type),
+      format_bytes(recv.count * static_cast<std::int64_t>(size_of(recv.type))));
+}
+
+std::string World::wait_graph(const char* headline) const {
+  const Clock::time_point now = Clock::now();
+  std::string out = fmt::format("{} (world of {}, threads backend)\n", headline, size_);
+  // Edges of the wait-for graph: rank -> the peers its pending operations need.
+  std::vector<std::vector<int>> edges(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    const RankState& s = ranks_[r];
+    if (s.finished) {
+      out += fmt::format("  rank {:>3}  finished\n", r);
+      continue;
+    }
+    if (!s.waiting) {
+      out += fmt::format("  rank {:>3}  running\n", r);
+      continue;
+    }
+    const double ms = std::chrono::duration<double, std::milli>(now - s.since).count();
+    out += fmt::format("  rank {:>3}  in {}, waiting {:.1f} ms for:\n", r, s.call, ms);
+    for (const Op* op : s.waiting_on) {
+      out += fmt::format("              {}\n", describe(*op));
+      edges[r].push_back(op->peer_world);
+    }
+  }
+  // Follow edges from each waiting rank until a rank repeats: that is a cycle.
+  for (int start = 0; start < size_; ++start) {
+    std::vector<int> path{start};
+    std::set<int> seen{start};
+    int at = start;
+    while (!edges[at].empty()) {
+      const int next = edges[at].front();
+      if (next == start) {
+        out += "  cycle:";
+        for (int r : path) out += fmt::format(" rank {} ->", r);
+        out += fmt::format(" rank {}\n", start);
+        return out;
+      }
+      if (!seen.insert(next).second) break;
+      path.push_back(next);
+      at = next;
+    }
+  }
+  for (int r = 0; r < size_; ++r)
+    for (int peer : edges[r])
+      if (ranks_[peer].finished)
+        return out + fmt::format("  no cycle: rank {} waits for rank {}, which has returned\n", r, peer);
+  return out;
+}
+
+}  // namespace dtw::threads

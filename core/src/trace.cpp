@@ -1,0 +1,44 @@
+#include "dtw/trace.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "dtw/errors.h"
+
+namespace dtw {
+
+void Tracer::comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us) {
+  if (!enabled_) return;
+  events_.push_back({op, "comm", rank_, peer, bytes, tag, start_us, now_us()});
+}
+
+Tracer::Phase::Phase(Tracer& tracer, std::string name)
+    : tracer_(tracer), name_(std::move(name)), start_us_(tracer.enabled() ? tracer.now_us() : 0) {}
+
+Tracer::Phase::~Phase() {
+  if (!tracer_.enabled()) return;
+  tracer_.events_.push_back({name_, "phase", tracer_.rank_, -1, 0, 0, start_us_, tracer_.now_us()});
+}
+
+void write_chrome_trace(const std::vector<TraceEvent>& events, const std::string& path) {
+  // Complete events ("ph": "X"): one process, one thread (track) per rank.
+  nlohmann::json trace_events = nlohmann::json::array();
+  for (const TraceEvent& e : events) {
+    nlohmann::json args = {{"bytes", e.bytes}};
+    if (e.peer >= 0) args["peer"] = e.peer;
+    if (e.category == "comm") args["tag"] = e.tag;
+    trace_events.push_back({{"name", e.name},
+                            {"cat", e.category},
+                            {"ph", "X"},
+                            {"pid", 0},
+                            {"tid", e.rank},
+                            {"ts", e.start_us},
+                            {"dur", e.end_us - e.start_us},
+                            {"args", args}});
+  }
+  std::ofstream out(path);
+  DTW_CHECK(out.good(), Error, "cannot write trace file '" << path << "'");
+  out << nlohmann::json{{"traceEvents", trace_events}, {"displayTimeUnit", "ns"}}.dump(1) << '\n';
+}
+
+}  // namespace dtw

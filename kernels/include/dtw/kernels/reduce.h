@@ -1,0 +1,29 @@
+#pragma once
+/// @file
+/// The element-wise local reduction every collective is built on.
+
+#include <cstdint>
+
+#include "dtw/types.h"
+
+namespace dtw::kernels {
+
+/// `dst[i] = op(dst[i], src[i])` for i in [0, count), as a Kokkos kernel on
+/// the host execution space. `kAvg` reduces like `kSum` (the caller divides).
+/// Safe to call from many rank threads at once. dst and src must not overlap.
+template <class T>
+void reduce_into(T* dst, const T* src, std::int64_t count, ReduceOp op);
+
+/// The same reduction on untyped views; `dst` and `src` must have the same
+/// type and count (InvalidArgument otherwise) and not be raw bytes.
+void reduce_into(Buffer dst, ConstBuffer src, ReduceOp op);
+
+/// Plain sequential loop computing exactly what reduce_into computes: the
+/// reference the kernels are tested against.
+template <class T>
+void reduce_into_reference(T* dst, const T* src, std::int64_t count, ReduceOp op);
+
+/// Initializes Kokkos once per process (idempotent, thread-safe) and finalizes it at exit.
+void ensure_kokkos_initialized();
+
+}  // namespace dtw::kernels
