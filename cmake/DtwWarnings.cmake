@@ -8,3 +8,21 @@ function(dtw_target_warnings target)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
   endif()
 endfunction()
+
+# Sanitizers for the whole build: -DDTW_SANITIZE=address,undefined or thread
+# (the asan and tsan presets set it). The flags go into CMAKE_CXX_FLAGS and the
+# linker flags, so every target is instrumented alike and code that needs to
+# know (tests scaling down under TSan) can see them there.
+set(DTW_SANITIZE "" CACHE STRING "Sanitizers to build with (e.g. address,undefined or thread)")
+if(DTW_SANITIZE)
+  set(_dtw_san "-fsanitize=${DTW_SANITIZE} -fno-omit-frame-pointer")
+  if(DTW_SANITIZE MATCHES "undefined")
+    # A UBSan finding must fail the test, not scroll past.
+    string(APPEND _dtw_san " -fno-sanitize-recover=undefined")
+  endif()
+  string(APPEND CMAKE_CXX_FLAGS " ${_dtw_san}")
+  foreach(kind EXE SHARED MODULE)
+    string(APPEND CMAKE_${kind}_LINKER_FLAGS " ${_dtw_san}")
+  endforeach()
+  message(STATUS "dtw: sanitizers ${DTW_SANITIZE}")
+endif()

@@ -5,12 +5,27 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
+#include <string>
 
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
 
 namespace dtw {
+namespace {
+// The fingerprint check is on in debug builds, and anywhere when the
+// environment says DTW_CHECK_COLLECTIVES=1 (or off with =0).
+bool collective_check_default() {
+  if (const char* env = std::getenv("DTW_CHECK_COLLECTIVES")) return std::string(env) != "0";
+#ifdef NDEBUG
+  return false;
+#else
+  return true;
+#endif
+}
+}  // namespace
 
 Comm::Comm(int rank, std::vector<int> members, std::shared_ptr<Traffic> traffic,
            std::shared_ptr<Tracer> tracer)
@@ -18,29 +33,40 @@ Comm::Comm(int rank, std::vector<int> members, std::shared_ptr<Traffic> traffic,
       size_(static_cast<int>(members.size())),
       members_(std::move(members)),
       traffic_(std::move(traffic)),
-      tracer_(std::move(tracer)) {}
+      tracer_(std::move(tracer)),
+      verify_collectives_(collective_check_default()) {}
+
+namespace {
+// "rank 2", or "rank 1 (world rank 3)" inside a split group, so a message
+// names the rank the caller's code uses and the one the launch report uses.
+std::string who(int rank, int world_rank) {
+  std::string s = "rank " + std::to_string(rank);
+  if (rank != world_rank) s += " (world rank " + std::to_string(world_rank) + ")";
+  return s;
+}
+}  // namespace
 
 void Comm::check_peer(int peer, const char* op) const {
-  DTW_CHECK_ARG(peer >= 0 && peer < size_, "rank " << rank_ << ": " << op << " with peer " << peer
+  DTW_CHECK_ARG(peer >= 0 && peer < size_, who(rank_, world_rank()) << ": " << op << " with peer " << peer
                                                    << ": peer out of range [0, " << size_ << ")");
 }
 
 void Comm::check_tag(int tag, const char* op) const {
-  DTW_CHECK_ARG(tag >= 0 && tag <= kMaxTag, "rank " << rank_ << ": " << op << " with tag " << tag
+  DTW_CHECK_ARG(tag >= 0 && tag <= kMaxTag, who(rank_, world_rank()) << ": " << op << " with tag " << tag
                                                     << ": tag out of range [0, " << kMaxTag << "]");
 }
 
 void Comm::check_count(std::int64_t count, const char* op) const {
-  DTW_CHECK_ARG(count >= 0, "rank " << rank_ << ": " << op << " with count " << count
+  DTW_CHECK_ARG(count >= 0, who(rank_, world_rank()) << ": " << op << " with count " << count
                                     << ": count is negative");
 }
 
-Request Comm::isend_buffer(ConstBuffer data, int peer, int tag) {
-  check_peer(peer, "isend");
-  check_tag(tag, "isend");
-  check_count(data.count, "isend");
-  auto state = start_send(data, peer, tag, "isend");
-  state->op = "isend";
+Request Comm::post_send(ConstBuffer data, int peer, int tag, const char* call) {
+  check_peer(peer, call);
+  check_tag(tag, call);
+  check_count(data.count, call);
+  auto state = start_send(data, peer, tag, call);
+  state->op = call;
   state->is_send = true;
   state->peer = peer;
   state->tag = tag;
@@ -49,17 +75,25 @@ Request Comm::isend_buffer(ConstBuffer data, int peer, int tag) {
   return Request(std::move(state));
 }
 
-Request Comm::irecv_buffer(Buffer data, int peer, int tag) {
-  check_peer(peer, "irecv");
-  check_tag(tag, "irecv");
-  check_count(data.count, "irecv");
-  auto state = start_recv(data, peer, tag, "irecv");
-  state->op = "irecv";
+Request Comm::post_recv(Buffer data, int peer, int tag, const char* call) {
+  check_peer(peer, call);
+  check_tag(tag, call);
+  check_count(data.count, call);
+  auto state = start_recv(data, peer, tag, call);
+  state->op = call;
   state->elem_bytes = static_cast<std::int64_t>(size_of(data.type));
   state->peer = peer;
   state->tag = tag;
   state->start_us = tracer_->enabled() ? tracer_->now_us() : 0;
   return Request(std::move(state));
+}
+
+Request Comm::isend_buffer(ConstBuffer data, int peer, int tag) {
+  return post_send(data, peer, tag, "isend");
+}
+
+Request Comm::irecv_buffer(Buffer data, int peer, int tag) {
+  return post_recv(data, peer, tag, "irecv");
 }
 
 // Counts the message and records the trace event once a request completed.
@@ -76,50 +110,40 @@ void Comm::finish(detail::RequestState& state) {
   if (tracer_->enabled()) tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us);
 }
 
-void Comm::wait(Request& request) { wait_all(std::span<Request>(&request, 1)); }
+void Comm::wait(Request& request) { complete_requests(std::span<Request>(&request, 1), "wait"); }
 
-void Comm::wait_all(std::span<Request> requests) {
+void Comm::wait_all(std::span<Request> requests) { complete_requests(requests, "wait_all"); }
+
+void Comm::complete_requests(std::span<Request> requests, const char* call) {
   std::vector<detail::RequestState*> pending;
   for (Request& r : requests)
     if (r.pending()) pending.push_back(r.state());
   if (pending.empty()) return;
-  complete(pending, pending.size() == 1 ? "wait" : "wait_all");
+  complete(pending, call);
   for (detail::RequestState* s : pending) {
     s->completed = true;
     finish(*s);
   }
 }
 
+// The blocking calls hold their operation in a Request too, so that an
+// exception out of complete() withdraws it before the caller's buffer goes away.
 void Comm::send_buffer(ConstBuffer data, int peer, int tag) {
-  check_peer(peer, "send");
-  check_tag(tag, "send");
-  check_count(data.count, "send");
-  auto state = start_send(data, peer, tag, "send");
-  state->op = "send";
-  state->is_send = true;
-  state->peer = peer;
-  state->tag = tag;
-  state->bytes = data.bytes();
-  state->start_us = tracer_->enabled() ? tracer_->now_us() : 0;
-  detail::RequestState* s = state.get();
-  complete(std::span<detail::RequestState* const>(&s, 1), "send");
-  state->completed = true;
-  finish(*state);
+  Request r = post_send(data, peer, tag, "send");
+  complete_requests(std::span<Request>(&r, 1), "send");
 }
 
 std::int64_t Comm::recv_buffer(Buffer data, int peer, int tag) {
-  Request r = irecv_buffer(data, peer, tag);
-  r.state()->op = "recv";
-  wait(r);
+  Request r = post_recv(data, peer, tag, "recv");
+  complete_requests(std::span<Request>(&r, 1), "recv");
   return r.received_count();
 }
 
 std::int64_t Comm::sendrecv_buffer(ConstBuffer out, int dst, Buffer in, int src, int tag) {
   // Post the receive first so that the peer's send can land at once.
-  std::array<Request, 2> requests{irecv_buffer(in, src, tag), isend_buffer(out, dst, tag)};
-  requests[0].state()->op = "sendrecv";
-  requests[1].state()->op = "sendrecv";
-  wait_all(requests);
+  std::array<Request, 2> requests{post_recv(in, src, tag, "sendrecv"),
+                                  post_send(out, dst, tag, "sendrecv")};
+  complete_requests(requests, "sendrecv");
   return requests[0].received_count();
 }
 
@@ -142,19 +166,80 @@ void Comm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
   std::vector<std::byte> scratch(static_cast<std::size_t>(inout.bytes()));
   Buffer tmp{scratch.data(), inout.count, inout.type};
   auto state = start_recv(tmp, src, tag, "recv_reduce");
+  const Request guard(state);
   detail::RequestState* s = state.get();
   complete(std::span<detail::RequestState* const>(&s, 1), "recv_reduce");
+  state->completed = true;
   DTW_CHECK_ARG(state->received_count == inout.count,
                 "rank " << rank_ << ": recv_reduce from rank " << src << " tag " << tag << ": got "
                         << state->received_count << " elements, expected " << inout.count);
   kernels::reduce_into(inout, tmp, op);
 }
 
+void Comm::copy_local(Buffer dst, ConstBuffer src) {
+  DTW_CHECK_ARG(dst.type == src.type, who(rank_, world_rank()) << ": copy_local: dst holds "
+                                          << name_of(dst.type) << " but src holds " << name_of(src.type));
+  DTW_CHECK_ARG(dst.count == src.count, who(rank_, world_rank()) << ": copy_local: dst has " << dst.count
+                                            << " elements but src has " << src.count);
+  check_count(dst.count, "copy_local");
+  if (dst.count == 0 || dst.data == src.data) return;
+  do_copy_local(dst, src);
+}
+
+void Comm::do_copy_local(Buffer dst, ConstBuffer src) {
+  std::memmove(dst.data, src.data, static_cast<std::size_t>(src.bytes()));
+}
+
+void Comm::divide_local(Buffer data, int divisor) {
+  DTW_CHECK_ARG(divisor > 0, who(rank_, world_rank()) << ": divide_local by " << divisor
+                                 << ": the divisor must be positive");
+  DTW_CHECK_ARG(data.type != DataType::kByte,
+                who(rank_, world_rank()) << ": divide_local: cannot divide raw bytes");
+  check_count(data.count, "divide_local");
+  if (data.count == 0 || divisor == 1) return;
+  do_divide_local(data, divisor);
+}
+
+namespace {
+template <class T>
+void divide_each(void* data, std::int64_t count, int divisor) {
+  T* x = static_cast<T*>(data);
+  const T d = static_cast<T>(divisor);
+  for (std::int64_t i = 0; i < count; ++i) x[i] = static_cast<T>(x[i] / d);
+}
+}  // namespace
+
+void Comm::do_divide_local(Buffer data, int divisor) {
+  switch (data.type) {
+    case DataType::kInt32: return divide_each<std::int32_t>(data.data, data.count, divisor);
+    case DataType::kInt64: return divide_each<std::int64_t>(data.data, data.count, divisor);
+    case DataType::kFloat32: return divide_each<float>(data.data, data.count, divisor);
+    case DataType::kFloat64: return divide_each<double>(data.data, data.count, divisor);
+    case DataType::kByte: break;
+  }
+}
+
+// The runtime's own exchanges are named after what they serve, so a deadlock
+// report says "split" or "collective fingerprint check", not a bare tag.
+const char* Comm::internal_call_name(int tag) {
+  switch (tag) {
+    case kBarrierTag: return "barrier";
+    case kSplitTag: return "split";
+    case kReferenceTag: return "reference collective";
+    case kFingerprintTag: return "collective fingerprint check";
+    default: return "internal exchange";
+  }
+}
+
 void Comm::internal_sendrecv(ConstBuffer out, int dst, Buffer in, int src, int tag) {
-  auto r = start_recv(in, src, tag, "barrier");
-  auto s = start_send(out, dst, tag, "barrier");
+  const char* call = internal_call_name(tag);
+  auto r = start_recv(in, src, tag, call);
+  const Request recv_guard(r);
+  auto s = start_send(out, dst, tag, call);
+  const Request send_guard(s);
   std::array<detail::RequestState*, 2> both{r.get(), s.get()};
-  complete(both, "barrier");
+  complete(both, call);
+  r->completed = s->completed = true;
 }
 
 void Comm::barrier() {

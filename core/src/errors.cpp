@@ -6,16 +6,27 @@ namespace dtw {
 
 Error::Error(std::string message, const char* file, int line) : message_(std::move(message)) {
   if (file && *file) {
-    // Keep the path from the project root on: "core/src/comm.cpp:41".
+    // Keep the path from the project root on: "core/src/comm.cpp:41". The root
+    // is where this very file was compiled from, when `file` shares it.
     std::string path(file);
+    static const std::string project_root = [] {
+      const std::string self(__FILE__);
+      const auto pos = self.rfind("core/src/errors.cpp");
+      return pos == std::string::npos ? std::string() : self.substr(0, pos);
+    }();
+    if (!project_root.empty() && path.rfind(project_root, 0) == 0) {
+      where_ = path.substr(project_root.size()) + ":" + std::to_string(line);
+      format();
+      return;
+    }
+    // Otherwise cut at the outermost project folder ("tests/core/x", not "core/x").
+    auto cut = std::string::npos;
     for (const char* root : {"/core/", "/kernels/", "/solutions/", "/labs/", "/tests/", "/tools/",
                              "/bench/", "/chapters/"}) {
       const auto pos = path.rfind(root);
-      if (pos != std::string::npos) {
-        path = path.substr(pos + 1);
-        break;
-      }
+      if (pos != std::string::npos && (cut == std::string::npos || pos < cut)) cut = pos;
     }
+    if (cut != std::string::npos) path = path.substr(cut + 1);
     where_ = path + ":" + std::to_string(line);
   }
   format();

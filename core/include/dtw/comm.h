@@ -31,6 +31,10 @@ namespace detail {
 /// Backend-owned state of one non-blocking operation.
 struct RequestState {
   virtual ~RequestState() = default;
+  /// Called when the last handle is dropped while the operation is still
+  /// pending: the backend withdraws it (or waits out a copy already running),
+  /// so it never touches the caller's buffer afterwards.
+  virtual void abandon() noexcept {}
   bool completed = false;
   std::int64_t received_count = 0;  ///< elements that arrived (receives only)
   // What the trace and traffic counters record when the request completes.
@@ -66,17 +70,45 @@ Buffer mutable_view(R&& r) {
 
 /// Handle of a pending `isend`/`irecv`. Complete it with `Comm::wait` before
 /// touching its buffer; a request still pending when its rank returns is an error.
+///
+/// A Request is move-only: it is the one owner of the operation. Destroying
+/// (or assigning over) a request that is still pending abandons the operation:
+/// it is withdrawn before it can read or write the buffer (if a copy is already
+/// running, the destructor waits for it), a peer already matched with it fails,
+/// and, unless the destruction happens while an exception unwinds or after the
+/// launch already failed, the rank is reported at the end of the launch as
+/// having returned with requests never waited for. This keeps an exception
+/// thrown between `irecv` and `wait` from leaving a dangling buffer pointer.
 class Request {
  public:
   Request() = default;
+  /// Wraps the backend's state of a started operation (done by Comm, not by callers).
   explicit Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {}
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  /// Takes over `other`'s operation; `other` becomes empty.
+  Request(Request&& other) noexcept = default;
+  /// Abandons this request's pending operation (if any), then takes over `other`'s.
+  Request& operator=(Request&& other) noexcept {
+    if (this != &other) {
+      release();
+      state_ = std::move(other.state_);
+    }
+    return *this;
+  }
+  ~Request() { release(); }
   /// True until the request has been waited for.
   bool pending() const { return state_ && !state_->completed; }
   /// Elements received (valid after wait; 0 for sends).
   std::int64_t received_count() const { return state_ ? state_->received_count : 0; }
+  /// The backend's state of the operation, or nullptr for an empty request.
   detail::RequestState* state() const { return state_.get(); }
 
  private:
+  void release() noexcept {
+    if (pending()) state_->abandon();
+    state_.reset();
+  }
   std::shared_ptr<detail::RequestState> state_;
 };
 
@@ -117,9 +149,20 @@ class Comm {
   [[nodiscard]] Request isend(const R& data, int peer, int tag = 0) {
     return isend_buffer(detail::const_view(data), peer, tag);
   }
+  /// A temporary container as the buffer of a non-blocking call is rejected at
+  /// compile time: it would be destroyed before `wait`. (Views such as std::span
+  /// are fine: they do not own their memory.)
+  template <detail::ElementRange R>
+    requires(!std::is_lvalue_reference_v<R> && !std::ranges::borrowed_range<R>)
+  Request isend(R&& data, int peer, int tag = 0) {
+    static_assert(sizeof(R) == 0, "isend of a temporary container: keep the buffer in a variable until wait");
+    return {};
+  }
   /// Starts a receive; `data` must stay unread until `wait`.
   template <detail::ElementRange R>
   [[nodiscard]] Request irecv(R&& data, int peer, int tag = 0) {
+    static_assert(std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>,
+                  "irecv into a temporary container: keep the buffer in a variable until wait");
     return irecv_buffer(detail::mutable_view(data), peer, tag);
   }
   /// Sends `out` to `dst` and receives `in` from `src` at the same time, so two
@@ -139,12 +182,46 @@ class Comm {
 
   // ---- untyped point-to-point (raw Buffer views; same semantics) ------------
 
+  /// `send` on an untyped view.
   void send_buffer(ConstBuffer data, int peer, int tag);
+  /// `recv` on an untyped view; returns the element count that arrived.
   std::int64_t recv_buffer(Buffer data, int peer, int tag);
+  /// `isend` on an untyped view.
   [[nodiscard]] Request isend_buffer(ConstBuffer data, int peer, int tag);
+  /// `irecv` on an untyped view.
   [[nodiscard]] Request irecv_buffer(Buffer data, int peer, int tag);
+  /// `sendrecv` on untyped views; returns the element count that arrived.
   std::int64_t sendrecv_buffer(ConstBuffer out, int dst, Buffer in, int src, int tag);
+  /// `recv_reduce` on an untyped view.
   void recv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag);
+
+  // ---- local operations on this rank's memory ---------------------------------
+  // Touching message data on the host (std::copy, a loop) works on the CPU
+  // backends but crashes on device memory. These run wherever the backend keeps
+  // its buffers (a memcpy on the host, a CUDA copy or kernel on the GPU) and
+  // return once done, so code written against Comm stays backend-independent.
+
+  /// Copies `src` into `dst` on this rank; no message moves. Both must have the
+  /// same type and count (InvalidArgument otherwise); a copy onto itself is a
+  /// no-op. Other partial overlaps are allowed.
+  void copy_local(Buffer dst, ConstBuffer src);
+  /// `copy_local` on typed ranges of the same element type and size.
+  template <detail::ElementRange D, detail::ElementRange S>
+  void copy_local(D&& dst, const S& src) {
+    static_assert(std::is_same_v<std::ranges::range_value_t<D>,
+                                 std::remove_cv_t<std::ranges::range_value_t<S>>>,
+                  "copy_local: dst and src must have the same element type");
+    copy_local(detail::mutable_view(dst), detail::const_view(src));
+  }
+  /// Divides every element of `data` by `divisor` in place (integer division,
+  /// truncating, for integer types): what ReduceOp::kAvg adds to a sum.
+  /// `divisor` must be positive and `data` not raw bytes (InvalidArgument).
+  void divide_local(Buffer data, int divisor);
+  /// `divide_local` on a typed range.
+  template <detail::ElementRange R>
+  void divide_local(R&& data, int divisor) {
+    divide_local(detail::mutable_view(data), divisor);
+  }
 
   // ---- completion and group operations --------------------------------------
 
@@ -157,6 +234,53 @@ class Comm {
   /// Collective: partitions the group by `color` (ranks ordered by `key`, ties
   /// by rank). Returns the new group, or nullptr for `kNoColor`.
   std::unique_ptr<Comm> split(int color, int key);
+
+  // ---- reference collectives --------------------------------------------------
+  // The backend's trusted implementations that tests and benchmarks compare the
+  // learner's algorithms against: threads runs a plain fixed-order algorithm
+  // (gather to rank 0, reduce in rank order, send back: bitwise reproducible);
+  // mpi calls MPI's own collectives; nccl calls NCCL's. Reductions are in place.
+  // Chunked results (reduce_scatter) use dtw::Chunks(count, size()).
+
+  /// `data` on every rank becomes the element-wise reduction over all ranks.
+  virtual void reference_allreduce(Buffer data, ReduceOp op);
+  /// `data` on every rank becomes root's `data`.
+  virtual void reference_broadcast(Buffer data, int root);
+  /// Root's `data` becomes the reduction over all ranks; others' is unspecified after.
+  virtual void reference_reduce(Buffer data, ReduceOp op, int root);
+  /// `out` (size() * in.count elements) receives every rank's `in`, in rank order.
+  virtual void reference_allgather(ConstBuffer in, Buffer out);
+  /// Reduces `in` over all ranks and leaves chunk rank() of the result in `out`
+  /// (Chunks(in.count, size()).size(rank()) elements).
+  virtual void reference_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op);
+  /// Block j of `in` (in.count / size() elements) goes to rank j; `out` block i comes from rank i.
+  virtual void reference_alltoall(ConstBuffer in, Buffer out);
+  /// Root's `out` (size() * in.count elements) receives every rank's `in` in rank order.
+  virtual void reference_gather(ConstBuffer in, Buffer out, int root);
+  /// Block i of root's `in` (size() * out.count elements) goes to rank i's `out`.
+  virtual void reference_scatter(ConstBuffer in, Buffer out, int root);
+
+  // ---- collective fingerprint check ------------------------------------------
+
+  /// What a rank says it is calling, for `verify_collective`.
+  struct CollectiveCall {
+    const char* name = "";  ///< "allreduce", "broadcast", ...
+    /// Elements per rank the call moves or reduces.
+    std::int64_t count = 0;
+    /// Element type of the call's buffers.
+    DataType type = DataType::kByte;
+    int op = -1;    ///< static_cast<int>(ReduceOp), or -1 when the collective has none
+    int root = -1;  ///< -1 when the collective has none
+  };
+  /// When the fingerprint check is on (debug builds, or DTW_CHECK_COLLECTIVES=1
+  /// in the environment, or set_verify_collectives(true)), exchanges `call` with
+  /// every rank of the group first and throws CollectiveMismatch naming the
+  /// disagreeing ranks and what each called. A no-op when the check is off.
+  void verify_collective(const CollectiveCall& call);
+  /// Turns the fingerprint check on or off for this communicator.
+  void set_verify_collectives(bool on) { verify_collectives_ = on; }
+  /// True when the fingerprint check is on for this communicator.
+  bool verify_collectives() const { return verify_collectives_; }
 
   // ---- observability ---------------------------------------------------------
 
@@ -173,8 +297,10 @@ class Comm {
   // What a backend implements. Arguments arrive validated (peer in range, count
   // >= 0, tag in range), and `op_name` says which public call is running, for
   // error and deadlock reports.
+  /// Starts a send of `data` to group rank `peer`; completes once the receiver has it.
   virtual std::shared_ptr<detail::RequestState> start_send(ConstBuffer data, int peer, int tag,
                                                            const char* op_name) = 0;
+  /// Starts a receive into `data` from group rank `peer`.
   virtual std::shared_ptr<detail::RequestState> start_recv(Buffer data, int peer, int tag,
                                                            const char* op_name) = 0;
   /// Receive + reduce. The default receives into a temporary and reduces.
@@ -186,22 +312,49 @@ class Comm {
                                               std::uint64_t split_id) = 0;
   /// The default barrier is a dissemination barrier over messages with internal tags.
   virtual void do_barrier();
+  /// Copies between two equally typed, equally long host buffers (memmove);
+  /// arguments arrive checked, count > 0 and dst != src. Device backends override.
+  virtual void do_copy_local(Buffer dst, ConstBuffer src);
+  /// Divides a host buffer element-wise by `divisor` (> 1, not raw bytes).
+  virtual void do_divide_local(Buffer data, int divisor);
+  /// Called on entry to every `verify_collective`, whether the fingerprint check
+  /// is on or off, so a backend can note which collectives a rank entered (the
+  /// mpi backend's hang watchdog lists them). The default does nothing.
+  virtual void on_collective(const CollectiveCall& /*call*/) {}
 
   /// Tags below 0 are reserved for the runtime's own messages (barrier, split).
   static constexpr int kBarrierTag = -1;
+  /// Reserved tag of split's exchange of colors and keys.
   static constexpr int kSplitTag = -2;
+  /// Reserved tag of the reference collectives.
+  static constexpr int kReferenceTag = -3;
+  /// Reserved tag of the collective fingerprint check.
+  static constexpr int kFingerprintTag = -4;
   /// Send/receive on a reserved tag (no range check, no traffic in the caller's name).
   void internal_sendrecv(ConstBuffer out, int dst, Buffer in, int src, int tag);
+  /// Blocking send on a reserved tag; `op_name` names it in deadlock reports.
+  void internal_send(ConstBuffer data, int dst, int tag, const char* op_name);
+  /// Blocking receive on a reserved tag; returns the element count that arrived.
+  std::int64_t internal_recv(Buffer data, int src, int tag, const char* op_name);
 
+  /// This rank's traffic counters, for sharing with a sub-communicator.
   std::shared_ptr<Traffic> traffic_ptr() const { return traffic_; }
+  /// This rank's tracer, for sharing with a sub-communicator.
   std::shared_ptr<Tracer> tracer_ptr() const { return tracer_; }
+  /// World ranks of the group's members, indexed by group rank.
   const std::vector<int>& members() const { return members_; }
 
  private:
+  static const char* internal_call_name(int tag);
   void check_peer(int peer, const char* op) const;
   void check_tag(int tag, const char* op) const;
   void check_count(std::int64_t count, const char* op) const;
   void finish(detail::RequestState& state);
+  // Post and complete under the name of the public call (`call`), so deadlock
+  // reports and traces say "recv" or "sendrecv" rather than "irecv" and "wait".
+  Request post_send(ConstBuffer data, int peer, int tag, const char* call);
+  Request post_recv(Buffer data, int peer, int tag, const char* call);
+  void complete_requests(std::span<Request> requests, const char* call);
 
   int rank_;
   int size_;
@@ -209,6 +362,7 @@ class Comm {
   std::shared_ptr<Traffic> traffic_;
   std::shared_ptr<Tracer> tracer_;
   std::uint64_t splits_ = 0;  // how many splits this rank has done: names the next one
+  bool verify_collectives_;   // initialised from the build type and DTW_CHECK_COLLECTIVES
 };
 
 }  // namespace dtw

@@ -15,6 +15,7 @@ namespace dtw {
 
 /// What one rank found when it checked its result against the reference.
 struct DemoCheck {
+  /// True when the rank's result matched the reference.
   bool correct = true;
   std::string detail;  ///< first mismatch, or a one-line summary ("alpha 3.1 us, beta 14 GB/s")
   double busbw_gbps = 0;  ///< bus bandwidth the demo measured, 0 when not meaningful
@@ -25,10 +26,13 @@ struct Demo {
   std::string name;         ///< what `dtw run NAME` takes, e.g. "ping-pong"
   std::string chapter;      ///< "00"
   std::string description;  ///< one line for `dtw run --list` and the tour
+  /// World size `dtw run` uses when `--ranks` is not given.
   int default_ranks = 2;
+  /// Smallest world size the demo accepts.
   int min_ranks = 1;
   /// The demo fails on purpose with a DeadlockError (shown, not a bug).
   bool expects_deadlock = false;
+  /// The code every rank runs; returns that rank's check of its result.
   std::function<DemoCheck(Comm&)> run;
 };
 

@@ -111,5 +111,8 @@ template <class E>
 
 /// Marks a lab step the learner has not written yet; throws dtw::NotImplemented.
 /// The message starts with the step number ("01.4: ...") so `dtw check` can match it.
-#define DTW_TODO(msg) \
-  ::dtw::detail::raise<::dtw::NotImplemented>(::dtw::detail::Message() << msg, __FILE__, __LINE__)
+/// The message ends in "(NotImplemented)" so that test output, which shows only
+/// what(), still says which kind of failure it is.
+#define DTW_TODO(msg)                                                                      \
+  ::dtw::detail::raise<::dtw::NotImplemented>(::dtw::detail::Message() << msg << " (NotImplemented)", \
+                                              __FILE__, __LINE__)

@@ -26,6 +26,7 @@ struct LaunchOptions {
 
 /// One rank's failure as the report lists it.
 struct RankError {
+  /// World rank the error was raised on.
   int rank = -1;
   std::string kind;     ///< "InvalidArgument", "DeadlockError", "AbortedError", ...
   std::string message;  ///< the full what()
@@ -33,16 +34,22 @@ struct RankError {
 
 /// What a launch did: timing, traffic, trace and errors.
 struct Report {
+  /// Number of ranks launched.
   int world_size = 0;
+  /// The backend that ran the launch ("threads", ...).
   std::string backend;
+  /// Wall-clock time of the whole launch.
   double seconds = 0;
   /// bytes[src][dst]: payload bytes world rank src sent to world rank dst.
   std::vector<std::vector<std::int64_t>> bytes;
   /// messages[src][dst]: how many messages src sent to dst.
   std::vector<std::vector<std::int64_t>> messages;
+  /// Every rank's trace events (empty unless LaunchOptions::trace).
   std::vector<TraceEvent> trace;
+  /// One entry per failed rank; ranks cancelled by another's failure show AbortedError.
   std::vector<RankError> errors;
 
+  /// True when no rank failed.
   bool ok() const { return errors.empty(); }
   /// Total payload bytes sent by all ranks.
   std::int64_t total_bytes() const;

@@ -15,19 +15,25 @@ struct TraceEvent {
   std::string category;  ///< "comm" for communication calls, "phase" for phases
   int rank = 0;          ///< world rank
   int peer = -1;         ///< world rank of the peer, -1 when none
+  /// Payload bytes of a communication call (0 for phases).
   std::int64_t bytes = 0;
+  /// Message tag of a communication call.
   int tag = 0;
   double start_us = 0;   ///< microseconds since the launch started
+  /// Microseconds since the launch started, when the call returned.
   double end_us = 0;
 };
 
 /// Records one rank's events. Disabled tracers cost one branch per call.
 class Tracer {
  public:
+  /// The clock events are timed with.
   using Clock = std::chrono::steady_clock;
+  /// A tracer for world rank `rank`; times count from `epoch`, the launch's start.
   Tracer(int rank, bool enabled, Clock::time_point epoch)
       : rank_(rank), enabled_(enabled), epoch_(epoch) {}
 
+  /// True when events are recorded.
   bool enabled() const { return enabled_; }
   /// Microseconds since the launch started.
   double now_us() const {
@@ -35,11 +41,13 @@ class Tracer {
   }
   /// Appends a communication event (no-op when disabled).
   void comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us);
+  /// The events recorded so far.
   const std::vector<TraceEvent>& events() const { return events_; }
 
   /// RAII marker of a named phase: `auto p = comm.tracer().phase("backward");`
   class Phase {
    public:
+    /// Starts the phase `name` now; it ends when this object is destroyed.
     Phase(Tracer& tracer, std::string name);
     ~Phase();
     Phase(const Phase&) = delete;
@@ -50,6 +58,7 @@ class Tracer {
     std::string name_;
     double start_us_;
   };
+  /// Starts a named phase that lasts as long as the returned object.
   [[nodiscard]] Phase phase(std::string name) { return Phase(*this, std::move(name)); }
 
  private:

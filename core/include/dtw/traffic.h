@@ -11,6 +11,7 @@ namespace dtw {
 /// rank writes it, so no locking is needed; `dtw::launch` gathers all ranks'
 /// counters into the report's traffic matrix.
 struct Traffic {
+  /// Zeroed counters for a world of `world_size` ranks.
   explicit Traffic(int world_size)
       : bytes_sent(world_size), messages_sent(world_size), bytes_received(world_size),
         messages_received(world_size) {}

@@ -58,20 +58,31 @@ constexpr DataType data_type_of() {
 /// `count` is signed so that a negative count from a caller's arithmetic is
 /// caught and reported instead of wrapping to a huge size.
 struct Buffer {
+  /// First element.
   void* data = nullptr;
+  /// Number of elements (negative only by mistake, and then rejected).
   std::int64_t count = 0;
+  /// Element type.
   DataType type = DataType::kByte;
+  /// Size in bytes: count times the element size.
   std::int64_t bytes() const { return count * static_cast<std::int64_t>(size_of(type)); }
 };
 
 /// A read-only Buffer (what a send carries).
 struct ConstBuffer {
+  /// First element.
   const void* data = nullptr;
+  /// Number of elements (negative only by mistake, and then rejected).
   std::int64_t count = 0;
+  /// Element type.
   DataType type = DataType::kByte;
+  /// An empty view.
   ConstBuffer() = default;
+  /// Views `n` elements of type `t` at `d`.
   ConstBuffer(const void* d, std::int64_t n, DataType t) : data(d), count(n), type(t) {}
+  /// A read-only view of a writable one.
   ConstBuffer(Buffer b) : data(b.data), count(b.count), type(b.type) {}  // NOLINT: widening is safe
+  /// Size in bytes: count times the element size.
   std::int64_t bytes() const { return count * static_cast<std::int64_t>(size_of(type)); }
 };
 

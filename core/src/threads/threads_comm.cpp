@@ -19,6 +19,7 @@ std::shared_ptr<Op> ThreadsComm::make_op(int peer, int tag, const char* op_name)
   op->context = context_;
   op->msg_tag = tag;
   op->call = op_name;
+  op->world = world_;
   return op;
 }
 
@@ -53,8 +54,10 @@ void ThreadsComm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
   recv->reduce = true;
   recv->reduce_op = op;
   world_->post(recv);
+  const Request guard(recv);
   std::array<Op*, 1> ops{recv.get()};
   world_->complete(world_rank(), ops, "recv_reduce");
+  recv->completed = true;
 }
 
 void ThreadsComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {

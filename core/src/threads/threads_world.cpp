@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "dtw/errors.h"
@@ -41,6 +42,17 @@ void World::mark_done(Op& op) {
                              [&](const std::shared_ptr<Op>& o) { return o.get() == &op; }),
               owned.end());
   wake(op.owner);
+}
+
+void World::unqueue(const Op& op) {
+  const int receiver = op.send ? op.peer_world : op.owner;
+  const Key key{op.context, op.send ? op.owner : op.peer_world, op.msg_tag};
+  auto& queues = op.send ? ranks_[receiver].unexpected : ranks_[receiver].posted;
+  auto it = queues.find(key);
+  if (it == queues.end()) return;
+  std::erase_if(it->second, [&](const std::shared_ptr<Op>& o) { return o.get() == &op; });
+  // post() reads front() of any queue it finds, so no empty queue may stay behind.
+  if (it->second.empty()) queues.erase(it);
 }
 
 void World::transfer(Op& send, Op& recv) {
@@ -152,6 +164,16 @@ void World::complete(int rank, std::span<Op* const> ops, const char* call) {
   const Clock::time_point start = Clock::now();
   for (;;) {
     me.waiting = false;
+    // This rank's own outcome first: an operation that completed (or failed on
+    // its own bad match) reports that, even if another rank has failed since.
+    if (std::all_of(ops.begin(), ops.end(), [](const Op* op) { return op->state == Op::State::kDone; })) {
+      for (const Op* op : ops) {
+        if (op->error.empty()) continue;
+        if (op->error_is_abort) throw AbortedError(op->error);
+        throw InvalidArgument(op->error);
+      }
+      return;
+    }
     throw_if_failed(rank, lock);
     if (!me.copy_jobs.empty()) {
       // Copies of large messages into this rank's receive buffers: done here,
@@ -170,11 +192,6 @@ void World::complete(int rank, std::span<Op* const> ops, const char* call) {
         mark_done(*job);
       }
       continue;
-    }
-    if (std::all_of(ops.begin(), ops.end(), [](const Op* op) { return op->state == Op::State::kDone; })) {
-      for (const Op* op : ops)
-        if (!op->error.empty()) throw InvalidArgument(op->error);
-      return;
     }
     // Nothing to do: record what this rank waits for, then look for a deadlock.
     me.waiting = true;
@@ -220,20 +237,18 @@ std::string World::finish_rank(int rank) {
     if (op->state == Op::State::kDone) continue;
     pending += "\n  " + describe(*op);
     if (op->state == Op::State::kPosted) {
-      const int receiver = op->send ? op->peer_world : op->owner;
-      const Key key{op->context, op->send ? op->owner : op->peer_world, op->msg_tag};
-      auto& queues = op->send ? ranks_[receiver].unexpected : ranks_[receiver].posted;
-      auto it = queues.find(key);
-      if (it != queues.end()) std::erase(it->second, op);
+      unqueue(*op);
       mark_done(*op);
     }
   }
+  pending += me.abandoned;
   quiesce(rank, lock);
   for (auto& op : std::vector<std::shared_ptr<Op>>(me.owned)) {
     if (op->partner && op->partner->state != Op::State::kDone) {
       // Matched, but the receiver has not copied yet: cancel that copy.
       op->partner->error = "rank " + std::to_string(rank) + " returned before its " +
                            std::string(op->call) + " completed";
+      op->partner->error_is_abort = aborted_ || deadlocked_;
       std::erase(me.copy_jobs, op);
       std::erase(ranks_[op->partner->owner].copy_jobs, op->partner);
       mark_done(*op->partner);
@@ -248,6 +263,42 @@ std::string World::finish_rank(int rank) {
   }
   for (int r = 0; r < size_; ++r) wake(r);
   return pending;
+}
+
+void Op::abandon() noexcept {
+  if (auto w = world.lock()) w->abandon(*this);
+}
+
+void World::abandon(Op& op) noexcept {
+  std::unique_lock lock(mu_);
+  if (op.state == Op::State::kDone) return;
+  // Dropped by unwinding, or after the launch failed: the failure is reported
+  // already, and the dropped request is only a consequence of it.
+  const bool consequence = std::uncaught_exceptions() > 0 || aborted_ || deadlocked_;
+  if (!consequence) ranks_[op.owner].abandoned += "\n  " + describe(op) + " (Request destroyed before wait)";
+  if (op.state == Op::State::kPosted) {
+    unqueue(op);
+    mark_done(op);
+    return;
+  }
+  // Matched. If the receiver has not taken the copy job yet, cancel it and fail
+  // the partner; otherwise a copy is running right now: wait until it is over.
+  Op& recv = op.send ? *op.partner : op;
+  auto& jobs = ranks_[recv.owner].copy_jobs;
+  const auto job = std::find_if(jobs.begin(), jobs.end(),
+                                [&](const std::shared_ptr<Op>& j) { return j.get() == &recv; });
+  if (job != jobs.end()) {
+    jobs.erase(job);
+    Op& partner = *op.partner;
+    partner.error = "rank " + std::to_string(op.owner) + " dropped its pending " + op.call +
+                    (op.send ? " to" : " from") + " rank " + std::to_string(op.peer_world) +
+                    " (tag " + std::to_string(op.msg_tag) + ") without waiting for it";
+    partner.error_is_abort = consequence;
+    mark_done(partner);
+    mark_done(op);
+    return;
+  }
+  ranks_[op.owner].cv.wait(lock, [&] { return op.state == Op::State::kDone; });
 }
 
 void World::abort(int rank, const std::string& kind) {

@@ -24,8 +24,14 @@ namespace dtw::threads {
 
 using Clock = std::chrono::steady_clock;
 
+class World;
+
 // One posted send or receive.
 struct Op : detail::RequestState {
+  // Withdraws the operation when its Request is dropped while pending.
+  void abandon() noexcept override;
+  std::weak_ptr<World> world;
+
   int owner = 0;       // world rank that posted it
   int peer_world = 0;  // world rank of the other side
   int group_peer = 0;  // the other side's rank in the posting communicator (for messages)
@@ -44,6 +50,7 @@ struct Op : detail::RequestState {
   enum class State { kPosted, kMatched, kDone } state = State::kPosted;
   std::shared_ptr<Op> partner;
   std::string error;  // set on both sides of a bad match
+  bool error_is_abort = false;  // the error is a consequence of another rank's failure
   std::atomic<bool> done{false};
 };
 
@@ -66,6 +73,8 @@ class World {
   // A rank returned or threw: cancel what it left behind, re-run the detector.
   // Returns a description of requests it left pending ("" if none).
   std::string finish_rank(int rank);
+  // The Request of `op` was destroyed while pending: withdraw it (see Request).
+  void abandon(Op& op) noexcept;
   // A rank failed: every pending and future call of the others throws AbortedError.
   void abort(int rank, const std::string& kind);
   // The context id every member of one split agrees on.
@@ -79,6 +88,7 @@ class World {
     std::map<Key, std::deque<std::shared_ptr<Op>>> posted;      // my receives, unmatched
     std::vector<std::shared_ptr<Op>> copy_jobs;                 // matched receives I copy
     std::vector<std::shared_ptr<Op>> owned;                     // my ops not yet done
+    std::string abandoned;  // descriptions of requests dropped while pending
     int copies_in_flight = 0;                                   // copies touching my buffers
     // The wait this rank is in (valid while waiting).
     bool waiting = false;
@@ -92,6 +102,7 @@ class World {
              std::unique_lock<std::mutex>& lock);
   void transfer(Op& send, Op& recv);  // the copy (or reduction), outside the lock
   void mark_done(Op& op);
+  void unqueue(const Op& op);  // takes a posted, unmatched op out of its queue
   void wake(int rank);
   bool can_progress(int rank) const;
   bool all_live_stuck() const;

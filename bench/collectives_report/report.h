@@ -1,0 +1,83 @@
+#pragma once
+// Shared pieces of the collectives report (`dtw_bench_collectives`): the
+// options, one measured series per algorithm or peer, and the α-β-γ model.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dtw/types.h"
+
+namespace dtw::bench {
+
+struct Options {
+  int ranks = 2;
+  std::vector<std::string> algos;       // dtw allreduce algorithms to run
+  std::vector<std::int64_t> sizes;      // bytes per rank
+  int iters = 0;                        // 0: chosen per size
+  int warmup = -1;                      // -1: chosen per size
+  int trials = 1;                       // repeat each size, keep the fastest trial
+  bool peers = true;                    // Gloo, memcpy, ideal, MPI rows
+  std::string backend = "threads";      // "mpi": the algorithms over MPI too, in mpirun
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  std::string json_path, plot_path;
+  std::string command_line;
+};
+
+// One measured point: the whole buffer of `bytes` per rank.
+struct Sample {
+  std::int64_t bytes = 0;
+  std::int64_t count = 0;
+  double seconds = 0;        // per call, slowest rank, best trial
+  std::int64_t wrong = -1;   // elements off the reference beyond tolerance; -1: not checked
+  double model_seconds = -1; // α-β-γ prediction; < 0: no model
+};
+
+struct Series {
+  std::string name;      // "ring", "gloo ring_chunked", "memcpy", ...
+  std::string kind;      // "dtw", "peer", "bound"
+  double bus_factor = 1; // busbw = algbw * bus_factor (nccl-tests)
+  std::string note;      // why a row was skipped or what it measures
+  std::vector<Sample> samples;
+};
+
+// α (s), β (s/byte) from chapter 00's ping-pong, γ (s/byte) from reduce_into.
+struct Model {
+  double alpha = 0, beta = 0, gamma = 0;
+  std::string source;  // how α and β were obtained
+};
+
+// Iterations and warm-up calls for one size (options override).
+int iters_for(const Options& o, std::int64_t bytes);
+int warmup_for(const Options& o, std::int64_t bytes);
+
+// Runs fn(rank) on `p` threads at once; rethrows the first exception.
+void run_threads(int p, const std::function<void(int)>& fn);
+
+// The input every rank starts from: small integers, so any summation order
+// gives the same float; `timing` keeps values positive and away from
+// denormals when the same buffer is reduced over and over.
+double input_value(int rank, std::int64_t i, ReduceOp op, bool timing);
+// Op over every rank's input_value, in rank order.
+double expected_value(int p, std::int64_t i, ReduceOp op);
+// Whether `got` matches `want` within the tolerance for this dtype and p.
+bool close_enough(double got, double want, DataType type, int p);
+
+// The model's allreduce time for a dtw algorithm, or < 0 when it has none.
+double model_seconds(const std::string& algo, double bytes, int p, const Model& m);
+
+Model fit_model(const Options& o);
+std::vector<Series> run_dtw_algorithms(const Options& o, const Model& m);
+std::vector<Series> run_peers(const Options& o);
+// MPI_Allreduce's row, run under mpirun; with o.backend == "mpi" also every
+// chosen algorithm over the mpi backend (rows named "ring (mpi)", ...).
+std::vector<Series> run_mpi_peer(const Options& o, const char* self_exe);
+// `--mpi-child`: the body mpirun starts; prints one line per size on rank 0.
+int mpi_child_main(const Options& o);
+
+void print_report(const Options& o, const Model& m, const std::vector<Series>& all);
+void write_json(const Options& o, const Model& m, const std::vector<Series>& all);
+void write_plot(const Options& o, const std::vector<Series>& all);
+
+}  // namespace dtw::bench

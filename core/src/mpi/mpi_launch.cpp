@@ -1,0 +1,237 @@
+// The mpi backend's launch: this process runs the rank function as its MPI
+// rank, then every process shares its piece of the report (traffic row, trace,
+// errors), so each one returns, or throws, the same thing.
+#include "mpi/mpi_launch.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "dtw/errors.h"
+#include "dtw/mpi.h"
+#include "launch_backends.h"
+#include "mpi/mpi_comm.h"
+#include "mpi/mpi_report.h"
+#include "mpi/watchdog.h"
+
+namespace dtw::mpi {
+namespace {
+
+struct Process {
+  MPI_Comm launches = MPI_COMM_NULL;  // every launch's own traffic starts from here
+  int rank = 0, size = 1;
+  bool route = false;
+};
+
+Process& process() {
+  static Process p;
+  return p;
+}
+
+void finalize_at_exit() {
+  Watchdog::instance().stop();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+// DTW_MPI_WATCHDOG_SECONDS overrides the launch's own timeout.
+std::chrono::milliseconds watchdog_timeout(const LaunchOptions& options) {
+  if (const char* env = std::getenv("DTW_MPI_WATCHDOG_SECONDS")) {
+    const double s = std::atof(env);
+    if (s > 0) return std::chrono::milliseconds(static_cast<long>(s * 1000));
+  }
+  return options.timeout;
+}
+
+void record(PartialReport& part, int rank, const Error& e) {
+  part.errors.push_back({rank, e.kind(), e.what()});
+  part.bare_messages.push_back(e.message());
+}
+
+// Runs `fn` on this process as rank `me` of a `world`-rank launch.
+std::shared_ptr<Job> run_rank(int world, const LaunchOptions& options, const RankFunction& fn,
+                              MPI_Comm job, PartialReport& part, std::exception_ptr& own_error) {
+  const int me = process().rank;
+  auto state = std::make_shared<Job>(job, me);
+  auto traffic = std::make_shared<Traffic>(world);
+  // The ranks start their clocks together, so trace timestamps line up.
+  MPI_Barrier(job);
+  auto tracer = std::make_shared<Tracer>(me, options.trace, Tracer::Clock::now());
+  std::vector<int> members(static_cast<std::size_t>(world));
+  std::iota(members.begin(), members.end(), 0);
+  Watchdog::instance().arm(me, watchdog_timeout(options));
+  {
+    MpiComm comm(state, job, me, members, traffic, tracer);
+    try {
+      fn(comm);
+      if (!state->abandoned().empty()) {
+        std::string list;
+        for (const std::string& s : state->abandoned()) list += s;
+        DTW_CHECK_ARG(false, "returned with requests never waited for (call wait or wait_all):"
+                                 << list);
+      }
+    } catch (Error& e) {
+      e.set_rank(me);
+      record(part, me, e);
+      own_error = std::current_exception();
+    } catch (const std::exception& e) {
+      Error wrapped(std::string("uncaught std::exception: ") + e.what());
+      wrapped.set_rank(me);
+      record(part, me, wrapped);
+      own_error = std::make_exception_ptr(wrapped);
+    } catch (...) {
+      Error wrapped("uncaught exception of unknown type");
+      wrapped.set_rank(me);
+      record(part, me, wrapped);
+      own_error = std::make_exception_ptr(wrapped);
+    }
+    if (own_error) state->announce_failure();
+  }
+  Watchdog::instance().disarm();
+  part.ranks.push_back(me);
+  part.bytes.push_back(traffic->bytes_sent);
+  part.messages.push_back(traffic->messages_sent);
+  part.trace = tracer->events();
+  return state;
+}
+
+std::vector<std::string> allgather_on(MPI_Comm comm, const std::string& value) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  int length = static_cast<int>(value.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
+  // Processes that sat out the launch wait here for the others; sleep while
+  // polling so they leave the cores to the ranks still at work.
+  MPI_Request req;
+  MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm, &req);
+  for (long polls = 0;; ++polls) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) break;
+    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(polls > 20000 ? 1000 : 50));
+  }
+  std::exclusive_scan(lengths.begin(), lengths.end(), offsets.begin(), 0);
+  std::string all(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
+  MPI_Allgatherv(value.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                 MPI_CHAR, comm);
+  std::vector<std::string> out;
+  for (int i = 0; i < size; ++i)
+    out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(i)]),
+                             static_cast<std::size_t>(lengths[static_cast<std::size_t>(i)])));
+  return out;
+}
+
+}  // namespace
+
+void init() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      // The watchdog thread may call MPI_Abort while the rank is inside MPI.
+      int provided = 0;
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+      std::atexit(finalize_at_exit);
+    }
+    Process& p = process();
+    MPI_Comm_dup(MPI_COMM_WORLD, &p.launches);
+    MPI_Comm_rank(p.launches, &p.rank);
+    MPI_Comm_size(p.launches, &p.size);
+  });
+}
+
+bool inside_mpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
+         std::getenv("PMI_RANK") != nullptr;
+}
+
+int world_rank() {
+  init();
+  return process().rank;
+}
+
+int world_size() {
+  init();
+  return process().size;
+}
+
+std::vector<std::string> allgather_strings(const std::string& value) {
+  init();
+  return allgather_on(process().launches, value);
+}
+
+void set_route_launches(bool on) { process().route = on; }
+bool route_launches() { return process().route; }
+
+Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn,
+              std::exception_ptr* first_error) {
+  init();
+  const Process& p = process();
+  const bool routed = options.backend != "mpi";
+  const int world = world_size == 0 ? p.size : world_size;
+  const bool on_threads = routed && world > p.size;
+  DTW_CHECK_ARG(on_threads || world <= p.size,
+                "launch on backend mpi: world size " << world << " but this job has " << p.size
+                                                     << " MPI process(es); start it with "
+                                                        "`mpirun -np "
+                                                     << world
+                                                     << " ...` or `dtw run ... --backend mpi "
+                                                        "--ranks "
+                                                     << world << "`");
+  if (on_threads) {
+    // Every process runs the same threads launch itself, so what a test
+    // checks after the launch (often results its rank threads left in shared
+    // variables) holds on every process alike.
+    return threads::launch(world, options, fn, first_error);
+  }
+  const auto start = Tracer::Clock::now();
+  PartialReport part;
+  std::exception_ptr own_error;
+  std::shared_ptr<Job> job_state;  // its communicators live until every process knows the outcome
+  MPI_Comm job = MPI_COMM_NULL;
+  MPI_Comm_split(p.launches, p.rank < world ? 0 : MPI_UNDEFINED, p.rank, &job);
+  if (job != MPI_COMM_NULL) job_state = run_rank(world, options, fn, job, part, own_error);
+
+  Report report;
+  report.world_size = world;
+  report.backend = "mpi";
+  report.bytes.assign(static_cast<std::size_t>(world),
+                      std::vector<std::int64_t>(static_cast<std::size_t>(world)));
+  report.messages = report.bytes;
+  PartialReport merged;
+  for (const std::string& blob : allgather_on(p.launches, pack(part)))
+    unpack_into(blob, report, merged);
+  report.seconds = std::chrono::duration<double>(Tracer::Clock::now() - start).count();
+  report.trace = std::move(merged.trace);
+  report.errors = merged.errors;
+  if (job_state && !report.errors.empty()) job_state->keep_communicators();
+  job_state.reset();
+  if (!first_error || report.errors.empty()) return report;
+
+  // The first failure that is not a consequence of another, the same on every process.
+  std::size_t first = 0;
+  for (std::size_t i = 0; i < report.errors.size(); ++i) {
+    if (report.errors[i].kind != "AbortedError") {
+      first = i;
+      break;
+    }
+  }
+  const RankError& chosen = report.errors[first];
+  if (chosen.rank == p.rank && own_error) {
+    *first_error = own_error;
+  } else {
+    try {
+      throw_remote(chosen, merged.bare_messages[first]);
+    } catch (...) {
+      *first_error = std::current_exception();
+    }
+  }
+  return report;
+}
+
+}  // namespace dtw::mpi

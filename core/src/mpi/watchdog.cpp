@@ -1,0 +1,110 @@
+#include "mpi/watchdog.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+
+namespace dtw::mpi {
+
+Watchdog& Watchdog::instance() {
+  static Watchdog watchdog;
+  return watchdog;
+}
+
+Watchdog::~Watchdog() { stop(); }
+
+void Watchdog::arm(int world_rank, std::chrono::milliseconds timeout) {
+  std::lock_guard lock(mu_);
+  rank_ = world_rank;
+  timeout_ = timeout;
+  armed_ = true;
+  blocked_ = false;
+  recent_count_ = 0;
+  if (!running_) {
+    running_ = true;
+    thread_ = std::thread([this] { loop(); });
+  }
+}
+
+void Watchdog::disarm() {
+  std::lock_guard lock(mu_);
+  armed_ = false;
+  blocked_ = false;
+}
+
+void Watchdog::block(const char* what, const PendingOp* pending, std::size_t n) {
+  std::lock_guard lock(mu_);
+  blocked_ = true;
+  since_ = Clock::now();
+  what_ = what;
+  pending_.assign(pending, pending + n);
+}
+
+void Watchdog::unblock() {
+  std::lock_guard lock(mu_);
+  blocked_ = false;
+}
+
+void Watchdog::note_collective(std::string_view name) {
+  std::lock_guard lock(mu_);
+  recent_[recent_count_++ % recent_.size()] = name;
+}
+
+void Watchdog::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (!running_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  running_ = false;
+}
+
+std::string Watchdog::report_locked(double waited_s) const {
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  std::ostringstream out;
+  out << "dtw mpi watchdog: rank " << rank_ << " (host " << host << ", pid " << getpid()
+      << ") has been blocked in " << what_ << " for " << waited_s << " s (timeout "
+      << timeout_.count() / 1000.0 << " s)\n";
+  if (pending_.empty()) out << "  rank " << rank_ << " pending: (inside an MPI collective)\n";
+  for (const PendingOp& p : pending_) {
+    out << "  rank " << rank_ << " pending: " << p.op << (p.is_send ? " to rank " : " from rank ")
+        << p.peer << ", tag " << p.tag << ", " << p.bytes << " bytes\n";
+  }
+  out << "  rank " << rank_ << " last collectives entered:";
+  if (recent_count_ == 0) out << " (none)";
+  const std::size_t n = std::min(recent_count_, recent_.size());
+  for (std::size_t i = recent_count_ - n; i < recent_count_; ++i)
+    out << " " << recent_[i % recent_.size()];
+  out << "\n";
+  return out.str();
+}
+
+void Watchdog::loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(100));
+    if (stopping_ || !armed_ || !blocked_) continue;
+    const auto waited = Clock::now() - since_;
+    if (waited < timeout_) continue;
+    const std::string report =
+        report_locked(std::chrono::duration<double>(waited).count());
+    std::fputs(report.c_str(), stderr);
+    std::fflush(stderr);
+    lock.unlock();
+    // The other blocked ranks reach their own timeout about now: let them print
+    // too before the abort tears the job down.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::fprintf(stderr, "dtw mpi watchdog: rank %d aborts the job (exit code %d)\n", rank_,
+                 kWatchdogExitCode);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, kWatchdogExitCode);
+    _exit(kWatchdogExitCode);  // MPI_Abort does not return; this is for safety
+  }
+}
+
+}  // namespace dtw::mpi

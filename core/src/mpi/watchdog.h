@@ -1,0 +1,77 @@
+#pragma once
+// The MPI backend's hang watchdog. A rank blocked in one MPI call for longer
+// than the timeout prints what it waits for (its pending operations and the
+// last collectives it entered), gives the other ranks a moment to print
+// theirs, and aborts the whole job with kWatchdogExitCode. One per process.
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace dtw::mpi {
+
+inline constexpr int kWatchdogExitCode = 3;
+
+/// One operation a blocked rank waits for, as the report prints it.
+struct PendingOp {
+  const char* op = "";
+  int peer = -1;  // world rank, -1 for collectives
+  int tag = 0;
+  std::int64_t bytes = 0;
+  bool is_send = false;
+};
+
+class Watchdog {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static Watchdog& instance();
+  ~Watchdog();
+
+  /// Starts the thread (once) and sets this launch's timeout and rank.
+  void arm(int world_rank, std::chrono::milliseconds timeout);
+  /// Stops watching until the next arm (between launches).
+  void disarm();
+  /// This rank now blocks in `what` waiting for `pending`.
+  void block(const char* what, const PendingOp* pending, std::size_t n);
+  void unblock();
+  /// Remembers the name of a collective this rank entered (a ring of the last few).
+  void note_collective(std::string_view name);
+  /// Stops the thread (at exit).
+  void stop();
+
+ private:
+  Watchdog() = default;
+  void loop();
+  std::string report_locked(double waited_s) const;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread thread_;
+  bool running_ = false, stopping_ = false, armed_ = false, blocked_ = false;
+  int rank_ = -1;
+  std::chrono::milliseconds timeout_{60'000};
+  Clock::time_point since_;
+  const char* what_ = "";
+  std::vector<PendingOp> pending_;
+  // Copies: a name may come from a caller's temporary string.
+  std::array<std::string, 8> recent_{};
+  std::size_t recent_count_ = 0;
+};
+
+/// Marks the current scope as blocked for the watchdog.
+class BlockedScope {
+ public:
+  BlockedScope(const char* what, const PendingOp* pending = nullptr, std::size_t n = 0) {
+    Watchdog::instance().block(what, pending, n);
+  }
+  ~BlockedScope() { Watchdog::instance().unblock(); }
+  BlockedScope(const BlockedScope&) = delete;
+  BlockedScope& operator=(const BlockedScope&) = delete;
+};
+
+}  // namespace dtw::mpi

@@ -1,0 +1,304 @@
+// The nccl backend's point-to-point, barrier, split and recv_reduce.
+#include "nccl/nccl_comm.h"
+
+#include <algorithm>
+#include <exception>
+#include <string>
+#include <thread>
+
+#include "dtw/cuda_check.h"
+#include "dtw/kernels/cuda_reduce.h"
+
+namespace dtw::nccl {
+
+ncclDataType_t nccl_type(DataType type) {
+  switch (type) {
+    case DataType::kInt32: return ncclInt32;
+    case DataType::kInt64: return ncclInt64;
+    case DataType::kFloat32: return ncclFloat32;
+    case DataType::kFloat64: return ncclFloat64;
+    case DataType::kByte: break;
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kProd: return ncclProd;
+    case ReduceOp::kMin: return ncclMin;
+    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kAvg: return ncclAvg;
+    case ReduceOp::kSum: break;
+  }
+  return ncclSum;
+}
+
+RankContext::RankContext(int dev, std::chrono::milliseconds t, std::shared_ptr<std::atomic<bool>> failed)
+    : device(dev), timeout(t), world_failed(std::move(failed)) {
+  DTW_CUDA_CHECK(cudaSetDevice(device));
+  DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+}
+
+RankContext::~RankContext() {
+  if (stream) cudaStreamDestroy(stream);
+}
+
+NcclComm::NcclComm(std::shared_ptr<RankContext> ctx, ncclComm_t comm, int rank,
+                   std::vector<int> members, std::shared_ptr<Traffic> traffic,
+                   std::shared_ptr<Tracer> tracer)
+    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer)),
+      ctx_(std::move(ctx)),
+      comm_(comm) {
+  try {
+    settle("ncclCommInitRank");
+    DTW_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(int)));
+  } catch (...) {
+    ncclCommAbort(comm_);  // the destructor does not run for a failed constructor
+    throw;
+  }
+}
+
+NcclComm::~NcclComm() {
+  for (auto& op : queued_) op->owner = nullptr;
+  for (auto& op : in_flight_) op->owner = nullptr;
+  if (barrier_word_) cudaFree(barrier_word_);
+  if (!comm_) return;
+  // A failed world (or an exception unwinding through this rank) may have
+  // operations a peer will never match: abort instead of waiting for them.
+  if (failed_ || ctx_->world_failed->load() || std::uncaught_exceptions() > 0) {
+    ncclCommAbort(comm_);
+    return;
+  }
+  // Finalize flushes what is still queued inside NCCL; bounded like every wait.
+  ncclResult_t state = ncclCommFinalize(comm_);
+  const auto deadline = std::chrono::steady_clock::now() + ctx_->timeout;
+  while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  if (state != ncclSuccess) {
+    ncclCommAbort(comm_);
+    return;
+  }
+  ncclCommDestroy(comm_);
+}
+
+void NcclComm::fail_fast(const char* what) {
+  ncclResult_t state = ncclSuccess;
+  DTW_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
+  if (state != ncclSuccess && state != ncclInProgress) {
+    failed_ = true;
+    DTW_CHECK(false, NcclError, "rank " << rank() << ": " << what << ": " << ncclGetErrorString(state)
+                                        << " (" << ncclGetLastError(comm_) << ")");
+  }
+  if (ctx_->world_failed->load()) {
+    failed_ = true;
+    DTW_CHECK(false, AbortedError, "rank " << rank() << ": " << what << " cancelled: another rank failed");
+  }
+}
+
+// Non-blocking communicators return ncclInProgress while NCCL still works in
+// the background (connecting to a peer, for instance); poll it, abortably.
+void NcclComm::settle(const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + ctx_->timeout;
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    DTW_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
+    if (state != ncclInProgress) break;
+    fail_fast(what);
+    if (std::chrono::steady_clock::now() > deadline) {
+      failed_ = true;
+      DTW_CHECK(false, TimeoutError, "rank " << rank() << ": " << what << " still in progress after "
+                                             << ctx_->timeout.count() << " ms");
+    }
+    std::this_thread::yield();
+  }
+  fail_fast(what);
+}
+
+void NcclComm::sync(const char* what) {
+  settle(what);
+  const auto deadline = std::chrono::steady_clock::now() + ctx_->timeout;
+  for (;;) {
+    const cudaError_t rc = cudaStreamQuery(ctx_->stream);
+    if (rc == cudaSuccess) return;
+    if (rc != cudaErrorNotReady) {
+      failed_ = true;
+      DTW_CUDA_CHECK(rc);
+    }
+    fail_fast(what);
+    if (std::chrono::steady_clock::now() > deadline) {
+      failed_ = true;
+      DTW_CHECK(false, TimeoutError,
+                "rank " << rank() << ": " << what << " waited more than " << ctx_->timeout.count()
+                        << " ms: a peer never posted the matching call (NCCL matches messages in "
+                           "posting order and needs equal counts on both sides)");
+    }
+    std::this_thread::yield();
+  }
+}
+
+void NcclComm::check_device_memory(const void* p, std::int64_t bytes, const char* op_name) const {
+  if (bytes == 0) return;
+  cudaPointerAttributes attr{};
+  const cudaError_t rc = cudaPointerGetAttributes(&attr, p);
+  if (rc != cudaSuccess) cudaGetLastError();
+  DTW_CHECK_ARG(rc == cudaSuccess && (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged),
+                "rank " << rank() << ": " << op_name << ": the nccl backend moves device memory, but "
+                        << p << " is host memory (allocate with cudaMalloc/cudaMallocManaged)");
+}
+
+std::shared_ptr<NcclOp> NcclComm::make_op(bool send, const void* data, std::int64_t count,
+                                          DataType type, int peer, int tag, const char* op_name) {
+  auto op = std::make_shared<NcclOp>();
+  op->owner = this;
+  op->send = send;
+  op->count = count;
+  op->type = type;
+  op->nccl_peer = peer;
+  const std::int64_t bytes = count * static_cast<std::int64_t>(size_of(type));
+  if (tag < 0 && bytes > 0) {
+    // The runtime's own messages live in host memory: stage them on the device.
+    op->staged = true;
+    DTW_CUDA_CHECK(cudaMallocAsync(&op->device, static_cast<std::size_t>(bytes), ctx_->stream));
+    if (send)
+      DTW_CUDA_CHECK(cudaMemcpyAsync(op->device, data, static_cast<std::size_t>(bytes),
+                                     cudaMemcpyHostToDevice, ctx_->stream));
+    else
+      op->host_copy_back = const_cast<void*>(data);
+  } else {
+    check_device_memory(data, bytes, op_name);
+    op->device = const_cast<void*>(data);
+  }
+  queued_.push_back(op);
+  return op;
+}
+
+std::shared_ptr<detail::RequestState> NcclComm::start_send(ConstBuffer data, int peer, int tag,
+                                                           const char* op_name) {
+  return make_op(true, data.data, data.count, data.type, peer, tag, op_name);
+}
+
+std::shared_ptr<detail::RequestState> NcclComm::start_recv(Buffer data, int peer, int tag,
+                                                           const char* op_name) {
+  return make_op(false, data.data, data.count, data.type, peer, tag, op_name);
+}
+
+void NcclComm::withdraw(NcclOp* op) noexcept {
+  auto it = std::find_if(queued_.begin(), queued_.end(), [&](const auto& q) { return q.get() == op; });
+  if (it == queued_.end()) return;  // already launched, and every launch is waited for
+  if (op->staged) cudaFreeAsync(op->device, ctx_->stream);
+  queued_.erase(it);
+  if (std::uncaught_exceptions() == 0 && !ctx_->world_failed->load()) ++ctx_->abandoned;
+}
+
+void NcclComm::flush() {
+  if (queued_.empty()) return;
+  std::vector<std::shared_ptr<NcclOp>> ops;
+  ops.swap(queued_);
+  DTW_NCCL_CHECK(ncclGroupStart());
+  for (const auto& op : ops) {
+    if (op->count == 0) continue;  // nothing to move; the peer skips its side too
+    const auto n = static_cast<std::size_t>(op->count);
+    if (op->send)
+      DTW_NCCL_CHECK(ncclSend(op->device, n, nccl_type(op->type), op->nccl_peer, comm_, ctx_->stream));
+    else
+      DTW_NCCL_CHECK(ncclRecv(op->device, n, nccl_type(op->type), op->nccl_peer, comm_, ctx_->stream));
+  }
+  const ncclResult_t rc = ncclGroupEnd();
+  in_flight_.insert(in_flight_.end(), ops.begin(), ops.end());
+  DTW_NCCL_CHECK(rc);
+}
+
+void NcclComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {
+  flush();
+  sync(op_name);
+  // Everything launched so far has finished: hand staged data back to the host.
+  for (const auto& op : in_flight_) {
+    if (op->staged) {
+      if (op->host_copy_back)
+        DTW_CUDA_CHECK(cudaMemcpy(op->host_copy_back, op->device,
+                                  static_cast<std::size_t>(op->count) * size_of(op->type),
+                                  cudaMemcpyDeviceToHost));
+      DTW_CUDA_CHECK(cudaFree(op->device));
+    }
+    op->received_count = op->send ? 0 : op->count;
+    op->done = true;
+    op->owner = nullptr;
+  }
+  in_flight_.clear();
+  (void)states;  // every queued op completed, these among them
+}
+
+void NcclComm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
+  // Receive into device scratch, then reduce on this rank's stream: two passes
+  // over memory, as NCCL gives no access to the sender's buffer.
+  struct Scratch {
+    void* p = nullptr;
+    cudaStream_t s;
+    ~Scratch() {
+      if (p) cudaFreeAsync(p, s);
+    }
+  } scratch{nullptr, ctx_->stream};
+  check_device_memory(inout.data, inout.bytes(), "recv_reduce");
+  if (inout.count > 0)
+    DTW_CUDA_CHECK(cudaMallocAsync(&scratch.p, static_cast<std::size_t>(inout.bytes()), ctx_->stream));
+  auto state = start_recv(Buffer{scratch.p, inout.count, inout.type}, src, tag, "recv_reduce");
+  const Request guard(state);
+  detail::RequestState* s = state.get();
+  complete(std::span<detail::RequestState* const>(&s, 1), "recv_reduce");
+  state->completed = true;
+  kernels::device_reduce_into(inout, ConstBuffer{scratch.p, inout.count, inout.type}, op, ctx_->stream);
+  sync("recv_reduce");
+}
+
+void NcclComm::do_barrier() {
+  flush();
+  DTW_NCCL_CHECK(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, ctx_->stream));
+  sync("barrier");
+}
+
+// Local steps run on the rank's stream and are waited for, so the caller may
+// read the result (or free the source) once the call returns, as on the host
+// backends. Queued point-to-point stays queued: launching it here would wait
+// for peers whose matching calls this rank may not have reached yet.
+void NcclComm::do_copy_local(Buffer dst, ConstBuffer src) {
+  check_device_memory(dst.data, dst.bytes(), "copy_local");
+  check_device_memory(src.data, src.bytes(), "copy_local");
+  DTW_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, static_cast<std::size_t>(src.bytes()),
+                                 cudaMemcpyDeviceToDevice, ctx_->stream));
+  sync("copy_local");
+}
+
+void NcclComm::do_divide_local(Buffer data, int divisor) {
+  check_device_memory(data.data, data.bytes(), "divide_local");
+  kernels::device_divide(data, divisor, ctx_->stream);
+  sync("divide_local");
+}
+
+// A fresh communicator for the group: its first member makes a unique id and
+// hands it to the others over this one. (ncclCommSplit would need every parent
+// rank, but ranks that pass kNoColor never reach make_subgroup.)
+std::unique_ptr<Comm> NcclComm::make_subgroup(const std::vector<int>& group, int color,
+                                              std::uint64_t split_id) {
+  (void)color;
+  (void)split_id;
+  const auto me = std::find(group.begin(), group.end(), rank()) - group.begin();
+  ncclUniqueId id{};
+  if (me == 0) {
+    DTW_NCCL_CHECK(ncclGetUniqueId(&id));
+    for (std::size_t i = 1; i < group.size(); ++i)
+      internal_send({&id, sizeof(id), DataType::kByte}, group[i], kSplitTag, "split");
+  } else {
+    internal_recv({&id, sizeof(id), DataType::kByte}, group[0], kSplitTag, "split");
+  }
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t sub = nullptr;
+  DTW_NCCL_CHECK(ncclCommInitRankConfig(&sub, static_cast<int>(group.size()), id, static_cast<int>(me), &config));
+  std::vector<int> world;
+  for (int r : group) world.push_back(world_rank_of(r));
+  return std::make_unique<NcclComm>(ctx_, sub, static_cast<int>(me), std::move(world), traffic_ptr(),
+                                    tracer_ptr());
+}
+
+}  // namespace dtw::nccl

@@ -1,0 +1,117 @@
+#pragma once
+// The nccl backend's Comm: one rank per GPU, one stream per rank. Buffers are
+// device (or managed) memory. Point-to-point calls are queued and launched
+// together, inside one ncclGroupStart/End, when the rank next waits: so an
+// isend and an irecv to the same peer (or a sendrecv) progress together, as
+// NCCL requires. Every wait polls instead of blocking, so a peer that never
+// comes ends in TimeoutError and another rank's failure in AbortedError.
+//
+// NCCL has no tags and no message sizes: messages between two ranks match in
+// the order they were posted, and a receive must have exactly the sender's
+// count. The runtime's own messages (negative tags: split, fingerprint) carry
+// host memory, which is staged through the device here.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "dtw/comm.h"
+
+namespace dtw::nccl {
+
+/// What all of one rank's communicators (the world and its splits) share.
+struct RankContext {
+  RankContext(int device, std::chrono::milliseconds timeout,
+              std::shared_ptr<std::atomic<bool>> world_failed);
+  ~RankContext();
+  RankContext(const RankContext&) = delete;
+  RankContext& operator=(const RankContext&) = delete;
+  int device;
+  cudaStream_t stream = nullptr;
+  std::chrono::milliseconds timeout;
+  std::shared_ptr<std::atomic<bool>> world_failed;  // set once any rank failed
+  int abandoned = 0;  // requests dropped while pending, outside error handling
+};
+
+struct NcclOp;
+
+class NcclComm final : public Comm {
+ public:
+  /// Takes ownership of `comm` (possibly still initialising: non-blocking mode).
+  NcclComm(std::shared_ptr<RankContext> ctx, ncclComm_t comm, int rank, std::vector<int> members,
+           std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer);
+  ~NcclComm() override;
+  const char* backend() const override { return "nccl"; }
+
+  /// Polls until NCCL finished the calls made so far (ncclInProgress gone).
+  void settle(const char* what);
+
+  void reference_allreduce(Buffer data, ReduceOp op) override;
+  void reference_broadcast(Buffer data, int root) override;
+  void reference_reduce(Buffer data, ReduceOp op, int root) override;
+  void reference_allgather(ConstBuffer in, Buffer out) override;
+  void reference_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op) override;
+  void reference_alltoall(ConstBuffer in, Buffer out) override;
+  void reference_gather(ConstBuffer in, Buffer out, int root) override;
+  void reference_scatter(ConstBuffer in, Buffer out, int root) override;
+
+  /// Drops a queued operation whose Request went away before it was launched.
+  void withdraw(NcclOp* op) noexcept;
+
+ protected:
+  std::shared_ptr<detail::RequestState> start_send(ConstBuffer data, int peer, int tag,
+                                                   const char* op_name) override;
+  std::shared_ptr<detail::RequestState> start_recv(Buffer data, int peer, int tag,
+                                                   const char* op_name) override;
+  void do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) override;
+  void complete(std::span<detail::RequestState* const> states, const char* op_name) override;
+  std::unique_ptr<Comm> make_subgroup(const std::vector<int>& group, int color,
+                                      std::uint64_t split_id) override;
+  void do_barrier() override;
+  void do_copy_local(Buffer dst, ConstBuffer src) override;
+  void do_divide_local(Buffer data, int divisor) override;
+
+ private:
+  std::shared_ptr<NcclOp> make_op(bool send, const void* data, std::int64_t count, DataType type,
+                                  int peer, int tag, const char* op_name);
+  void check_device_memory(const void* p, std::int64_t bytes, const char* op_name) const;
+  void flush();                   // launches every queued op in one group
+  void sync(const char* what);    // waits for the stream, abortably
+  void fail_fast(const char* what);  // throws when NCCL reported an error or the world failed
+  // Collective helpers (nccl_reference.cpp).
+  void check_same_type(ConstBuffer in, Buffer out, const char* what) const;
+  void run_collective(const char* what, ncclResult_t rc);  // check, settle, sync
+
+  std::shared_ptr<RankContext> ctx_;
+  ncclComm_t comm_;
+  bool failed_ = false;
+  void* barrier_word_ = nullptr;  // one device int the barrier allreduces
+  std::vector<std::shared_ptr<NcclOp>> queued_;
+  std::vector<std::shared_ptr<NcclOp>> in_flight_;
+};
+
+/// ncclDataType_t of a dtw element type.
+ncclDataType_t nccl_type(DataType type);
+/// ncclRedOp_t of a dtw reduction (kAvg is ncclAvg).
+ncclRedOp_t nccl_op(ReduceOp op);
+
+/// One queued point-to-point operation.
+struct NcclOp final : detail::RequestState {
+  NcclComm* owner = nullptr;
+  bool send = false;
+  void* device = nullptr;          // what NCCL reads or writes
+  void* host_copy_back = nullptr;  // staged internal receive: copy here when done
+  bool staged = false;             // `device` was allocated here for host memory
+  std::int64_t count = 0;
+  DataType type = DataType::kByte;
+  int nccl_peer = 0;
+  bool done = false;
+  void abandon() noexcept override {
+    if (owner) owner->withdraw(this);
+  }
+};
+
+}  // namespace dtw::nccl

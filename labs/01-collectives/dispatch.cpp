@@ -1,0 +1,244 @@
+// The public face of chapter 01: every function of collectives.h checks its
+// arguments, announces the call to the fingerprint check, and hands the work to
+// the chosen algorithm (one file each, declared in algorithms.h). Done here
+// once, so that no algorithm has to:
+// - checks that raise dtw::InvalidArgument naming the rank and the values (a
+//   root out of range, buffers of the wrong size) before any message moves;
+// - comm.verify_collective: when the check is on, ranks that called different
+//   collectives, counts, types, ops, roots or algorithms fail instead of hanging;
+// - ReduceOp::kAvg: the algorithms sum, and the result is divided by p once;
+// - out-of-place forms: copy `in` to `out`, then run in place.
+// The copy and the division go through comm.copy_local and comm.divide_local
+// rather than std::copy and a loop: on the nccl backend the data is in GPU
+// memory, which only the backend (a CUDA copy, a CUDA kernel) may touch.
+#include <array>
+#include <string>
+
+#include "algorithms.h"
+#include "collectives.h"
+
+namespace dtw::ch01 {
+namespace {
+
+// The name carries the algorithm too ("allreduce:ring"): ranks that pick
+// different algorithms would otherwise exchange messages that never match.
+template <class T>
+void announce(Comm& comm, const char* name, std::int64_t count, int op, int root) {
+  comm.verify_collective(
+      {.name = name, .count = count, .type = data_type_of<T>(), .op = op, .root = root});
+}
+
+void check_root(const Comm& comm, const char* what, int root) {
+  DTW_CHECK_ARG(root >= 0 && root < comm.size(), "rank " << comm.rank() << ": " << what << ": root "
+                                                         << root << " is out of range [0, "
+                                                         << comm.size() << ")");
+}
+
+// An enum value cast from an out-of-range integer would index past the names.
+void check_algo(const Comm& comm, const char* what, int algo, std::size_t count) {
+  DTW_CHECK_ARG(algo >= 0 && static_cast<std::size_t>(algo) < count,
+                "rank " << comm.rank() << ": " << what << ": unknown algorithm " << algo);
+}
+
+// Averages are sums divided by the group size (integer division for integers).
+template <class T>
+void divide_if_avg(Comm& comm, std::span<T> data, ReduceOp op) {
+  if (op == ReduceOp::kAvg) comm.divide_local(data, comm.size());
+}
+
+ReduceOp sum_if_avg(ReduceOp op) {
+  return op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+}
+
+// Fingerprint names, indexed by the enums' values; name_of is the part after the colon.
+constexpr std::array<const char*, 5> kAllreduceCalls{"allreduce:naive", "allreduce:binomial",
+                                                     "allreduce:ring", "allreduce:rabenseifner",
+                                                     "allreduce:direct"};
+constexpr std::array<const char*, 3> kBroadcastCalls{"broadcast:linear", "broadcast:binomial",
+                                                     "broadcast:scatter-allgather"};
+template <std::size_t N, class Algo>
+const char* call_name(const std::array<const char*, N>& calls, Algo algo) {
+  const auto i = static_cast<std::size_t>(algo);
+  return i < N ? calls[i] : "?";
+}
+std::string_view after_colon(std::string_view call) {
+  return call.substr(call.find(':') + 1);
+}
+
+}  // namespace
+
+std::string_view name_of(AllreduceAlgo a) {
+  return after_colon(call_name(kAllreduceCalls, a));
+}
+std::string_view name_of(BroadcastAlgo a) {
+  return after_colon(call_name(kBroadcastCalls, a));
+}
+std::string_view name_of(ReduceAlgo a) {
+  return a == ReduceAlgo::kLinear ? "linear" : "binomial";
+}
+std::string_view name_of(AllgatherAlgo a) {
+  return a == AllgatherAlgo::kRing ? "ring" : "recursive-doubling";
+}
+std::string_view name_of(ReduceScatterAlgo a) {
+  return a == ReduceScatterAlgo::kRing ? "ring" : "recursive-halving";
+}
+
+AllreduceAlgo parse_allreduce_algo(std::string_view name) {
+  std::string valid;
+  for (std::size_t i = 0; i < kAllreduceCalls.size(); ++i) {
+    const auto algo = static_cast<AllreduceAlgo>(i);
+    if (name_of(algo) == name) return algo;
+    valid += (valid.empty() ? "" : ", ") + std::string(name_of(algo));
+  }
+  DTW_CHECK_ARG(false, "unknown allreduce algorithm '" << name << "' (valid: " << valid << ")");
+  return AllreduceAlgo::kRing;  // not reached
+}
+
+template <class T>
+void broadcast(Comm& comm, std::span<T> data, int root, BroadcastAlgo algo) {
+  check_algo(comm, "broadcast", static_cast<int>(algo), kBroadcastCalls.size());
+  announce<T>(comm, call_name(kBroadcastCalls, algo), std::ssize(data), -1, root);
+  check_root(comm, "broadcast", root);
+  switch (algo) {
+    case BroadcastAlgo::kLinear: return detail::broadcast_linear(comm, data, root);
+    case BroadcastAlgo::kBinomial: return detail::broadcast_binomial(comm, data, root);
+    case BroadcastAlgo::kScatterAllgather:
+      return detail::broadcast_scatter_allgather(comm, data, root);
+  }
+}
+
+template <class T>
+void reduce(Comm& comm, std::span<T> data, ReduceOp op, int root, ReduceAlgo algo) {
+  announce<T>(comm, algo == ReduceAlgo::kLinear ? "reduce:linear" : "reduce:binomial",
+              std::ssize(data), static_cast<int>(op), root);
+  check_root(comm, "reduce", root);
+  if (algo == ReduceAlgo::kLinear) {
+    detail::reduce_linear(comm, data, sum_if_avg(op), root);
+  } else {
+    detail::reduce_binomial(comm, data, sum_if_avg(op), root);
+  }
+  if (comm.rank() == root) divide_if_avg(comm, data, op);
+}
+
+template <class T>
+void gather(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
+  announce<T>(comm, "gather", std::ssize(in), -1, root);
+  check_root(comm, "gather", root);
+  const std::int64_t p = comm.size(), m = std::ssize(in);
+  DTW_CHECK_ARG(comm.rank() != root || std::ssize(out) == p * m,
+                "rank " << comm.rank() << ": gather at root: out has " << out.size()
+                        << " elements, expected p * in = " << p << " * " << m << " = " << p * m);
+  detail::gather_linear(comm, in, out, root);
+}
+
+template <class T>
+void scatter(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
+  announce<T>(comm, "scatter", std::ssize(out), -1, root);
+  check_root(comm, "scatter", root);
+  const std::int64_t p = comm.size(), m = std::ssize(out);
+  DTW_CHECK_ARG(comm.rank() != root || std::ssize(in) == p * m,
+                "rank " << comm.rank() << ": scatter at root: in has " << in.size()
+                        << " elements, expected p * out = " << p << " * " << m << " = " << p * m);
+  detail::scatter_linear(comm, in, out, root);
+}
+
+template <class T>
+void allgather(Comm& comm, std::span<const T> in, std::span<T> out, AllgatherAlgo algo) {
+  announce<T>(comm,
+              algo == AllgatherAlgo::kRing ? "allgather:ring" : "allgather:recursive-doubling",
+              std::ssize(in), -1, -1);
+  const int p = comm.size();
+  const std::int64_t m = std::ssize(in);
+  DTW_CHECK_ARG(std::ssize(out) == p * m,
+                "rank " << comm.rank() << ": allgather: out has " << out.size()
+                        << " elements, expected p * in = " << p << " * " << m << " = " << p * m);
+  // p equal blocks of m: Chunks(p·m, p) makes exactly that layout.
+  const Chunks blocks(p * m, p);
+  comm.copy_local(blocks.of(out, comm.rank()), in);
+  if (algo == AllgatherAlgo::kRing) {
+    detail::allgather_ring(comm, out, blocks);
+  } else {
+    detail::allgather_recursive_doubling(comm, out, blocks);
+  }
+}
+
+template <class T>
+void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op,
+                    ReduceScatterAlgo algo) {
+  announce<T>(
+      comm,
+      algo == ReduceScatterAlgo::kRing ? "reduce_scatter:ring" : "reduce_scatter:recursive-halving",
+      std::ssize(data), static_cast<int>(op), -1);
+  const Chunks chunks(std::ssize(data), comm.size());
+  const std::int64_t mine = chunks.size(comm.rank());
+  DTW_CHECK_ARG(std::ssize(out) == mine,
+                "rank " << comm.rank() << ": reduce_scatter of " << data.size() << " elements over "
+                        << comm.size() << " ranks: out has " << out.size()
+                        << " elements, expected this rank's chunk of " << mine);
+  if (algo == ReduceScatterAlgo::kRing) {
+    detail::reduce_scatter_ring(comm, data, chunks, sum_if_avg(op));
+  } else {
+    detail::reduce_scatter_recursive_halving(comm, data, chunks, sum_if_avg(op));
+  }
+  comm.copy_local(out, chunks.of(data, comm.rank()));
+  divide_if_avg(comm, out, op);
+}
+
+template <class T>
+void alltoall(Comm& comm, std::span<const T> in, std::span<T> out, AlltoallAlgo /*algo*/) {
+  announce<T>(comm, "alltoall:pairwise", std::ssize(in), -1, -1);
+  const int p = comm.size();
+  DTW_CHECK_ARG(in.size() == out.size() && std::ssize(in) % p == 0,
+                "rank " << comm.rank() << ": alltoall: in has " << in.size() << " and out "
+                        << out.size()
+                        << " elements; they must be equal and divisible by p = " << p);
+  // A block of `out` may land before the block of `in` at the same place has left.
+  DTW_CHECK_ARG(!detail::overlap(in, out),
+                "rank " << comm.rank() << ": alltoall: in and out overlap; use two buffers");
+  detail::alltoall_pairwise(comm, in, out);
+}
+
+template <class T>
+void allreduce(Comm& comm, std::span<T> data, ReduceOp op, AllreduceAlgo algo) {
+  check_algo(comm, "allreduce", static_cast<int>(algo), kAllreduceCalls.size());
+  announce<T>(comm, call_name(kAllreduceCalls, algo), std::ssize(data), static_cast<int>(op), -1);
+  const ReduceOp sum_op = sum_if_avg(op);
+  switch (algo) {
+    case AllreduceAlgo::kNaive: detail::allreduce_naive(comm, data, sum_op); break;
+    case AllreduceAlgo::kBinomial: detail::allreduce_binomial(comm, data, sum_op); break;
+    case AllreduceAlgo::kRing: detail::allreduce_ring(comm, data, sum_op); break;
+    case AllreduceAlgo::kRabenseifner: detail::allreduce_rabenseifner(comm, data, sum_op); break;
+    case AllreduceAlgo::kDirect: detail::allreduce_direct(comm, data, sum_op); break;
+  }
+  divide_if_avg(comm, data, op);
+}
+
+template <class T>
+void allreduce(Comm& comm, std::span<const T> in, std::span<T> out, ReduceOp op,
+               AllreduceAlgo algo) {
+  DTW_CHECK_ARG(in.size() == out.size(), "rank " << comm.rank() << ": allreduce: in has "
+                                                 << in.size() << " elements but out has "
+                                                 << out.size());
+  comm.copy_local(out, in);  // a no-op when in and out are the same memory
+  allreduce(comm, out, op, algo);
+}
+
+void barrier(Comm& comm, BarrierAlgo /*algo*/) {
+  comm.verify_collective({.name = "barrier:dissemination", .count = 0, .type = DataType::kByte});
+  detail::barrier_dissemination(comm);
+}
+
+#define DTW_INSTANTIATE(T)                                                                         \
+  template void broadcast<T>(Comm&, std::span<T>, int, BroadcastAlgo);                             \
+  template void reduce<T>(Comm&, std::span<T>, ReduceOp, int, ReduceAlgo);                         \
+  template void gather<T>(Comm&, std::span<const T>, std::span<T>, int);                           \
+  template void scatter<T>(Comm&, std::span<const T>, std::span<T>, int);                          \
+  template void allgather<T>(Comm&, std::span<const T>, std::span<T>, AllgatherAlgo);              \
+  template void reduce_scatter<T>(Comm&, std::span<T>, std::span<T>, ReduceOp, ReduceScatterAlgo); \
+  template void alltoall<T>(Comm&, std::span<const T>, std::span<T>, AlltoallAlgo);                \
+  template void allreduce<T>(Comm&, std::span<T>, ReduceOp, AllreduceAlgo);                        \
+  template void allreduce<T>(Comm&, std::span<const T>, std::span<T>, ReduceOp, AllreduceAlgo);
+DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
+#undef DTW_INSTANTIATE
+
+}  // namespace dtw::ch01

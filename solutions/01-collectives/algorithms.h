@@ -1,0 +1,159 @@
+#pragma once
+// The algorithms behind chapter 01's contract, one per file. dispatch.cpp has
+// already checked the arguments when one of these runs, so they only move and
+// combine data. Each works in place on spans, for float, double, int32_t and
+// int64_t (every file instantiates its template for those four).
+//
+// Layout conventions shared by every algorithm:
+// - Chunked data follows dtw::Chunks(n, p): chunk i belongs to rank i.
+// - Reductions never see ReduceOp::kAvg: dispatch reduces with kSum and
+//   divides once at the end.
+// - Each collective has its own tag, high in the tag range, so a collective
+//   never takes a message the caller's point-to-point code meant for itself.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "dtw/chunks.h"
+#include "dtw/comm.h"
+#include "dtw/errors.h"
+
+namespace dtw::ch01::detail {
+
+inline constexpr int kBroadcastTag = kMaxTag - 1;
+inline constexpr int kReduceTag = kMaxTag - 2;
+inline constexpr int kGatherTag = kMaxTag - 3;
+inline constexpr int kScatterTag = kMaxTag - 4;
+inline constexpr int kAllgatherTag = kMaxTag - 5;
+inline constexpr int kReduceScatterTag = kMaxTag - 6;
+inline constexpr int kAllreduceTag = kMaxTag - 7;
+inline constexpr int kAlltoallTag = kMaxTag - 8;
+inline constexpr int kBarrierTag = kMaxTag - 9;
+
+// Rank numbers relative to a root: the root is virtual rank 0, and trees are
+// drawn over virtual ranks so that any root works like root 0.
+inline int to_virtual(int rank, int root, int p) {
+  return (rank - root + p) % p;
+}
+inline int to_real(int vrank, int root, int p) {
+  return (vrank + root) % p;
+}
+
+// A receive whose count differs from what this rank expects means the ranks
+// disagree on the collective's count: say so instead of computing garbage.
+inline void expect_count(const Comm& comm, const char* what, int src, std::int64_t got,
+                         std::int64_t expected) {
+  DTW_CHECK_ARG(got == expected, "rank " << comm.rank() << ": " << what << ": received " << got
+                                         << " elements from rank " << src << ", expected "
+                                         << expected << " (do all ranks pass the same count?)");
+}
+
+// True when the two spans share memory (std::less orders any two pointers).
+template <class T>
+bool overlap(std::span<const T> a, std::span<T> b) {
+  const std::less<const T*> before;
+  return !a.empty() && !b.empty() && before(a.data(), b.data() + b.size()) &&
+         before(b.data(), a.data() + a.size());
+}
+
+// Recursive halving and doubling pair rank j with rank j ^ d, which only works
+// for a power-of-two number of ranks. The standard fix for any p: let
+// q = 2^floor(lg p) and e = p - q. The first 2e ranks form pairs (0,1), (2,3),
+// ...; the odd rank of each pair hands its data to the even one and sits out,
+// leaving q "core" ranks that run the power-of-two algorithm; at the end the
+// even ranks hand the result back. Cost: two extra steps for the ranks in pairs.
+struct Pof2Core {
+  Pof2Core(int p, int rank) {
+    q = 1;
+    while (q * 2 <= p) q *= 2;
+    extra = p - q;
+    if (rank < 2 * extra) {
+      partner = rank ^ 1;
+      core_rank = rank % 2 == 0 ? rank / 2 : -1;
+    } else {
+      partner = -1;
+      core_rank = rank - extra;
+    }
+  }
+  // The real rank of core rank `c`: paired cores are the even ranks 0, 2, ...
+  int real(int c) const { return c < extra ? 2 * c : c + extra; }
+
+  int q = 1;           // core size, a power of two
+  int extra = 0;       // e = p - q: number of pairs
+  int core_rank = -1;  // this rank's index in the core, -1 when it sits out
+  int partner = -1;    // the other rank of this rank's pair, -1 when unpaired
+};
+
+// Where each core rank's block starts in a vector of n elements laid out as
+// Chunks(n, p) over the real ranks: core rank c owns the chunks of the real
+// ranks it stands for, which are contiguous. bounds[q] = n.
+std::vector<std::int64_t> core_bounds_by_rank(const Pof2Core& core, const Chunks& chunks);
+
+// ---- broadcast ---------------------------------------------------------------
+template <class T>
+void broadcast_linear(Comm& comm, std::span<T> data, int root);
+template <class T>
+void broadcast_binomial(Comm& comm, std::span<T> data, int root);
+template <class T>
+void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root);
+
+// ---- reduce (result at root; other ranks' data is scratch afterwards) --------
+template <class T>
+void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root);
+template <class T>
+void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root);
+
+// ---- gather / scatter (blocks of in.size() resp. out.size() elements) --------
+template <class T>
+void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root);
+template <class T>
+void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root);
+
+// ---- allgather, in place: rank r's chunk is already in `data` ----------------
+// `shift`: rank r starts with chunk r - shift (broadcast's scatter puts chunk
+// "r - root" on rank r); 0 for a plain allgather.
+template <class T>
+void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int shift = 0);
+template <class T>
+void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& chunks);
+// The power-of-two core of recursive doubling: core rank c starts with
+// data[bounds[c], bounds[c+1]) and ends with data[bounds[0], bounds[q]).
+template <class T>
+void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core,
+                             std::span<const std::int64_t> bounds);
+
+// ---- reduce-scatter, in place: afterwards chunk r of `data` is reduced -------
+template <class T>
+void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, ReduceOp op);
+template <class T>
+void reduce_scatter_recursive_halving(Comm& comm, std::span<T> data, const Chunks& chunks,
+                                      ReduceOp op);
+// The power-of-two core of recursive halving: afterwards core rank c holds the
+// reduction of data[bounds[c], bounds[c+1]).
+template <class T>
+void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& core,
+                                 std::span<const std::int64_t> bounds, ReduceOp op);
+
+// ---- allreduce (in place) ---------------------------------------------------
+template <class T>
+void allreduce_naive(Comm& comm, std::span<T> data, ReduceOp op);
+template <class T>
+void allreduce_binomial(Comm& comm, std::span<T> data, ReduceOp op);
+template <class T>
+void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op);
+template <class T>
+void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op);
+template <class T>
+void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op);
+
+// ---- all-to-all and barrier ---------------------------------------------------
+template <class T>
+void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out);
+void barrier_dissemination(Comm& comm);
+
+}  // namespace dtw::ch01::detail
+
+// Every algorithm file ends with DTW_CH01_INSTANTIATE(its instantiation macro).
+#define DTW_CH01_FOR_EACH_TYPE(X) X(float) X(double) X(std::int32_t) X(std::int64_t)

@@ -1,0 +1,133 @@
+// Step 00.3: exchange_with_neighbors, checked element by element on every
+// rank, for every element type, world size and halo width; and
+// exchange_unsafe, which must be caught by the deadlock detector.
+#include <string>
+#include <vector>
+
+#include "dtw_test.h"
+#include "ranks_and_messages.h"
+
+namespace dtw::ch00 {
+namespace {
+
+using dtw::testing::launch_bounded;
+
+// What rank r sends in direction dir (0 = left, 1 = right) at index i:
+// unique per (rank, direction, index) and exact in every element type.
+template <class T>
+std::vector<T> halo(int r, int dir, std::size_t n) {
+  std::vector<T> out(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(r * 4096 + dir * 2048 + static_cast<int>(i % 2048));
+  return out;
+}
+
+// Every rank sends `n_left` elements left and `n_right` right; so it receives
+// n_right from its left neighbour and n_left from its right one.
+template <class T>
+void check_exchange(int p, std::size_t n_left, std::size_t n_right) {
+  launch_bounded(p, [&](Comm& comm) {
+    const int r = comm.rank(), left = (r + p - 1) % p, right = (r + 1) % p;
+    const std::vector<T> to_left = halo<T>(r, 0, n_left), to_right = halo<T>(r, 1, n_right);
+    // Start from a value no neighbour sends, so a missed receive shows.
+    std::vector<T> from_left(n_right, T(-1)), from_right(n_left, T(-1));
+    exchange_with_neighbors<T>(comm, to_left, to_right, from_left, from_right);
+    // The left neighbour sent its right halo to us, the right one its left halo.
+    DTW_EXPECT_SAME(r, halo<T>(left, 1, n_right), from_left);
+    DTW_EXPECT_SAME(r, halo<T>(right, 0, n_left), from_right);
+    // What we sent is untouched.
+    DTW_EXPECT_SAME(r, halo<T>(r, 0, n_left), to_left);
+  });
+}
+
+TEST(NeighborExchangeTest, ExchangesHalosOnEveryRank) {
+  for (int p : {1, 2, 3, 7, 16})
+    for (std::size_t n : {0u, 1u, 1000u}) {
+      SCOPED_TRACE("p " + std::to_string(p) + ", n " + std::to_string(n));
+      check_exchange<double>(p, n, n);
+    }
+}
+
+TEST(NeighborExchangeTest, EveryElementTypeWorks) {
+  for (int p : {2, 3}) {
+    SCOPED_TRACE("p " + std::to_string(p));
+    check_exchange<float>(p, 17, 17);
+    check_exchange<double>(p, 17, 17);
+    check_exchange<std::int32_t>(p, 17, 17);
+    check_exchange<std::int64_t>(p, 17, 17);
+  }
+}
+
+TEST(NeighborExchangeTest, LeftAndRightHalosMayDifferInWidth) {
+  // Widths 3 and 5 catch a swapped direction: the sizes would not line up.
+  for (int p : {1, 2, 3, 7}) {
+    SCOPED_TRACE("p " + std::to_string(p));
+    check_exchange<std::int32_t>(p, 3, 5);
+    check_exchange<std::int32_t>(p, 0, 4);
+  }
+}
+
+TEST(NeighborExchangeTest, SendsOneMessageToEachNeighbour) {
+  for (int p : {3, 7}) {
+    const std::size_t n = 10;
+    const Report report = launch_bounded(p, [&](Comm& comm) {
+      std::vector<float> a(n), b(n), c(n), d(n);
+      exchange_with_neighbors<float>(comm, a, b, c, d);
+    });
+    for (int src = 0; src < p; ++src)
+      for (int dst = 0; dst < p; ++dst) {
+        const bool neighbour = dst == (src + 1) % p || src == (dst + 1) % p;
+        EXPECT_EQ(report.messages[src][dst], neighbour ? 1 : 0)
+            << "p " << p << ", " << src << "->" << dst;
+        EXPECT_EQ(report.bytes[src][dst], neighbour ? 40 : 0)
+            << "p " << p << ", " << src << "->" << dst;
+      }
+  }
+}
+
+// Rank `odd` receives into a from_left buffer of `width` elements while its
+// left neighbour sends 4; every other rank is consistent.
+void run_mismatch(int p, int odd, std::size_t width) {
+  launch_bounded(p, [&](Comm& comm) {
+    const int r = comm.rank();
+    std::vector<double> to_left(4), to_right(4), from_right(4);
+    std::vector<double> from_left(r == odd ? width : 4);
+    exchange_with_neighbors<double>(comm, to_left, to_right, from_left, from_right);
+  });
+}
+
+TEST(NeighborExchangeTest, MismatchedHaloWidthNamesBothRanks) {
+  for (std::size_t width : {2u, 6u}) {  // buffer too small, and too large
+    try {
+      run_mismatch(3, 1, width);
+      ADD_FAILURE() << "width " << width << ": no error";
+    } catch (const InvalidArgument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("rank 1"), std::string::npos) << what;
+      EXPECT_NE(what.find("rank 0"), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(NeighborExchangeTest, UnsafeExchangeDeadlocksAndShowsTheCycle) {
+  for (int p : {1, 2, 3, 7}) {
+    try {
+      launch_bounded(
+          p,
+          [](Comm& comm) {
+            std::vector<float> to_left(8), to_right(8), from_left(8), from_right(8);
+            exchange_unsafe<float>(comm, to_left, to_right, from_left, from_right);
+          },
+          std::chrono::seconds(10));
+      ADD_FAILURE() << "p " << p << ": exchange_unsafe returned";
+    } catch (const TimeoutError& e) {
+      ADD_FAILURE() << "p " << p << ": timed out instead of detecting the deadlock: " << e.what();
+    } catch (const DeadlockError& e) {
+      EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos)
+          << "p " << p << ": " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dtw::ch00

@@ -1,0 +1,169 @@
+// Step 00.1: ping_pong and fit_alpha_beta. Timings are never asserted
+// tightly (a shared machine is noisy); structure, traffic and the fit's
+// arithmetic are asserted exactly.
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "dtw_test.h"
+#include "ranks_and_messages.h"
+
+namespace dtw::ch00 {
+namespace {
+
+using dtw::testing::launch_bounded;
+
+// Samples that follow T(n) = alpha + n*beta exactly (round trip = 2T).
+std::vector<PingPongSample> exact_samples(const std::vector<std::int64_t>& sizes, double alpha,
+                                          double beta) {
+  std::vector<PingPongSample> out;
+  for (std::int64_t n : sizes) out.push_back({n, 2 * (alpha + static_cast<double>(n) * beta)});
+  return out;
+}
+
+void expect_fit(const AlphaBeta& fit, double alpha, double beta) {
+  EXPECT_NEAR(fit.alpha_seconds, alpha, 1e-9 * alpha) << "alpha";
+  EXPECT_NEAR(fit.beta_seconds_per_byte, beta, 1e-9 * beta) << "beta";
+}
+
+TEST(PingPongTest, FitRecoversExactAlphaAndBeta) {
+  const std::vector<std::int64_t> sizes{8, 64, 512, 4096, 32768, 262144, 1 << 21, 1 << 24, 1 << 26};
+  // A fast local link and a slow network link, both recovered.
+  expect_fit(fit_alpha_beta(exact_samples(sizes, 2e-6, 1.0 / 13e9)), 2e-6, 1.0 / 13e9);
+  expect_fit(fit_alpha_beta(exact_samples(sizes, 50e-6, 1.0 / 1.25e9)), 50e-6, 1.0 / 1.25e9);
+}
+
+TEST(PingPongTest, FitFromTwoSizesIsTheLineThroughThem) {
+  expect_fit(fit_alpha_beta(exact_samples({0, 1000}, 1e-6, 1e-9)), 1e-6, 1e-9);
+}
+
+TEST(PingPongTest, FitIgnoresSampleOrderAndRepeatedSizes) {
+  expect_fit(fit_alpha_beta(exact_samples({4096, 8, 4096, 1 << 20, 8, 64}, 3e-6, 2e-10)), 3e-6,
+             2e-10);
+}
+
+TEST(PingPongTest, FitMinimisesSquaredRelativeError) {
+  // Off the line, the fit must satisfy the normal equations of
+  // sum(((alpha + beta*x - y) / y)^2): the weighted residuals r/y^2 sum to
+  // zero, and so do x*r/y^2. Checked directly, without redoing the fit.
+  const std::vector<PingPongSample> samples{
+      {8, 2.1e-6}, {1000, 1.7e-6}, {50000, 9.0e-6}, {1 << 20, 1.9e-4}, {1 << 24, 2.2e-3}};
+  const AlphaBeta fit = fit_alpha_beta(samples);
+  double g_alpha = 0, g_beta = 0, scale = 0;
+  for (const PingPongSample& s : samples) {
+    const double y = s.round_trip_seconds / 2, x = static_cast<double>(s.bytes);
+    const double relative = (fit.seconds(s.bytes) - y) / y;
+    g_alpha += relative / y;
+    g_beta += relative * x / y;
+    scale += x / y;
+  }
+  EXPECT_NEAR(g_alpha * fit.alpha_seconds, 0, 1e-9) << "d/d alpha";
+  EXPECT_NEAR(g_beta / scale, 0, 1e-9) << "d/d beta";
+}
+
+TEST(PingPongTest, FitGivesSmallMessagesTheirWeight) {
+  // Round trips measured on a 2-core machine (threads backend). Fitting the
+  // plain squared error lets the 64 MiB sample decide everything and gives a
+  // negative alpha; the relative fit keeps alpha near the 8-byte one-way time.
+  const std::vector<PingPongSample> samples{
+      {8, 1.02e-6},          {64, 1.04e-6},         {512, 1.08e-6},       {4096, 1.39e-6},
+      {32768, 2.78e-6},      {262144, 62.36e-6},    {1048576, 183.94e-6}, {4194304, 305.23e-6},
+      {16777216, 1422.1e-6}, {67108864, 9632.37e-6}};
+  const AlphaBeta fit = fit_alpha_beta(samples);
+  EXPECT_GT(fit.alpha_seconds, 0.4e-6);
+  EXPECT_LT(fit.alpha_seconds, 0.6e-6);
+  EXPECT_GT(1 / fit.beta_seconds_per_byte, 5e9) << "bandwidth in bytes/s";
+  EXPECT_LT(1 / fit.beta_seconds_per_byte, 50e9) << "bandwidth in bytes/s";
+}
+
+TEST(PingPongTest, FitRejectsFewerThanTwoDistinctSizes) {
+  EXPECT_THROW(fit_alpha_beta({}), InvalidArgument);
+  const std::vector<PingPongSample> one{{64, 1e-5}};
+  EXPECT_THROW(fit_alpha_beta(one), InvalidArgument);
+  const std::vector<PingPongSample> same{{64, 1e-5}, {64, 2e-5}, {64, 3e-5}};
+  EXPECT_THROW(fit_alpha_beta(same), InvalidArgument);
+}
+
+TEST(PingPongTest, FitRejectsTimesThatAreNotPositive) {
+  const std::vector<PingPongSample> zero{{8, 1e-6}, {64, 0.0}};
+  EXPECT_THROW(fit_alpha_beta(zero), InvalidArgument);
+  const std::vector<PingPongSample> negative{{8, -1e-6}, {64, 1e-6}};
+  EXPECT_THROW(fit_alpha_beta(negative), InvalidArgument);
+}
+
+TEST(PingPongTest, ReturnsOneSamplePerSizeOnPeerA) {
+  const std::vector<std::int64_t> sizes{0, 1, 1000, 1 << 16};
+  for (int p : {2, 3, 7, 16}) {
+    // The pair (p-1, 0) puts the initiator on the last rank, so rank 0 is
+    // not special; bystanders exist from p = 3 on.
+    const int a = p - 1, b = 0;
+    launch_bounded(p, [&](Comm& comm) {
+      const std::vector<PingPongSample> got = ping_pong(comm, sizes, 3, a, b);
+      if (comm.rank() != a) {
+        EXPECT_TRUE(got.empty()) << "p " << p << ", rank " << comm.rank() << " is not peer_a";
+        return;
+      }
+      ASSERT_EQ(got.size(), sizes.size()) << "p " << p;
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        EXPECT_EQ(got[i].bytes, sizes[i]) << "p " << p << ", sample " << i;
+        EXPECT_GT(got[i].round_trip_seconds, 0) << "p " << p << ", sample " << i;
+        EXPECT_LT(got[i].round_trip_seconds, 1.0) << "p " << p << ", sample " << i;
+      }
+    });
+  }
+}
+
+TEST(PingPongTest, SendsWarmUpPlusRepeatsEachWayAndNothingElse) {
+  const std::vector<std::int64_t> sizes{1, 100, 4096};
+  const int repeats = 4, p = 3;
+  const Report report =
+      launch_bounded(p, [&](Comm& comm) { ping_pong(comm, sizes, repeats, 2, 1); });
+  const std::int64_t bytes = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
+  const std::int64_t messages = static_cast<std::int64_t>(sizes.size()) * (repeats + 1);
+  // One untimed and `repeats` timed round trips per size, each way.
+  EXPECT_EQ(report.bytes[2][1], bytes * (repeats + 1));
+  EXPECT_EQ(report.bytes[1][2], bytes * (repeats + 1));
+  EXPECT_EQ(report.messages[2][1], messages);
+  EXPECT_EQ(report.messages[1][2], messages);
+  // Rank 0 is a bystander: it neither sends nor receives.
+  for (int r = 0; r < p; ++r) {
+    EXPECT_EQ(report.messages[0][r], 0) << "rank 0 sent to rank " << r;
+    EXPECT_EQ(report.messages[r][0], 0) << "rank " << r << " sent to rank 0";
+  }
+}
+
+TEST(PingPongTest, LargerMessagesTakeLonger) {
+  // 32 MiB takes milliseconds, 8 bytes microseconds. The fastest of 20 round
+  // trips is kept, so the small one would have to be preempted 20 times in a
+  // row to lose: robust even on a loaded machine.
+  const std::vector<std::int64_t> sizes{8, 32 << 20};
+  launch_bounded(2, [&](Comm& comm) {
+    const std::vector<PingPongSample> got = ping_pong(comm, sizes, 20);
+    if (comm.rank() != 0) return;
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_GT(got[1].round_trip_seconds, got[0].round_trip_seconds);
+  });
+}
+
+TEST(PingPongTest, EmptySizeListGivesNoSamples) {
+  launch_bounded(2, [](Comm& comm) {
+    EXPECT_TRUE(ping_pong(comm, std::span<const std::int64_t>{}, 5).empty());
+  });
+}
+
+TEST(PingPongTest, RejectsBadArguments) {
+  const std::vector<std::int64_t> sizes{8, 64};
+  const std::vector<std::int64_t> negative{8, -1};
+  auto run = [&](int p, std::span<const std::int64_t> s, int repeats, int a, int b) {
+    launch_bounded(p, [&](Comm& comm) { ping_pong(comm, s, repeats, a, b); });
+  };
+  EXPECT_THROW(run(1, sizes, 3, 0, 1), InvalidArgument) << "a world of one rank has no pair";
+  EXPECT_THROW(run(2, sizes, 3, 1, 1), InvalidArgument) << "peers must differ";
+  EXPECT_THROW(run(2, sizes, 3, 0, 2), InvalidArgument) << "peer_b out of range";
+  EXPECT_THROW(run(3, sizes, 3, -1, 0), InvalidArgument) << "peer_a out of range";
+  EXPECT_THROW(run(2, negative, 3, 0, 1), InvalidArgument) << "negative size";
+  EXPECT_THROW(run(2, sizes, 0, 0, 1), InvalidArgument) << "no repeats";
+}
+
+}  // namespace
+}  // namespace dtw::ch00

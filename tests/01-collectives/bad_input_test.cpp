@@ -1,0 +1,259 @@
+// Bad input must end in a clear error naming the rank, never in a hang or a
+// silent wrong answer: counts that differ between ranks (with the fingerprint
+// check on: CollectiveMismatch; off: the algorithms' own size checks), roots
+// out of range, buffers of the wrong size, ranks calling different collectives.
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sweep.h"
+
+namespace dtw::ch01 {
+namespace {
+
+using RankCall = std::function<void(Comm&, std::int64_t count)>;
+
+// One call per collective and algorithm, each taking the count to use.
+std::vector<std::pair<std::string, RankCall>> every_collective() {
+  std::vector<std::pair<std::string, RankCall>> calls;
+  for (auto algo :
+       {BroadcastAlgo::kLinear, BroadcastAlgo::kBinomial, BroadcastAlgo::kScatterAllgather})
+    calls.emplace_back("broadcast " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+      std::vector<float> d(static_cast<std::size_t>(n), 1.0f);
+      broadcast(c, std::span<float>(d), 0, algo);
+    });
+  for (auto algo : {ReduceAlgo::kLinear, ReduceAlgo::kBinomial})
+    calls.emplace_back("reduce " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+      std::vector<float> d(static_cast<std::size_t>(n), 1.0f);
+      reduce(c, std::span<float>(d), ReduceOp::kSum, 0, algo);
+    });
+  calls.emplace_back("gather", [](Comm& c, std::int64_t n) {
+    std::vector<float> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n * c.size()));
+    gather(c, std::span<const float>(in), std::span<float>(out), 0);
+  });
+  calls.emplace_back("scatter", [](Comm& c, std::int64_t n) {
+    std::vector<float> in(static_cast<std::size_t>(n * c.size())), out(static_cast<std::size_t>(n));
+    scatter(c, std::span<const float>(in), std::span<float>(out), 0);
+  });
+  for (auto algo : {AllgatherAlgo::kRing, AllgatherAlgo::kRecursiveDoubling})
+    calls.emplace_back("allgather " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+      std::vector<float> in(static_cast<std::size_t>(n)),
+          out(static_cast<std::size_t>(n * c.size()));
+      allgather(c, std::span<const float>(in), std::span<float>(out), algo);
+    });
+  for (auto algo : {ReduceScatterAlgo::kRing, ReduceScatterAlgo::kRecursiveHalving})
+    calls.emplace_back(
+        "reduce_scatter " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+          std::vector<float> d(static_cast<std::size_t>(n));
+          std::vector<float> out(static_cast<std::size_t>(Chunks(n, c.size()).size(c.rank())));
+          reduce_scatter(c, std::span<float>(d), std::span<float>(out), ReduceOp::kSum, algo);
+        });
+  for (auto algo : {AllreduceAlgo::kNaive, AllreduceAlgo::kBinomial, AllreduceAlgo::kRing,
+                    AllreduceAlgo::kRabenseifner, AllreduceAlgo::kDirect})
+    calls.emplace_back("allreduce " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+      std::vector<float> d(static_cast<std::size_t>(n), 1.0f);
+      allreduce(c, std::span<float>(d), ReduceOp::kSum, algo);
+    });
+  calls.emplace_back("alltoall", [](Comm& c, std::int64_t n) {
+    std::vector<float> in(static_cast<std::size_t>(n * c.size())), out(in.size());
+    alltoall(c, std::span<const float>(in), std::span<float>(out));
+  });
+  return calls;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(BadInputTest, CountThatDiffersIsACollectiveMismatchOnEveryRank) {
+  constexpr int kP = 4;
+  for (const auto& [name, call] : every_collective()) {
+    std::vector<std::string> messages(kP);
+    dtw::testing::launch_bounded(kP, [&, &call = call](Comm& comm) {
+      comm.set_verify_collectives(true);
+      try {
+        call(comm, comm.rank() == 2 ? 11 : 10);
+      } catch (const CollectiveMismatch& e) {
+        messages[static_cast<std::size_t>(comm.rank())] = e.message();
+      }
+    });
+    for (int r = 0; r < kP; ++r) {
+      EXPECT_TRUE(contains(messages[r], "rank 2 called") &&
+                  contains(messages[r], "ranks 0, 1, 3 called"))
+          << name << ", rank " << r << ": '" << messages[r] << "'";
+    }
+  }
+}
+
+TEST(BadInputTest, CountThatDiffersFailsWithoutTheCheckToo) {
+  // Check off: nothing announces the counts, so the messages themselves must
+  // give the disagreement away. Failing with InvalidArgument is required;
+  // hanging, deadlocking or returning a wrong answer is not allowed.
+  for (int p : {2, 3, 5}) {
+    for (int extra : {-1, 1}) {
+      for (const auto& [name, call] : every_collective()) {
+        LaunchOptions options;
+        options.timeout = std::chrono::seconds(10);
+        const Report report = launch_collecting(p, options, [&, &call = call](Comm& comm) {
+          comm.set_verify_collectives(false);
+          call(comm, 4 * p + (comm.rank() == p - 1 ? extra : 0));
+        });
+        bool invalid_argument = false;
+        std::string kinds;
+        for (const RankError& e : report.errors) {
+          invalid_argument = invalid_argument || e.kind == "InvalidArgument";
+          kinds += " " + e.kind + ": " + e.message + "\n";
+        }
+        EXPECT_TRUE(invalid_argument)
+            << name << ", p " << p << ", last rank count 4p" << (extra > 0 ? "+1" : "-1") << ":\n"
+            << kinds;
+      }
+    }
+  }
+}
+
+TEST(BadInputTest, RootOutOfRangeIsRejected) {
+  const std::vector<std::pair<std::string, std::function<void(Comm&, int)>>> rooted = {
+      {"broadcast",
+       [](Comm& c, int root) {
+         std::vector<double> d(4);
+         broadcast(c, std::span<double>(d), root);
+       }},
+      {"reduce",
+       [](Comm& c, int root) {
+         std::vector<double> d(4);
+         reduce(c, std::span<double>(d), ReduceOp::kMax, root);
+       }},
+      {"gather",
+       [](Comm& c, int root) {
+         std::vector<double> in(4), out(4 * c.size());
+         gather(c, std::span<const double>(in), std::span<double>(out), root);
+       }},
+      {"scatter",
+       [](Comm& c, int root) {
+         std::vector<double> in(4 * c.size()), out(4);
+         scatter(c, std::span<const double>(in), std::span<double>(out), root);
+       }},
+  };
+  for (const auto& [name, call] : rooted) {
+    for (int p : {1, 3}) {
+      for (int root : {-1, p}) {
+        for (bool check : {false, true}) {
+          try {
+            dtw::testing::launch_bounded(p, [&, &call = call](Comm& comm) {
+              comm.set_verify_collectives(check);
+              call(comm, root);
+            });
+            ADD_FAILURE() << name << " accepted root " << root << " on " << p << " ranks";
+          } catch (const InvalidArgument& e) {
+            EXPECT_TRUE(contains(e.what(), "root") && contains(e.what(), std::to_string(root)) &&
+                        contains(e.what(), "rank "))
+                << name << ": " << e.what();
+          }
+        }
+      }
+    }
+  }
+}
+
+// Rank 1 (the root where there is one) passes a buffer of the wrong size.
+TEST(BadInputTest, WrongBufferSizeNamesTheRank) {
+  using Case = std::pair<std::string, std::function<void(Comm&)>>;
+  const std::vector<Case> cases = {
+      {"allgather out",
+       [](Comm& c) {
+         std::vector<float> in(5), out(5 * c.size() - (c.rank() == 1 ? 1 : 0));
+         allgather(c, std::span<const float>(in), std::span<float>(out));
+       }},
+      {"reduce_scatter out",
+       [](Comm& c) {
+         std::vector<float> d(5 * c.size()), out(c.rank() == 1 ? 6 : 5);
+         reduce_scatter(c, std::span<float>(d), std::span<float>(out), ReduceOp::kSum);
+       }},
+      {"gather out at root",
+       [](Comm& c) {
+         std::vector<float> in(5), out(c.rank() == 1 ? 5 * c.size() + 2 : 0);
+         gather(c, std::span<const float>(in), std::span<float>(out), 1);
+       }},
+      {"scatter in at root",
+       [](Comm& c) {
+         std::vector<float> in(c.rank() == 1 ? 5 * c.size() - 3 : 0), out(5);
+         scatter(c, std::span<const float>(in), std::span<float>(out), 1);
+       }},
+      {"alltoall not divisible",
+       [](Comm& c) {
+         std::vector<float> in(5 * c.size() + (c.rank() == 1 ? 1 : 0)), out(in.size());
+         alltoall(c, std::span<const float>(in), std::span<float>(out));
+       }},
+      {"allreduce out of place",
+       [](Comm& c) {
+         std::vector<float> in(8), out(c.rank() == 1 ? 7 : 8);
+         allreduce(c, std::span<const float>(in), std::span<float>(out), ReduceOp::kSum);
+       }},
+  };
+  for (const auto& [name, call] : cases) {
+    for (bool check : {false, true}) {
+      try {
+        dtw::testing::launch_bounded(3, [&, &call = call](Comm& comm) {
+          comm.set_verify_collectives(check);
+          call(comm);
+        });
+        ADD_FAILURE() << name << ": accepted";
+      } catch (const InvalidArgument& e) {
+        EXPECT_TRUE(contains(e.message(), "rank 1")) << name << ": " << e.what();
+      }
+    }
+  }
+}
+
+TEST(BadInputTest, DifferentCollectivesAreAMismatchNotAHang) {
+  constexpr int kP = 4;
+  std::vector<std::string> messages(kP);
+  dtw::testing::launch_bounded(kP, [&](Comm& comm) {
+    comm.set_verify_collectives(true);
+    std::vector<float> data(1024, 1.0f);
+    try {
+      if (comm.rank() == 2) {
+        broadcast(comm, std::span<float>(data), 0);
+      } else {
+        allreduce(comm, std::span<float>(data), ReduceOp::kSum);
+      }
+    } catch (const CollectiveMismatch& e) {
+      messages[static_cast<std::size_t>(comm.rank())] = e.message();
+    }
+  });
+  for (int r = 0; r < kP; ++r) {
+    EXPECT_TRUE(contains(messages[r], "ranks 0, 1, 3 called allreduce") &&
+                contains(messages[r], "rank 2 called broadcast") &&
+                contains(messages[r], "count 1024"))
+        << "rank " << r << ": '" << messages[r] << "'";
+  }
+}
+
+TEST(BadInputTest, DifferentAlgorithmsAreAMismatch) {
+  EXPECT_THROW(dtw::testing::launch_bounded(3,
+                                            [](Comm& comm) {
+                                              comm.set_verify_collectives(true);
+                                              std::vector<double> d(12, 1.0);
+                                              allreduce(comm, std::span<double>(d), ReduceOp::kSum,
+                                                        comm.rank() == 0 ? AllreduceAlgo::kRing
+                                                                         : AllreduceAlgo::kDirect);
+                                            }),
+               CollectiveMismatch);
+}
+
+TEST(BadInputTest, UnknownAlgorithmNameListsTheValidOnes) {
+  try {
+    parse_allreduce_algo("butterfly");
+    ADD_FAILURE() << "accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_TRUE(contains(e.what(), "butterfly") && contains(e.what(), "ring")) << e.what();
+  }
+  for (auto algo : {AllreduceAlgo::kNaive, AllreduceAlgo::kBinomial, AllreduceAlgo::kRing,
+                    AllreduceAlgo::kRabenseifner, AllreduceAlgo::kDirect})
+    EXPECT_EQ(parse_allreduce_algo(name_of(algo)), algo);
+}
+
+}  // namespace
+}  // namespace dtw::ch01

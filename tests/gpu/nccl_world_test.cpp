@@ -1,0 +1,125 @@
+// The nccl backend on one GPU: launch errors, a world of one rank (self
+// messages, grouped isend/irecv, recv_reduce through the CUDA kernel, barrier,
+// split, NCCL's reference collectives) and the clear error for host memory.
+// On a machine without a GPU only the "no CUDA device" check runs.
+#include <string>
+#include <vector>
+
+#include "dtw_test.h"
+#include "gpu_test.h"
+
+namespace dtw {
+namespace {
+
+using testing::DeviceArray;
+
+LaunchOptions nccl_options() {
+  LaunchOptions options;
+  options.backend = "nccl";
+  options.timeout = std::chrono::seconds(30);
+  return options;
+}
+
+TEST(NcclLaunchTest, NoDeviceGivesCudaError) {
+  std::string why;
+  if (testing::cuda_devices(&why) > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  try {
+    launch(1, nccl_options(), [](Comm&) {});
+    FAIL() << "launch with backend nccl on a machine without GPU did not throw";
+  } catch (const CudaError& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NcclLaunchTest, MoreRanksThanGpusIsInvalidArgument) {
+  DTW_REQUIRE_GPUS(1);
+  const int gpus = testing::cuda_devices(nullptr);
+  EXPECT_THROW(launch(gpus + 1, nccl_options(), [](Comm&) {}), InvalidArgument);
+}
+
+TEST(NcclWorldOfOneTest, SelfMessagesAndRecvReduce) {
+  DTW_REQUIRE_GPUS(1);
+  launch(1, nccl_options(), [](Comm& comm) {
+    EXPECT_STREQ(comm.backend(), "nccl");
+    DeviceArray<float> a(1000), b(1000);
+    std::vector<float> host(1000);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
+    a.upload(host);
+    // sendrecv to oneself: both halves go out in one NCCL group.
+    comm.sendrecv(a.span(), 0, b.span(), 0, 5);
+    EXPECT_EQ(testing::compare(0, host, b.download()), "");
+    // isend queued, then recv_reduce: the receive's wait launches both together.
+    Request r = comm.isend(std::span<const float>(a.data(), a.size()), 0, 6);
+    comm.recv_reduce(b.span(), 0, ReduceOp::kSum, 6);
+    comm.wait(r);
+    std::vector<float> twice(host);
+    for (float& x : twice) x *= 2;
+    EXPECT_EQ(testing::compare(0, twice, b.download()), "");
+    comm.barrier();
+  });
+}
+
+TEST(NcclWorldOfOneTest, ReferenceCollectivesAndSplit) {
+  DTW_REQUIRE_GPUS(1);
+  launch(1, nccl_options(), [](Comm& comm) {
+    DeviceArray<std::int64_t> d(17), out(17);
+    std::vector<std::int64_t> host(17);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<std::int64_t>(i) - 5;
+    d.upload(host);
+    comm.reference_allreduce(Buffer{d.data(), 17, DataType::kInt64}, ReduceOp::kMax);
+    comm.reference_broadcast(Buffer{d.data(), 17, DataType::kInt64}, 0);
+    comm.reference_reduce_scatter(ConstBuffer{d.data(), 17, DataType::kInt64},
+                                  Buffer{out.data(), 17, DataType::kInt64}, ReduceOp::kSum);
+    EXPECT_EQ(testing::compare(0, host, out.download()), "");
+    comm.reference_alltoall(ConstBuffer{d.data(), 17, DataType::kInt64}, Buffer{out.data(), 17, DataType::kInt64});
+    EXPECT_EQ(testing::compare(0, host, out.download()), "");
+    std::unique_ptr<Comm> sub = comm.split(3, 0);
+    ASSERT_NE(sub, nullptr);
+    EXPECT_EQ(sub->size(), 1);
+    sub->reference_allreduce(Buffer{d.data(), 17, DataType::kInt64}, ReduceOp::kSum);
+    EXPECT_EQ(testing::compare(0, host, d.download()), "");
+    EXPECT_EQ(comm.split(kNoColor, 0), nullptr);
+  });
+}
+
+TEST(NcclWorldOfOneTest, CopyLocalAndDivideLocalRunOnTheDevice) {
+  DTW_REQUIRE_GPUS(1);
+  launch(1, nccl_options(), [](Comm& comm) {
+    for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{100'003}}) {
+      std::vector<std::int32_t> host(n);
+      for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<std::int32_t>(i % 97) - 40;
+      DeviceArray<std::int32_t> a(n), b(n);
+      a.upload(host);
+      comm.copy_local(b.span(), std::span<const std::int32_t>(a.span()));
+      EXPECT_EQ(testing::compare(0, host, b.download()), "");
+      comm.divide_local(b.span(), 3);
+      std::vector<std::int32_t> want(host);
+      for (std::int32_t& x : want) x /= 3;  // the host rule: truncation toward zero
+      EXPECT_EQ(testing::compare(0, want, b.download()), "");
+      std::vector<double> reals(n);
+      for (std::size_t i = 0; i < n; ++i) reals[i] = static_cast<double>(i) * 0.75 - 3.0;
+      DeviceArray<double> d(n);
+      d.upload(reals);
+      comm.divide_local(d.span(), 6);
+      for (double& x : reals) x /= 6;
+      EXPECT_EQ(testing::compare(0, reals, d.download()), "");
+    }
+    std::vector<float> host(4, 1.0f);
+    DeviceArray<float> dev(4);
+    EXPECT_THROW(comm.copy_local(dev.span(), host), InvalidArgument);
+    EXPECT_THROW(comm.divide_local(host, 2), InvalidArgument);
+  });
+}
+
+TEST(NcclWorldOfOneTest, HostMemoryIsInvalidArgument) {
+  DTW_REQUIRE_GPUS(1);
+  EXPECT_THROW(launch(1, nccl_options(),
+                      [](Comm& comm) {
+                        std::vector<float> host(8, 1.0f), back(8);
+                        comm.sendrecv(host, 0, back, 0);
+                      }),
+               InvalidArgument);
+}
+
+}  // namespace
+}  // namespace dtw

@@ -1,0 +1,44 @@
+#pragma once
+// The subcommands of the dtw program; main.cpp wires them to CLI11.
+// Each returns the process exit status.
+#include <string>
+#include <vector>
+
+#include "manifest.h"
+
+namespace dtw::cli {
+
+/// The build and its chapters, loaded once per command that needs them.
+struct Context {
+  BuildInfo build;
+  std::vector<Chapter> chapters;
+};
+Context load_context();
+
+int list_command(const Context& context);
+
+struct CheckOptions {
+  std::string chapter;
+  int ranks = 0;        // 0: the tests' own choice
+  std::string backend;  // empty: the tests' own choice
+};
+int check_command(const Context& context, const CheckOptions& options);
+
+int hint_command(const Context& context, const std::string& chapter, const std::string& step);
+int diff_command(const Context& context, const std::string& chapter);
+
+struct RunOptions {
+  std::string demo;
+  int ranks = 0;  // 0: the demo's default
+  std::string backend = "threads";
+  std::string trace;  // Chrome trace output file, empty: none
+  std::string hostfile;  // OpenMPI hostfile for --backend mpi, empty: this machine only
+  bool list = false;
+};
+int run_command(const RunOptions& options);
+int tour_command();
+
+/// `args[0]` is the benchmark's name, the rest are passed on.
+int bench_command(const Context& context, const std::vector<std::string>& args);
+
+}  // namespace dtw::cli

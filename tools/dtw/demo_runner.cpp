@@ -1,0 +1,73 @@
+#include "demo_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "manifest.h"
+
+namespace dtw::cli {
+
+bool DemoOutcome::correct() const {
+  if (!failures.empty() || deadlock) return false;
+  return std::ranges::all_of(checks,
+                             [](const std::optional<DemoCheck>& c) { return c && c->correct; });
+}
+
+double DemoOutcome::busbw_gbps() const {
+  double best = 0;
+  for (const std::optional<DemoCheck>& c : checks)
+    if (c) best = std::max(best, c->busbw_gbps);
+  return best;
+}
+
+const Demo& find_demo(const std::string& name) {
+  for (const Demo& d : demos())
+    if (d.name == name) return d;
+  throw UsageError(fmt::format("no demo '{}'; the demos are:\n{}", name, demo_list()));
+}
+
+std::string demo_list() {
+  if (demos().empty()) return "  (none: no chapter registers a demo)\n";
+  std::size_t width = 0;
+  for (const Demo& d : demos()) width = std::max(width, d.name.size());
+  std::string out;
+  for (const Demo& d : demos())
+    out += fmt::format("  {:<{}}  ch {}, {} rank(s)  {}\n", d.name, width, d.chapter,
+                       d.default_ranks, d.description);
+  return out;
+}
+
+DemoOutcome run_demo(const Demo& demo, int ranks, const std::string& backend, bool trace,
+                     std::chrono::milliseconds timeout) {
+  if (ranks == 0) ranks = demo.default_ranks;
+  if (ranks < demo.min_ranks)
+    throw UsageError(
+        fmt::format("demo '{}' needs at least {} ranks, not {}", demo.name, demo.min_ranks, ranks));
+  DemoOutcome outcome;
+  outcome.checks.resize(static_cast<std::size_t>(ranks));
+  LaunchOptions options;
+  options.backend = backend;
+  options.timeout = timeout;
+  options.trace = trace;
+  // Each rank writes only its own slot, so no lock is needed.
+  outcome.report = launch_collecting(ranks, options, [&](Comm& comm) {
+    outcome.checks[static_cast<std::size_t>(comm.rank())] = demo.run(comm);
+  });
+  for (const RankError& e : outcome.report.errors) {
+    if (e.kind == "DeadlockError" && !outcome.deadlock) outcome.deadlock = e;
+    if (e.kind != "AbortedError" && e.kind != "DeadlockError") outcome.failures.push_back(e);
+  }
+  return outcome;
+}
+
+std::string verdict(const Demo& demo, const DemoOutcome& outcome) {
+  if (demo.expects_deadlock) return outcome.deadlock ? "deadlock caught" : "no deadlock";
+  return outcome.correct() ? "ok" : "WRONG";
+}
+
+bool as_intended(const Demo& demo, const DemoOutcome& outcome) {
+  return demo.expects_deadlock ? outcome.deadlock.has_value() : outcome.correct();
+}
+
+}  // namespace dtw::cli

@@ -1,0 +1,120 @@
+// dtw: the workbench's one command. Subcommands are wired to CLI11 here; each
+// lives in its own *_command.cpp.
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+#include "commands.h"
+#include "dtw/errors.h"
+#include "style.h"
+
+namespace dtw::cli {
+
+Context load_context() {
+  Context context;
+  context.build = locate_build();
+  context.chapters = load_chapters(context.build);
+  return context;
+}
+
+namespace {
+
+int run_main(int argc, char** argv) {
+  CLI::App app{
+      "dtw -- the Distributed Training Workbench.\n"
+      "Learn each parallelism technique by writing it: read chapters/NN-*/README.md, fill in\n"
+      "labs/NN-*/, and let `dtw check NN` tell you where you stand.",
+      "dtw"};
+  app.set_version_flag("--version", std::string("dtw ") + DTW_VERSION);
+  app.require_subcommand(0, 1);
+  std::function<int()> action;
+
+  app.add_subcommand("list", "Chapters, their steps, and your progress (from the built lab tests)")
+      ->callback([&] { action = [] { return list_command(load_context()); }; });
+
+  CheckOptions check;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check",
+      "Rebuild chapter NN's lab, run its tests, and show each step: pass / fail / not started.\n"
+      "Exit status 0 only when every step passes.");
+  check_cmd->add_option("chapter", check.chapter, "Chapter number (00) or folder name")->required();
+  check_cmd->add_option("--ranks", check.ranks, "World size for tests that honour DTW_TEST_RANKS")
+      ->check(CLI::Range(1, 4096));
+  check_cmd->add_option("--backend", check.backend,
+                        "Backend for tests that honour DTW_TEST_BACKEND (threads)");
+  check_cmd->callback([&] { action = [&] { return check_command(load_context(), check); }; });
+
+  std::string hint_chapter, hint_step;
+  CLI::App* hint_cmd =
+      app.add_subcommand("hint", "Show the hints of chapter NN's steps and where to write them");
+  hint_cmd->add_option("chapter", hint_chapter, "Chapter number (00) or folder name")->required();
+  hint_cmd->add_option("step", hint_step, "Only this step (00.2, or 2)");
+  hint_cmd->callback(
+      [&] { action = [&] { return hint_command(load_context(), hint_chapter, hint_step); }; });
+
+  std::string diff_chapter;
+  CLI::App* diff_cmd = app.add_subcommand(
+      "diff", "Show your lab against the solution (diff -ru); spoils the exercise");
+  diff_cmd->add_option("chapter", diff_chapter, "Chapter number (00) or folder name")->required();
+  diff_cmd->callback([&] { action = [&] { return diff_command(load_context(), diff_chapter); }; });
+
+  RunOptions run;
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "Run a chapter demo with the solution (dtw run --list names them)");
+  run_cmd->add_option("demo", run.demo, "Demo name, e.g. ping-pong");
+  run_cmd->add_flag("--list", run.list, "List the demos");
+  run_cmd->add_option("--ranks", run.ranks, "World size (default: the demo's)")
+      ->check(CLI::Range(1, 4096));
+  run_cmd->add_option("--backend", run.backend,
+                      "threads (default), or mpi / nccl where built; mpi starts mpirun itself");
+  run_cmd->add_option("--hostfile", run.hostfile,
+                      "With --backend mpi: an OpenMPI hostfile (lines like `node1 slots=2`) to "
+                      "spread the ranks over several machines");
+  run_cmd->add_option("--trace", run.trace,
+                      "Write a Chrome trace (Perfetto, chrome://tracing) to this file");
+  run_cmd->callback([&] { action = [&] { return run_command(run); }; });
+
+  app.add_subcommand("tour",
+                     "Run every chapter's demos with the solution and print one summary table")
+      ->callback([&] { action = [] { return tour_command(); }; });
+
+  CLI::App* bench_cmd =
+      app.add_subcommand("bench", "Run benchmark NAME (build/bench/dtw_bench_NAME) with ARGS");
+  bench_cmd->prefix_command();
+  bench_cmd->footer(
+      "Usage: dtw bench NAME [ARGS...]; ARGS go to the Google Benchmark program as they are.");
+  bench_cmd->callback([&] {
+    action = [bench_cmd] { return bench_command(load_context(), bench_cmd->remaining()); };
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!action) {
+    fmt::print("{}", app.help());
+    return 0;
+  }
+  return action();
+}
+
+}  // namespace
+}  // namespace dtw::cli
+
+int main(int argc, char** argv) {
+  using dtw::cli::print_error;
+  try {
+    return dtw::cli::run_main(argc, argv);
+  } catch (const dtw::cli::UsageError& e) {
+    print_error(e.what());
+    return 2;
+  } catch (const dtw::InvalidArgument& e) {
+    print_error(e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,61 @@
+#pragma once
+// Where the dtw program finds its build, and the chapter manifests that
+// dtw_add_chapter writes there at configure time (build/chapters/NN.json).
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dtw::cli {
+
+namespace fs = std::filesystem;
+
+/// A user mistake (unknown chapter, step, demo...): exit status 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The build this program belongs to, found from its own path.
+struct BuildInfo {
+  fs::path build_dir;   // where dtw_build.json lies
+  fs::path source_dir;  // the repository root
+  fs::path cmake;       // the cmake that configured the build
+};
+
+/// Walks up from /proc/self/exe to the folder holding dtw_build.json.
+BuildInfo locate_build();
+
+struct Step {
+  std::string id;                   // "00.1"
+  std::vector<std::string> suites;  // GoogleTest suites that check it
+};
+
+struct Chapter {
+  std::string id;     // "00"
+  std::string name;   // "00-ranks-and-messages"
+  std::string title;  // "Ranks and messages"
+  fs::path source_dir;
+  std::string lab_target;  // "ch00_lab_tests"
+  fs::path lab_tests;      // built lab test program (may not exist yet)
+  fs::path solution_tests;
+  std::vector<Step> steps;
+
+  fs::path lab_dir() const { return source_dir / "labs" / name; }
+  fs::path solution_dir() const { return source_dir / "solutions" / name; }
+};
+
+/// Every chapter manifest in the build, ordered by id.
+std::vector<Chapter> load_chapters(const BuildInfo& build);
+
+/// The chapter `query` names ("0", "00", "00-ranks-and-messages"); throws
+/// UsageError listing the chapters when there is none.
+const Chapter& find_chapter(const std::vector<Chapter>& chapters, const std::string& query);
+
+/// The step `query` names within `chapter` ("00.1" or just "1"); throws UsageError.
+const Step& find_step(const Chapter& chapter, const std::string& query);
+
+/// True when GoogleTest suite `suite` (maybe "Prefix/Suite" or "Suite/0") is `wanted`.
+bool suite_matches(const std::string& suite, const std::string& wanted);
+
+}  // namespace dtw::cli

@@ -1,0 +1,41 @@
+#pragma once
+// `dtw run DEMO --backend mpi`: the dtw program starts mpirun itself, which
+// re-runs this same program once per rank; each of those processes sees that
+// mpirun started it and runs the demo as its MPI rank.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dtw/demo.h"
+
+namespace dtw::cli {
+
+struct MpiRunRequest {
+  std::string demo;
+  int ranks = 0;             // processes to start (the demo's default when 0)
+  std::string hostfile;      // OpenMPI hostfile; empty: every rank on this machine
+  std::vector<std::string> forward;  // further `dtw run` arguments, e.g. {"--trace", "t.json"}
+};
+
+/// True in a process that mpirun/mpiexec started.
+bool inside_mpirun();
+
+/// The mpirun command line for `request`; `notes` receives one line per option
+/// dtw added on its own (run as root, more ranks than cores) and why.
+std::vector<std::string> mpirun_command(const MpiRunRequest& request, std::vector<std::string>& notes);
+
+/// Prints the notes and the command, then replaces this process with mpirun
+/// (its exit status becomes dtw's). Throws UsageError if mpirun is missing.
+[[noreturn]] void exec_mpirun(const MpiRunRequest& request);
+
+/// Under mpirun: merges every process's demo checks (each fills only its own
+/// rank's slot). Collective: every process must call it. A no-op without MPI.
+void share_checks_over_mpi(std::vector<std::optional<DemoCheck>>& checks);
+
+/// Under mpirun: true only on rank 0, the process that prints the results.
+bool is_printing_process();
+
+/// Under mpirun: the number of processes of the job (1 in a build without MPI).
+int mpi_job_size();
+
+}  // namespace dtw::cli

@@ -1,0 +1,123 @@
+// dtw run DEMO: runs one chapter demo with the solution and shows what every
+// rank found, the traffic it caused and, for a deadlock demo, the detector's report.
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "demo_runner.h"
+#include "dtw/config.h"
+#include "mpi_launch.h"
+#include "style.h"
+
+namespace dtw::cli {
+namespace {
+
+std::string trim_end(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+int run_command(const RunOptions& options) {
+  if (options.list) {
+    fmt::print("{}\n{}", paint(Paint::kBold, "Demos (dtw run NAME [--ranks N]):"), demo_list());
+    return 0;
+  }
+  if (options.demo.empty())
+    throw UsageError("dtw run needs a demo name; the demos are:\n" + demo_list());
+  const Demo& demo = find_demo(options.demo);
+  const bool on_mpi = options.backend == "mpi";
+  if (!options.hostfile.empty() && !on_mpi)
+    throw UsageError("--hostfile only applies to --backend mpi");
+  if (on_mpi && !DTW_HAVE_MPI)
+    throw UsageError("this build has no mpi backend: install OpenMPI (./dtw setup) and rebuild");
+  // Under a hand-written `mpirun -np N dtw run ...` without --ranks, the job's size decides.
+  const int ranks = options.ranks > 0                  ? options.ranks
+                    : on_mpi && inside_mpirun()        ? mpi_job_size()
+                                                       : demo.default_ranks;
+  if (ranks < demo.min_ranks)
+    throw UsageError(
+        fmt::format("demo '{}' needs at least {} ranks, not {}", demo.name, demo.min_ranks, ranks));
+  if (on_mpi && !inside_mpirun()) {
+    std::vector<std::string> forward;
+    if (!options.trace.empty()) forward = {"--trace", options.trace};
+    exec_mpirun({demo.name, ranks, options.hostfile, forward});
+  }
+  // Under mpirun every process runs its rank; only rank 0 prints.
+  const bool printing = is_printing_process();
+  if (on_mpi && ranks > mpi_job_size()) {
+    if (!printing) return 2;
+    throw UsageError(fmt::format(
+        "--ranks {} but mpirun started {} process(es): use mpirun -np {}, or let dtw start "
+        "mpirun (dtw run {} --backend mpi --ranks {})",
+        ranks, mpi_job_size(), ranks, demo.name, ranks));
+  }
+  // A deliberate hang is caught on MPI by the watchdog, which aborts the job;
+  // a short limit keeps that demo from waiting a minute.
+  const std::chrono::milliseconds timeout =
+      on_mpi && demo.expects_deadlock ? std::chrono::seconds(5) : std::chrono::seconds(60);
+  if (printing) {
+    fmt::print("{} {}\n",
+               paint(Paint::kBold, fmt::format("{} (chapter {}) on {} rank(s), {} backend:",
+                                               demo.name, demo.chapter, ranks, options.backend)),
+               paint(Paint::kDim, demo.description));
+    if (on_mpi && demo.expects_deadlock)
+      fmt::print("{}\n", paint(Paint::kDim, "(on MPI a deadlock is a real hang: after 5 s the "
+                                            "watchdog prints what each rank waits for and aborts "
+                                            "the job with exit status 3)"));
+    std::fflush(stdout);
+  }
+  DemoOutcome outcome = run_demo(demo, ranks, options.backend, !options.trace.empty(), timeout);
+  if (on_mpi) share_checks_over_mpi(outcome.checks);
+  if (!printing) return outcome.correct() ? 0 : 1;
+
+  for (std::size_t r = 0; r < outcome.checks.size(); ++r) {
+    const std::optional<DemoCheck>& check = outcome.checks[r];
+    if (!check) continue;
+    fmt::print("  rank {:<3} {} {}\n", r,
+               check->correct ? paint_padded(Paint::kGreen, "ok", 5)
+                              : paint_padded(Paint::kRed, "WRONG", 5),
+               check->detail);
+  }
+  if (outcome.deadlock) {
+    const bool intended = demo.expects_deadlock;
+    fmt::print("\n{}\n{}\n",
+               paint(intended ? Paint::kYellow : Paint::kRed,
+                     intended ? "DeadlockError, as this demo intends -- the detector's report:"
+                              : "DeadlockError:"),
+               trim_end(outcome.deadlock->message));
+  }
+  for (const RankError& e : outcome.failures)
+    fmt::print("\n{} {}\n", paint(Paint::kRed, e.kind + ":"), e.message);
+
+  fmt::print("\n{}\n{}",
+             paint(Paint::kBold, "Traffic (bytes sent, row = from rank, column = to rank):"),
+             outcome.report.traffic_table());
+  std::string summary = fmt::format("time {}, {} moved", human_seconds(outcome.report.seconds),
+                                    human_bytes(static_cast<double>(outcome.report.total_bytes())));
+  if (outcome.busbw_gbps() > 0) summary += fmt::format(", busbw {:.2f} GB/s", outcome.busbw_gbps());
+  fmt::print("{}\n", summary);
+
+  if (!options.trace.empty()) {
+    outcome.report.write_trace(options.trace);
+    fmt::print("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)\n",
+               options.trace);
+  }
+  if (demo.expects_deadlock) {
+    if (!outcome.deadlock) {
+      print_error(fmt::format("demo '{}' should have deadlocked, but it {}", demo.name,
+                              outcome.correct() ? "finished" : "failed otherwise"));
+      return 1;
+    }
+    fmt::print("{}\n",
+               paint(Paint::kDim, "(exit status 1: the program deadlocked, which is the point)"));
+    return 1;
+  }
+  if (!outcome.correct()) {
+    print_error(fmt::format("demo '{}' gave a wrong result or failed", demo.name));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace dtw::cli
