@@ -42,6 +42,12 @@ void World::mark_done(Op& op) {
                              [&](const std::shared_ptr<Op>& o) { return o.get() == &op; }),
               owned.end());
   wake(op.owner);
+  // Once both sides are done, drop their links to each other: each holds the
+  // other, so the pair would otherwise keep itself alive forever.
+  if (op.partner && op.partner->state == Op::State::kDone) {
+    const std::shared_ptr<Op> other = std::move(op.partner);
+    other->partner.reset();
+  }
 }
 
 void World::unqueue(const Op& op) {
