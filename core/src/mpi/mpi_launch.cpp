@@ -197,41 +197,8 @@ Report launch(int world_size, const LaunchOptions& options, const RankFunction& 
   MPI_Comm_split(p.launches, p.rank < world ? 0 : MPI_UNDEFINED, p.rank, &job);
   if (job != MPI_COMM_NULL) job_state = run_rank(world, options, fn, job, part, own_error);
 
-  Report report;
-  report.world_size = world;
-  report.backend = "mpi";
-  report.bytes.assign(static_cast<std::size_t>(world),
-                      std::vector<std::int64_t>(static_cast<std::size_t>(world)));
-  report.messages = report.bytes;
-  PartialReport merged;
-  for (const std::string& blob : allgather_on(p.launches, pack(part)))
-    unpack_into(blob, report, merged);
-  report.seconds = std::chrono::duration<double>(Tracer::Clock::now() - start).count();
-  report.trace = std::move(merged.trace);
-  report.errors = merged.errors;
-  if (job_state && !report.errors.empty()) job_state->keep_communicators();
-  job_state.reset();
-  if (!first_error || report.errors.empty()) return report;
-
-  // The first failure that is not a consequence of another, the same on every process.
-  std::size_t first = 0;
-  for (std::size_t i = 0; i < report.errors.size(); ++i) {
-    if (report.errors[i].kind != "AbortedError") {
-      first = i;
-      break;
-    }
-  }
-  const RankError& chosen = report.errors[first];
-  if (chosen.rank == p.rank && own_error) {
-    *first_error = own_error;
-  } else {
-    try {
-      throw_remote(chosen, merged.bare_messages[first]);
-    } catch (...) {
-      *first_error = std::current_exception();
-    }
-  }
-  return report;
+  return merge_parts("mpi", world, p.rank, start, part, std::move(job_state), own_error,
+                     first_error);
 }
 
 }  // namespace dtw::mpi

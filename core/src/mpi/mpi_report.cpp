@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "dtw/errors.h"
+#include "dtw/mpi.h"
+#include "mpi/mpi_job.h"
 
 namespace dtw::mpi {
 namespace {
@@ -157,6 +159,43 @@ void throw_remote(const RankError& error, const std::string& bare) {
   if (k == "NcclError") throw_as<NcclError>(error, bare);
   if (k == "MpiError") throw_as<MpiError>(error, bare);
   throw_as<Error>(error, bare);
+}
+
+Report merge_parts(const char* backend, int world, int my_rank, Tracer::Clock::time_point start,
+                   const PartialReport& part, std::shared_ptr<Job> job,
+                   std::exception_ptr own_error, std::exception_ptr* first_error) {
+  Report report;
+  report.world_size = world;
+  report.backend = backend;
+  report.bytes.assign(static_cast<std::size_t>(world),
+                      std::vector<std::int64_t>(static_cast<std::size_t>(world)));
+  report.messages = report.bytes;
+  PartialReport merged;
+  for (const std::string& blob : allgather_strings(pack(part))) unpack_into(blob, report, merged);
+  report.seconds = std::chrono::duration<double>(Tracer::Clock::now() - start).count();
+  report.trace = std::move(merged.trace);
+  report.errors = merged.errors;
+  if (job && !report.errors.empty()) job->keep_communicators();
+  job.reset();
+  if (!first_error || report.errors.empty()) return report;
+
+  std::size_t first = 0;
+  for (std::size_t i = 0; i < report.errors.size(); ++i) {
+    if (report.errors[i].kind != "AbortedError") {
+      first = i;
+      break;
+    }
+  }
+  if (report.errors[first].rank == my_rank && own_error) {
+    *first_error = own_error;
+  } else {
+    try {
+      throw_remote(report.errors[first], merged.bare_messages[first]);
+    } catch (...) {
+      *first_error = std::current_exception();
+    }
+  }
+  return report;
 }
 
 }  // namespace dtw::mpi

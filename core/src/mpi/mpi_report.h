@@ -2,6 +2,8 @@
 // Shares the pieces of a launch report between processes: each process packs
 // the rows, trace events and errors it knows, and every process merges all of
 // them, so every process ends with the same Report.
+#include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,5 +27,18 @@ void unpack_into(std::string_view blob, Report& report, PartialReport& merged);
 
 /// Rethrows `error` as the dtw exception type its kind names.
 [[noreturn]] void throw_remote(const RankError& error, const std::string& bare_message);
+
+class Job;
+
+/// Collective over every process of the job, those that sat the launch out
+/// too: merges every process's `part` into one Report, the same everywhere.
+/// `job` (this process's communicators, or null) is kept alive past its
+/// release if the launch failed, since freeing it could let a late message
+/// land in a later launch. With `first_error`, picks the failure launch()
+/// rethrows: the first that is not a consequence of another, as this
+/// process's own exception when it is its own, else rebuilt from the message.
+Report merge_parts(const char* backend, int world, int my_rank, Tracer::Clock::time_point start,
+                   const PartialReport& part, std::shared_ptr<Job> job,
+                   std::exception_ptr own_error, std::exception_ptr* first_error);
 
 }  // namespace dtw::mpi

@@ -196,40 +196,8 @@ Report launch_mpi(int world_size, const LaunchOptions& options, const RankFuncti
   }
 
   // Every process (those that sat out too) merges every piece of the report.
-  Report report;
-  report.world_size = world_size;
-  report.backend = "nccl";
-  report.bytes.assign(static_cast<std::size_t>(world_size),
-                      std::vector<std::int64_t>(static_cast<std::size_t>(world_size)));
-  report.messages = report.bytes;
-  mpi::PartialReport merged;
-  for (const std::string& blob : mpi::allgather_strings(mpi::pack(part)))
-    mpi::unpack_into(blob, report, merged);
-  report.seconds = std::chrono::duration<double>(Tracer::Clock::now() - start).count();
-  report.trace = std::move(merged.trace);
-  report.errors = merged.errors;
-  if (job_state && !report.errors.empty()) job_state->keep_communicators();
-  job_state.reset();
-  if (!first_error || report.errors.empty()) return report;
-
-  // The first failure that is not a consequence of another, the same on every process.
-  std::size_t first = 0;
-  for (std::size_t i = 0; i < report.errors.size(); ++i) {
-    if (report.errors[i].kind != "AbortedError") {
-      first = i;
-      break;
-    }
-  }
-  if (report.errors[first].rank == rank && own_error) {
-    *first_error = own_error;
-  } else {
-    try {
-      mpi::throw_remote(report.errors[first], merged.bare_messages[first]);
-    } catch (...) {
-      *first_error = std::current_exception();
-    }
-  }
-  return report;
+  return mpi::merge_parts("nccl", world_size, rank, start, part, std::move(job_state), own_error,
+                          first_error);
 }
 
 }  // namespace dtw::nccl
