@@ -50,7 +50,8 @@ int diff_command(const Context& context, const std::string& chapter_query) {
                                                "lines with - are yours, + the reference.",
                                                chapter.id)));
   const std::string lab = "labs/" + chapter.name, solution = "solutions/" + chapter.name;
-  std::vector<std::string> argv{"diff", "-ru", lab, solution};
+  // demos.cpp exists only in solutions/ (demos always run the solution).
+  std::vector<std::string> argv{"diff", "-ru", "--exclude=demos.cpp", lab, solution};
   if (color_enabled()) argv.insert(argv.begin() + 2, "--color=always");
   const ProcessResult diff = run_process(argv, {.working_dir = chapter.source_dir.string()});
   // diff: 0 same, 1 different, 2 trouble.
