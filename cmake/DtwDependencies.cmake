@@ -33,6 +33,28 @@ if(DTW_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
 
+# BLAS for the matmul kernel: OpenBLAS, preferring Debian's single-threaded
+# build (libopenblas-serial-dev). Each rank is a thread, so a BLAS that spawned
+# threads of its own inside every rank would oversubscribe the cores; with
+# another OpenBLAS build, kernels/src/matmul.cpp sets its thread count to 1.
+find_path(DTW_CBLAS_INCLUDE_DIR cblas.h
+  PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-serial NO_DEFAULT_PATH)
+find_library(DTW_BLAS_LIBRARY NAMES openblas
+  PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-serial NO_DEFAULT_PATH)
+find_path(DTW_CBLAS_INCLUDE_DIR cblas.h HINTS ENV OpenBLAS_HOME PATH_SUFFIXES include include/openblas)
+find_library(DTW_BLAS_LIBRARY NAMES openblas HINTS ENV OpenBLAS_HOME PATH_SUFFIXES lib lib64)
+if(NOT DTW_CBLAS_INCLUDE_DIR OR NOT DTW_BLAS_LIBRARY)
+  message(FATAL_ERROR "OpenBLAS not found (cblas.h: ${DTW_CBLAS_INCLUDE_DIR}, library: "
+                      "${DTW_BLAS_LIBRARY}). Run tools/setup, which installs "
+                      "libopenblas-serial-dev, or set OpenBLAS_HOME.")
+endif()
+if(NOT TARGET dtw::blas)
+  add_library(dtw::blas UNKNOWN IMPORTED)
+  set_target_properties(dtw::blas PROPERTIES IMPORTED_LOCATION "${DTW_BLAS_LIBRARY}"
+                        INTERFACE_INCLUDE_DIRECTORIES "${DTW_CBLAS_INCLUDE_DIR}")
+endif()
+message(STATUS "dtw BLAS: ${DTW_BLAS_LIBRARY}")
+
 # Optional peers and backends.
 find_package(Gloo CONFIG QUIET)
 set(DTW_HAVE_GLOO ${Gloo_FOUND})

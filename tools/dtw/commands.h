@@ -1,6 +1,7 @@
 #pragma once
 // The subcommands of the dtw program; main.cpp wires them to CLI11.
 // Each returns the process exit status.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,21 @@ struct RunOptions {
 };
 int run_command(const RunOptions& options);
 int tour_command();
+
+struct TrainCommandOptions {
+  std::string model = "gpt-tiny";
+  std::int64_t steps = 200;
+  std::int64_t batch = 8;
+  std::int64_t seq_len = 0;  // 0: the model's context
+  std::string task = "corpus";
+  std::string optimizer = "adamw";
+  double lr = 0;  // 0: the optimizer's default in dtw::model::TrainOptions
+  double clip = 1.0;
+  std::uint64_t seed = 1234;
+  std::string out;  // file stem for .csv and .svg; empty: train-<model>
+};
+/// Trains on one device with dtw::train_reference and reports as it goes.
+int train_command(const TrainCommandOptions& options);
 
 /// `args[0]` is the benchmark's name, the rest are passed on.
 int bench_command(const Context& context, const std::vector<std::string>& args);

@@ -79,6 +79,30 @@ int run_main(int argc, char** argv) {
                      "Run every chapter's demos with the solution and print one summary table")
       ->callback([&] { action = [] { return tour_command(); }; });
 
+  TrainCommandOptions train;
+  CLI::App* train_cmd = app.add_subcommand(
+      "train",
+      "Train a model on one device (the reference every parallel chapter must match):\n"
+      "progress with loss and tokens/s, the loss curve as CSV and SVG, time per layer type");
+  train_cmd->add_option("--model", train.model, "mlp-tiny, gpt-tiny or gpt-small")
+      ->capture_default_str();
+  train_cmd->add_option("--steps", train.steps, "Optimizer steps")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--batch", train.batch, "Global batch (sequences, or rows for the MLP)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  train_cmd->add_option("--seq-len", train.seq_len, "Tokens per sequence (default: the context)");
+  train_cmd->add_option("--task", train.task, "corpus (built-in text) or synthetic")
+      ->capture_default_str();
+  train_cmd->add_option("--optimizer", train.optimizer, "adamw or sgd")->capture_default_str();
+  train_cmd->add_option("--lr", train.lr, "Learning rate (default: the optimizer's)");
+  train_cmd->add_option("--clip", train.clip, "Gradient-norm clip, 0 for none")
+      ->capture_default_str();
+  train_cmd->add_option("--seed", train.seed, "Seed of the initial weights and the data")
+      ->capture_default_str();
+  train_cmd->add_option("--out", train.out,
+                        "File stem of the loss curve (STEM.csv, STEM.svg); default train-MODEL");
+  train_cmd->callback([&] { action = [&] { return train_command(train); }; });
+
   CLI::App* bench_cmd =
       app.add_subcommand("bench", "Run benchmark NAME (build/bench/dtw_bench_NAME) with ARGS");
   bench_cmd->prefix_command();

@@ -1,0 +1,32 @@
+#pragma once
+/// @file
+/// Layer normalisation over the last dimension. Conventions: activations.h.
+
+#include <cstdint>
+
+namespace dtw::kernels {
+
+/// For each of `rows` rows of x (length cols): mean μ, reciprocal standard
+/// deviation r = 1/√(var + eps) (biased variance), and
+/// `y = (x − μ)·r·gamma + beta`. mean and rstd (rows elements each) are saved
+/// for the backward pass.
+template <class T>
+void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
+                       std::int64_t rows, std::int64_t cols, T eps = T(1e-5));
+/// layernorm_forward as plain loops: the reference the kernel is tested against.
+template <class T>
+void layernorm_forward_reference(T* y, T* mean, T* rstd, const T* x, const T* gamma,
+                                 const T* beta, std::int64_t rows, std::int64_t cols,
+                                 T eps = T(1e-5));
+
+/// Overwrites dx; accumulates dgamma and dbeta (cols elements each).
+template <class T>
+void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
+                        const T* rstd, const T* gamma, std::int64_t rows, std::int64_t cols);
+/// layernorm_backward as plain loops: the reference the kernel is tested against.
+template <class T>
+void layernorm_backward_reference(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x,
+                                  const T* mean, const T* rstd, const T* gamma,
+                                  std::int64_t rows, std::int64_t cols);
+
+}  // namespace dtw::kernels

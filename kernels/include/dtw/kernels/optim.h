@@ -1,0 +1,66 @@
+#pragma once
+/// @file
+/// Optimiser steps and gradient clipping over flat parameter ranges.
+///
+/// Each kernel updates a contiguous range of n parameters in place, so a
+/// caller can step the whole flat buffer at once, one named view at a time
+/// (e.g. no weight decay on biases and norms), or only its own shard (ZeRO).
+/// Hyper-parameters are double whatever T is. Conventions: activations.h.
+
+#include <cstdint>
+
+namespace dtw::kernels {
+
+/// AdamW (Loshchilov & Hutter): decoupled weight decay.
+struct AdamWConfig {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+/// One AdamW step at `step` (1-based; the bias corrections use it):
+/// m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²;
+/// p −= lr·(m/(1−β1^t) / (√(v/(1−β2^t)) + eps) + weight_decay·p).
+/// m and v are the optimiser state (start at 0), n elements each. step < 1
+/// raises InvalidArgument.
+template <class T>
+void adamw_step(T* params, const T* grads, T* m, T* v, std::int64_t n, std::int64_t step,
+                const AdamWConfig& config);
+/// adamw_step as plain loops: the reference the kernel is tested against.
+template <class T>
+void adamw_step_reference(T* params, const T* grads, T* m, T* v, std::int64_t n,
+                          std::int64_t step, const AdamWConfig& config);
+
+/// SGD with (heavy-ball) momentum and L2 weight decay, as torch.optim.SGD:
+/// g' = g + weight_decay·p; velocity = momentum·velocity + g'; p −= lr·velocity.
+/// With momentum 0, velocity may be nullptr.
+struct SgdConfig {
+  double lr = 1e-2;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+};
+template <class T>
+void sgd_step(T* params, const T* grads, T* velocity, std::int64_t n, const SgdConfig& config);
+/// sgd_step as plain loops: the reference the kernel is tested against.
+template <class T>
+void sgd_step_reference(T* params, const T* grads, T* velocity, std::int64_t n,
+                        const SgdConfig& config);
+
+/// Σ x[i]², accumulated in double. A distributed caller sums this over its
+/// shards (allreduce) and takes the square root to get the global norm.
+template <class T>
+double sum_of_squares(const T* x, std::int64_t n);
+
+/// `x[i] *= factor`.
+template <class T>
+void scale(T* x, std::int64_t n, T factor);
+
+/// Clips by global norm: norm = √Σg²; if norm > max_norm, scales g by
+/// max_norm/(norm + 1e-6). Returns the norm before clipping. max_norm ≤ 0
+/// raises InvalidArgument.
+template <class T>
+double clip_grad_norm(T* grads, std::int64_t n, double max_norm);
+
+}  // namespace dtw::kernels

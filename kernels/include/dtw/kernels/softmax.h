@@ -1,0 +1,26 @@
+#pragma once
+/// @file
+/// Row-wise softmax, computed stably (the row maximum is subtracted first).
+/// Conventions: activations.h.
+
+#include <cstdint>
+
+namespace dtw::kernels {
+
+/// `y[r][c] = exp(x[r][c] − max_r) / Σ_c' exp(x[r][c'] − max_r)`. y may alias x.
+template <class T>
+void softmax_forward(T* y, const T* x, std::int64_t rows, std::int64_t cols);
+/// softmax_forward as plain loops: the reference the kernel is tested against.
+template <class T>
+void softmax_forward_reference(T* y, const T* x, std::int64_t rows, std::int64_t cols);
+
+/// `dx = y ∘ (dy − Σ_c y·dy)` per row, from the forward output y. Overwrites dx
+/// (which may alias dy).
+template <class T>
+void softmax_backward(T* dx, const T* y, const T* dy, std::int64_t rows, std::int64_t cols);
+/// softmax_backward as plain loops: the reference the kernel is tested against.
+template <class T>
+void softmax_backward_reference(T* dx, const T* y, const T* dy, std::int64_t rows,
+                                std::int64_t cols);
+
+}  // namespace dtw::kernels

@@ -1,0 +1,257 @@
+#pragma once
+/// @file
+/// The GPT's layers as free functions, each with an explicit backward pass.
+///
+/// Gpt<T> (gpt.h) composes these; the parallel chapters compose them
+/// differently: a pipeline stage runs a range of blocks, tensor parallelism
+/// calls the attention and MLP sublayers on its slice of heads and hidden
+/// units (passing its own slices of the weights and fewer heads in
+/// BlockDims), sequence parallelism runs the embedding with a position offset
+/// and the attention core on exchanged heads.
+///
+/// Conventions (those of the kernels, activations.h): activations are
+/// row-major [rows, width] with rows = batch·seq (sequence-major: row b·seq+t
+/// is token t of sequence b); forward functions overwrite their outputs and
+/// fill a cache for the backward pass; backward functions *overwrite* the
+/// gradient of their input and *accumulate* (+=) parameter gradients. Backward
+/// passes take a caller-owned scratch buffer of at least the size the matching
+/// `*_scratch_size` function returns. Every function is safe to call from many
+/// rank threads at once on distinct caches and scratch. An optional
+/// LayerTimes records time per kind of layer (profile.h).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dtw/model/config.h"
+#include "dtw/model/params.h"
+#include "dtw/model/profile.h"
+
+namespace dtw::model {
+
+// ---------------------------------------------------------------------------
+// Linear layers and head permutes
+
+/// `y = x Wᵀ + b`: x [rows, in], W [out, in], b [out] (nullptr: no bias), y [rows, out].
+template <class T>
+void linear_forward(T* y, const T* x, const T* w, const T* b, std::int64_t rows, std::int64_t in,
+                    std::int64_t out, LayerTimes* times = nullptr);
+
+/// `dx = dy W` (overwritten; skipped when dx is nullptr), `dW += dyᵀ x`,
+/// `db += Σ_rows dy` (skipped when db is nullptr).
+template <class T>
+void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, std::int64_t rows,
+                     std::int64_t in, std::int64_t out, LayerTimes* times = nullptr);
+
+/// qkv [batch·seq, 3·heads·head_dim] (columns [q; k; v], heads contiguous in
+/// each) → q, k, v [batch, heads, seq, head_dim], the layout attention wants.
+template <class T>
+void split_qkv(T* q, T* k, T* v, const T* qkv, std::int64_t batch, std::int64_t seq,
+               std::int64_t heads, std::int64_t head_dim);
+/// The inverse of split_qkv (used on gradients: dq, dk, dv → dqkv).
+template <class T>
+void join_qkv(T* qkv, const T* q, const T* k, const T* v, std::int64_t batch, std::int64_t seq,
+              std::int64_t heads, std::int64_t head_dim);
+/// [batch, heads, seq, head_dim] → [batch·seq, heads·head_dim].
+template <class T>
+void merge_heads(T* x, const T* per_head, std::int64_t batch, std::int64_t seq, std::int64_t heads,
+                 std::int64_t head_dim);
+/// The inverse of merge_heads.
+template <class T>
+void split_heads(T* per_head, const T* x, std::int64_t batch, std::int64_t seq, std::int64_t heads,
+                 std::int64_t head_dim);
+
+// ---------------------------------------------------------------------------
+// Sizes and weights of one transformer block
+
+/// The sizes one block call works on.
+struct BlockDims {
+  std::int64_t batch = 0;       ///< sequences
+  std::int64_t seq = 0;         ///< tokens per sequence
+  std::int64_t dim = 0;         ///< residual width C (never split)
+  std::int64_t heads = 0;       ///< heads this call computes (a TP rank's share, or all)
+  std::int64_t head_dim = 0;    ///< D
+  std::int64_t mlp_hidden = 0;  ///< MLP units this call computes (a TP rank's share, or all)
+  std::int64_t rows() const { return batch * seq; }
+  /// heads · head_dim: the width of q, k, v and of the attention output.
+  std::int64_t width() const { return heads * head_dim; }
+};
+
+/// The dims of a whole (unsplit) block of `config` for batch×seq tokens.
+BlockDims block_dims(const ModelConfig& config, std::int64_t batch, std::int64_t seq);
+
+/// Pointers to an attention sublayer's tensors: `AttentionWeights<const T>`
+/// for parameters, `AttentionWeights<T>` for their gradients. Shapes for
+/// BlockDims d: qkv_weight [3·d.width(), d.dim], qkv_bias [3·d.width()],
+/// proj_weight [d.dim, d.width()], proj_bias [d.dim] (nullptr: no bias added,
+/// as a row-parallel rank adds it once after the allreduce).
+template <class T>
+struct AttentionWeights {
+  T* qkv_weight = nullptr;
+  T* qkv_bias = nullptr;
+  T* proj_weight = nullptr;
+  T* proj_bias = nullptr;
+};
+
+/// Pointers to an MLP sublayer's tensors: fc_weight [d.mlp_hidden, d.dim],
+/// fc_bias [d.mlp_hidden], proj_weight [d.dim, d.mlp_hidden], proj_bias [d.dim]
+/// (nullptr: no bias added).
+template <class T>
+struct MlpWeights {
+  T* fc_weight = nullptr;
+  T* fc_bias = nullptr;
+  T* proj_weight = nullptr;
+  T* proj_bias = nullptr;
+};
+
+/// Pointers to all tensors of one block.
+template <class T>
+struct BlockWeights {
+  T* ln1_gamma = nullptr;
+  T* ln1_beta = nullptr;
+  AttentionWeights<T> attn;
+  T* ln2_gamma = nullptr;
+  T* ln2_beta = nullptr;
+  MlpWeights<T> mlp;
+};
+
+/// The tensors of block `layer` inside a flat buffer laid out as `layout`
+/// (T = const float for parameters, float for gradients, likewise double).
+template <class T>
+BlockWeights<T> block_weights(const ParamLayout& layout, int layer, T* base) {
+  const std::string h = "h." + std::to_string(layer) + ".";
+  auto at = [&](const char* name) { return base + layout.find(h + name).offset; };
+  BlockWeights<T> w;
+  w.ln1_gamma = at("ln1.gamma");
+  w.ln1_beta = at("ln1.beta");
+  w.attn = {at("attn.qkv.weight"), at("attn.qkv.bias"), at("attn.proj.weight"),
+            at("attn.proj.bias")};
+  w.ln2_gamma = at("ln2.gamma");
+  w.ln2_beta = at("ln2.beta");
+  w.mlp = {at("mlp.fc.weight"), at("mlp.fc.bias"), at("mlp.proj.weight"), at("mlp.proj.bias")};
+  return w;
+}
+
+// ---------------------------------------------------------------------------
+// Attention and MLP sublayers, and the block
+
+/// What the attention sublayer keeps for its backward pass.
+template <class T>
+struct AttentionCache {
+  std::vector<T> qkv;       ///< [rows, 3·width]
+  std::vector<T> q, k, v;   ///< [batch, heads, seq, head_dim]
+  std::vector<T> probs;     ///< [batch, heads, seq, seq]
+  std::vector<T> per_head;  ///< attention output [batch, heads, seq, head_dim]
+  std::vector<T> merged;    ///< the same as [rows, width]: the projection's input
+};
+
+/// `y = proj(attention(split(x Wqkvᵀ + bqkv)))`: causal multi-head attention
+/// of the (already normalised) x [rows, dim]; y [rows, dim] is overwritten.
+template <class T>
+void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
+                                const AttentionWeights<const T>& w, const BlockDims& d,
+                                LayerTimes* times = nullptr);
+/// Overwrites dx [rows, dim]; accumulates into grads.
+template <class T>
+void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
+                                 const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
+                                 const BlockDims& d, T* scratch, LayerTimes* times = nullptr);
+std::int64_t attention_sublayer_scratch_size(const BlockDims& d);
+
+/// What the MLP sublayer keeps for its backward pass.
+template <class T>
+struct MlpCache {
+  std::vector<T> pre;  ///< x Wfcᵀ + bfc [rows, mlp_hidden], before GELU
+  std::vector<T> act;  ///< GELU(pre)
+};
+
+/// `y = GELU(x Wfcᵀ + bfc) Wprojᵀ + bproj` for x [rows, dim]; y overwritten.
+template <class T>
+void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights<const T>& w,
+                          const BlockDims& d, LayerTimes* times = nullptr);
+/// Overwrites dx [rows, dim]; accumulates into grads.
+template <class T>
+void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const T* x,
+                           const MlpCache<T>& cache, const MlpWeights<const T>& w,
+                           const BlockDims& d, T* scratch, LayerTimes* times = nullptr);
+std::int64_t mlp_sublayer_scratch_size(const BlockDims& d);
+
+/// What a block keeps for its backward pass (besides its input, which the
+/// caller keeps: it is the previous block's output).
+template <class T>
+struct BlockCache {
+  std::vector<T> ln1, ln1_mean, ln1_rstd;  ///< LN1(x_in) [rows, dim]; per-row statistics
+  AttentionCache<T> attn;
+  std::vector<T> mid;                      ///< x_in + attention(LN1(x_in))
+  std::vector<T> ln2, ln2_mean, ln2_rstd;  ///< LN2(mid)
+  MlpCache<T> mlp;
+};
+
+/// One pre-norm transformer block:
+/// `mid = x_in + attention(LN1(x_in))`, `x_out = mid + mlp(LN2(mid))`.
+/// x_in and x_out are [rows, dim] and must not alias (x_in is needed by the backward).
+template <class T>
+void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWeights<const T>& w,
+                   const BlockDims& d, LayerTimes* times = nullptr);
+/// Overwrites dx_in (which may alias dx_out); accumulates into grads.
+template <class T>
+void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, const T* x_in,
+                    const BlockCache<T>& cache, const BlockWeights<const T>& w, const BlockDims& d,
+                    T* scratch, LayerTimes* times = nullptr);
+std::int64_t block_scratch_size(const BlockDims& d);
+
+// ---------------------------------------------------------------------------
+// Embedding and head
+
+/// `x[b·seq + t] = wte[tokens[b·seq + t]] + wpe[position_offset + t]` for
+/// batch×seq tokens; x is [batch·seq, dim]. position_offset lets a sequence
+/// shard start mid-sequence. Token ids outside [0, vocab) and positions beyond
+/// the context raise InvalidArgument naming the values.
+template <class T>
+void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
+                   const ModelConfig& config, std::int64_t batch, std::int64_t seq,
+                   std::int64_t position_offset = 0, LayerTimes* times = nullptr);
+/// Accumulates dwte and dwpe from dx [batch·seq, dim].
+template <class T>
+void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
+                    const ModelConfig& config, std::int64_t batch, std::int64_t seq,
+                    std::int64_t position_offset = 0, LayerTimes* times = nullptr);
+
+/// The final layer norm and the output projection (weight = wte when tied).
+template <class T>
+struct HeadWeights {
+  T* lnf_gamma = nullptr;
+  T* lnf_beta = nullptr;
+  T* weight = nullptr;  ///< [vocab, dim]
+};
+template <class T>
+HeadWeights<T> head_weights(const ParamLayout& layout, bool tied, T* base) {
+  return {base + layout.find("lnf.gamma").offset, base + layout.find("lnf.beta").offset,
+          base + layout.find(tied ? "wte" : "head.weight").offset};
+}
+
+/// What the head keeps for its backward pass.
+template <class T>
+struct HeadCache {
+  std::vector<T> ln, mean, rstd;  ///< LNf(x) [rows, dim] and its statistics
+  std::vector<T> logits;          ///< [rows, vocab]
+  std::vector<T> probs;           ///< softmax(logits), when targets were given
+  std::vector<T> losses;          ///< per-row cross-entropy
+};
+
+/// `logits = LNf(x) Wᵀ`; with targets, also the per-row cross-entropy; returns
+/// its mean over the rows (0 without targets: inference).
+template <class T>
+T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
+               const HeadWeights<const T>& w, std::int64_t rows, std::int64_t dim,
+               std::int64_t vocab, LayerTimes* times = nullptr);
+/// The gradient of `dloss · Σ_rows loss`: overwrites dx, accumulates into grads
+/// (dloss = 1/rows for the mean loss; tied: grads.weight is dwte).
+template <class T>
+void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::int32_t* targets,
+                   const HeadCache<T>& cache, const HeadWeights<const T>& w, std::int64_t rows,
+                   std::int64_t dim, std::int64_t vocab, T dloss, T* scratch,
+                   LayerTimes* times = nullptr);
+std::int64_t head_scratch_size(std::int64_t rows, std::int64_t dim, std::int64_t vocab);
+
+}  // namespace dtw::model

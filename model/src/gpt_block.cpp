@@ -1,0 +1,203 @@
+// One transformer block: the attention sublayer, the MLP sublayer, and the
+// pre-norm residual wiring around them, forward and backward.
+#include <algorithm>
+
+#include "buffers.h"
+#include "dtw/kernels/activations.h"
+#include "dtw/kernels/attention.h"
+#include "dtw/kernels/layernorm.h"
+#include "dtw/model/gpt_layers.h"
+
+namespace dtw::model {
+
+using detail::sized;
+
+namespace {
+
+kernels::AttentionShape attention_shape(const BlockDims& d) {
+  return {d.batch, d.heads, d.seq, d.seq, d.head_dim};
+}
+
+// q kᵀ and probs·v: two products of batch·heads·seq·seq·head_dim multiply-adds
+// (counted in full although the causal mask makes half of them zero).
+double attention_flops(const BlockDims& d) {
+  return 4.0 * static_cast<double>(d.batch * d.heads) * static_cast<double>(d.seq) *
+         static_cast<double>(d.seq) * static_cast<double>(d.head_dim);
+}
+
+}  // namespace
+
+template <class T>
+void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
+                                const AttentionWeights<const T>& w, const BlockDims& d,
+                                LayerTimes* times) {
+  const std::int64_t N = d.rows(), W = d.width(), C = d.dim;
+  // One product computes the queries, keys and values of every head at once.
+  linear_forward(sized(cache.qkv, N * 3 * W), x, w.qkv_weight, w.qkv_bias, N, C, 3 * W, times);
+  {
+    ScopedLayerTimer timer(times, "attention", attention_flops(d));
+    T* q = sized(cache.q, N * W);
+    T* k = sized(cache.k, N * W);
+    T* v = sized(cache.v, N * W);
+    split_qkv(q, k, v, cache.qkv.data(), d.batch, d.seq, d.heads, d.head_dim);
+    kernels::attention_forward(sized(cache.per_head, N * W),
+                               sized(cache.probs, d.batch * d.heads * d.seq * d.seq), q, k, v,
+                               attention_shape(d), true);
+    merge_heads(sized(cache.merged, N * W), cache.per_head.data(), d.batch, d.seq, d.heads,
+                d.head_dim);
+  }
+  // The output projection mixes the heads back into the residual width.
+  linear_forward(y, cache.merged.data(), w.proj_weight, w.proj_bias, N, W, C, times);
+}
+
+template <class T>
+void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
+                                 const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
+                                 const BlockDims& d, T* scratch, LayerTimes* times) {
+  const std::int64_t N = d.rows(), W = d.width(), C = d.dim;
+  T* d_merged = scratch;
+  T* d_per_head = d_merged + N * W;
+  T* dq = d_per_head + N * W;
+  T* dk = dq + N * W;
+  T* dv = dk + N * W;
+  T* dqkv = dv + N * W;
+  // y = merged Wpᵀ + bp: a linear layer (dmerged = dy Wp, dWp += dyᵀ merged).
+  linear_backward(d_merged, grads.proj_weight, grads.proj_bias, dy, cache.merged.data(),
+                  w.proj_weight, N, W, C, times);
+  {
+    // The permutes only move numbers, so their gradients are the inverse
+    // permutes; the attention kernel differentiates softmax(q kᵀ/√D) v.
+    ScopedLayerTimer timer(times, "attention", 2 * attention_flops(d));
+    split_heads(d_per_head, d_merged, d.batch, d.seq, d.heads, d.head_dim);
+    kernels::attention_backward(dq, dk, dv, d_per_head, cache.probs.data(), cache.q.data(),
+                                cache.k.data(), cache.v.data(), attention_shape(d));
+    join_qkv(dqkv, dq, dk, dv, d.batch, d.seq, d.heads, d.head_dim);
+  }
+  // qkv = x Wqkvᵀ + bqkv: dx = dqkv Wqkv, dWqkv += dqkvᵀ x.
+  linear_backward(dx, grads.qkv_weight, grads.qkv_bias, dqkv, x, w.qkv_weight, N, C, 3 * W, times);
+}
+
+std::int64_t attention_sublayer_scratch_size(const BlockDims& d) {
+  return 8 * d.rows() * d.width();  // dmerged, dper_head, dq, dk, dv, dqkv (3)
+}
+
+template <class T>
+void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights<const T>& w,
+                          const BlockDims& d, LayerTimes* times) {
+  const std::int64_t N = d.rows(), F = d.mlp_hidden, C = d.dim;
+  linear_forward(sized(cache.pre, N * F), x, w.fc_weight, w.fc_bias, N, C, F, times);
+  {
+    ScopedLayerTimer timer(times, "gelu");
+    kernels::gelu_forward(sized(cache.act, N * F), cache.pre.data(), N * F);
+  }
+  linear_forward(y, cache.act.data(), w.proj_weight, w.proj_bias, N, F, C, times);
+}
+
+template <class T>
+void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const T* x,
+                           const MlpCache<T>& cache, const MlpWeights<const T>& w,
+                           const BlockDims& d, T* scratch, LayerTimes* times) {
+  const std::int64_t N = d.rows(), F = d.mlp_hidden, C = d.dim;
+  T* d_act = scratch;
+  // y = act Wpᵀ + bp  ⇒  dact = dy Wp.
+  linear_backward(d_act, grads.proj_weight, grads.proj_bias, dy, cache.act.data(), w.proj_weight, N,
+                  F, C, times);
+  {
+    // act = GELU(pre) element-wise  ⇒  dpre = dact ∘ GELU'(pre) (in place).
+    ScopedLayerTimer timer(times, "gelu");
+    kernels::gelu_backward(d_act, cache.pre.data(), d_act, N * F);
+  }
+  // pre = x Wfcᵀ + bfc  ⇒  dx = dpre Wfc.
+  linear_backward(dx, grads.fc_weight, grads.fc_bias, d_act, x, w.fc_weight, N, C, F, times);
+}
+
+std::int64_t mlp_sublayer_scratch_size(const BlockDims& d) {
+  return d.rows() * d.mlp_hidden;
+}
+
+template <class T>
+void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWeights<const T>& w,
+                   const BlockDims& d, LayerTimes* times) {
+  const std::int64_t N = d.rows(), C = d.dim;
+  {
+    ScopedLayerTimer timer(times, "layernorm");
+    kernels::layernorm_forward(sized(cache.ln1, N * C), sized(cache.ln1_mean, N),
+                               sized(cache.ln1_rstd, N), x_in, w.ln1_gamma, w.ln1_beta, N, C);
+  }
+  T* mid = sized(cache.mid, N * C);
+  attention_sublayer_forward(mid, cache.attn, cache.ln1.data(), w.attn, d, times);
+  {
+    // Pre-norm residual: the sublayer's output is added to its un-normalised input.
+    ScopedLayerTimer timer(times, "residual");
+    kernels::add_into(mid, x_in, N * C);
+  }
+  {
+    ScopedLayerTimer timer(times, "layernorm");
+    kernels::layernorm_forward(sized(cache.ln2, N * C), sized(cache.ln2_mean, N),
+                               sized(cache.ln2_rstd, N), mid, w.ln2_gamma, w.ln2_beta, N, C);
+  }
+  mlp_sublayer_forward(x_out, cache.mlp, cache.ln2.data(), w.mlp, d, times);
+  ScopedLayerTimer timer(times, "residual");
+  kernels::add_into(x_out, static_cast<const T*>(mid), N * C);
+}
+
+template <class T>
+void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, const T* x_in,
+                    const BlockCache<T>& cache, const BlockWeights<const T>& w, const BlockDims& d,
+                    T* scratch, LayerTimes* times) {
+  const std::int64_t N = d.rows(), C = d.dim;
+  T* d_ln = scratch;             // gradient at a layer norm's output
+  T* d_mid = scratch + N * C;    // gradient at mid
+  T* sub = scratch + 2 * N * C;  // the sublayers' scratch
+  // x_out = mid + mlp(LN2(mid))  ⇒  dmid = dx_out + LN2ᵀ(mlpᵀ(dx_out)): the
+  // residual passes the gradient through unchanged and the branch adds its own.
+  mlp_sublayer_backward(d_ln, grads.mlp, dx_out, cache.ln2.data(), cache.mlp, w.mlp, d, sub, times);
+  {
+    ScopedLayerTimer timer(times, "layernorm");
+    kernels::layernorm_backward(d_mid, grads.ln2_gamma, grads.ln2_beta, d_ln, cache.mid.data(),
+                                cache.ln2_mean.data(), cache.ln2_rstd.data(), w.ln2_gamma, N, C);
+  }
+  {
+    ScopedLayerTimer timer(times, "residual");
+    kernels::add_into(d_mid, dx_out, N * C);
+  }
+  // mid = x_in + attention(LN1(x_in))  ⇒  dx_in = dmid + LN1ᵀ(attentionᵀ(dmid)).
+  // dx_out is not read after this point, so dx_in may share its memory.
+  attention_sublayer_backward(d_ln, grads.attn, static_cast<const T*>(d_mid), cache.ln1.data(),
+                              cache.attn, w.attn, d, sub, times);
+  {
+    ScopedLayerTimer timer(times, "layernorm");
+    kernels::layernorm_backward(dx_in, grads.ln1_gamma, grads.ln1_beta, d_ln, x_in,
+                                cache.ln1_mean.data(), cache.ln1_rstd.data(), w.ln1_gamma, N, C);
+  }
+  ScopedLayerTimer timer(times, "residual");
+  kernels::add_into(dx_in, static_cast<const T*>(d_mid), N * C);
+}
+
+std::int64_t block_scratch_size(const BlockDims& d) {
+  return 2 * d.rows() * d.dim +
+         std::max(attention_sublayer_scratch_size(d), mlp_sublayer_scratch_size(d));
+}
+
+#define DTW_INSTANTIATE(T)                                                                        \
+  template void attention_sublayer_forward<T>(T*, AttentionCache<T>&, const T*,                   \
+                                              const AttentionWeights<const T>&, const BlockDims&, \
+                                              LayerTimes*);                                       \
+  template void attention_sublayer_backward<T>(                                                   \
+      T*, const AttentionWeights<T>&, const T*, const T*, const AttentionCache<T>&,               \
+      const AttentionWeights<const T>&, const BlockDims&, T*, LayerTimes*);                       \
+  template void mlp_sublayer_forward<T>(T*, MlpCache<T>&, const T*, const MlpWeights<const T>&,   \
+                                        const BlockDims&, LayerTimes*);                           \
+  template void mlp_sublayer_backward<T>(T*, const MlpWeights<T>&, const T*, const T*,            \
+                                         const MlpCache<T>&, const MlpWeights<const T>&,          \
+                                         const BlockDims&, T*, LayerTimes*);                      \
+  template void block_forward<T>(T*, BlockCache<T>&, const T*, const BlockWeights<const T>&,      \
+                                 const BlockDims&, LayerTimes*);                                  \
+  template void block_backward<T>(T*, const BlockWeights<T>&, const T*, const T*,                 \
+                                  const BlockCache<T>&, const BlockWeights<const T>&,             \
+                                  const BlockDims&, T*, LayerTimes*);
+DTW_INSTANTIATE(float)
+DTW_INSTANTIATE(double)
+#undef DTW_INSTANTIATE
+
+}  // namespace dtw::model

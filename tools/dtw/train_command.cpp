@@ -1,0 +1,152 @@
+// dtw train: the single-device reference trainer (dtw::train_reference) with a
+// progress bar, a loss curve (CSV and SVG) and the time each kind of layer took.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "commands.h"
+#include "dtw/errors.h"
+#include "dtw/kernels/matmul.h"
+#include "dtw/model/config.h"
+#include "dtw/model/profile.h"
+#include "dtw/model/trainer.h"
+#include "style.h"
+
+namespace dtw::cli {
+namespace {
+
+// "12.3k", "1.20M": tokens per second at a glance.
+std::string human_rate(double per_second) {
+  if (per_second >= 1e6) return fmt::format("{:.2f}M", per_second / 1e6);
+  if (per_second >= 1e3) return fmt::format("{:.1f}k", per_second / 1e3);
+  return fmt::format("{:.0f}", per_second);
+}
+
+// One line that rewrites itself on a terminal; on a pipe, a line per tenth of
+// the run (and the first and last step), so logs stay short.
+class Progress {
+ public:
+  explicit Progress(std::int64_t steps) : steps_(steps), tty_(isatty(STDOUT_FILENO) == 1) {}
+
+  void update(const model::StepInfo& s) {
+    tokens_ += s.tokens;
+    seconds_ += s.seconds;
+    const double rate = seconds_ > 0 ? static_cast<double>(tokens_) / seconds_ : 0;
+    const double eta = s.step + 1 < steps_ ? seconds_ / static_cast<double>(s.step + 1) *
+                                                 static_cast<double>(steps_ - s.step - 1)
+                                           : 0;
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(kWidth * (s.step + 1) / std::max<std::int64_t>(steps_, 1));
+    const std::string bar = std::string(static_cast<std::size_t>(filled), '#') +
+                            std::string(static_cast<std::size_t>(kWidth - filled), '.');
+    const std::string line =
+        fmt::format("step {:>{}}/{} [{}] loss {:.4f}  |g| {:.3f}  {} tok/s  eta {}",
+                    s.step + 1, std::to_string(steps_).size(), steps_, bar, s.loss, s.grad_norm,
+                    human_rate(rate), human_seconds(eta));
+    if (tty_) {
+      fmt::print("\r\033[K{}", line);
+      if (s.step + 1 == steps_) fmt::print("\n");
+      std::fflush(stdout);
+    } else if (s.step == 0 || s.step + 1 == steps_ ||
+               (s.step + 1) % std::max<std::int64_t>(steps_ / 10, 1) == 0) {
+      fmt::print("{}\n", line);
+    }
+  }
+  double seconds() const { return seconds_; }
+  std::int64_t tokens() const { return tokens_; }
+
+ private:
+  std::int64_t steps_;
+  bool tty_;
+  std::int64_t tokens_ = 0;
+  double seconds_ = 0;
+};
+
+void write_csv(const std::string& path, const std::vector<double>& losses) {
+  std::ofstream out(path);
+  DTW_CHECK_ARG(out.good(), "dtw train: cannot write the loss curve to " << path);
+  out << "step,loss\n";
+  for (std::size_t i = 0; i < losses.size(); ++i) out << i + 1 << "," << losses[i] << "\n";
+}
+
+// gnuplot draws the CSV; without gnuplot the CSV alone is still useful.
+void write_plot(const std::string& csv, const std::string& svg, const std::string& title) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    fmt::print("no plot: gnuplot not found (apt-get install gnuplot-nox)\n");
+    return;
+  }
+  const std::string cmd = fmt::format(
+      "gnuplot -e \"datafile='{}'; outfile='{}'; plottitle='{}'\" '{}'", csv, svg, title,
+      DTW_LOSS_PLOT_SCRIPT);
+  if (std::system(cmd.c_str()) != 0) {
+    fmt::print("no plot: gnuplot failed ({})\n", cmd);
+    return;
+  }
+  fmt::print("wrote {} (the loss curve)\n", svg);
+}
+
+void print_breakdown(const model::LayerTimes& times, double step_seconds) {
+  fmt::print("\n{}\n", paint(Paint::kBold, "time per layer type (all steps, forward + backward)"));
+  fmt::print("  {:<11} {:>10} {:>7} {:>9} {:>10}\n", "layer", "time", "share", "calls", "GFLOP/s");
+  const double total = times.total_seconds();
+  for (const model::LayerTimes::Entry& e : times.entries()) {
+    const std::string rate = e.flops > 0 && e.seconds > 0
+                                 ? fmt::format("{:.1f}", e.flops / e.seconds / 1e9)
+                                 : std::string("");
+    fmt::print("  {:<11} {:>10} {:>6.1f}% {:>9} {:>10}\n", e.kind, human_seconds(e.seconds),
+               total > 0 ? 100 * e.seconds / total : 0.0, e.calls, rate);
+  }
+  fmt::print("  {:<11} {:>10}   (measured layers; whole steps took {})\n", "sum",
+             human_seconds(total), human_seconds(step_seconds));
+}
+
+}  // namespace
+
+int train_command(const TrainCommandOptions& options) {
+  const model::ModelConfig config = model::model_config(options.model);
+  DTW_CHECK_ARG(options.steps > 0, "dtw train: --steps must be positive, got " << options.steps);
+  model::TrainOptions train;
+  train.task = model::token_task_from_name(options.task);
+  train.batch = options.batch;
+  train.seq_len = options.seq_len;
+  train.seed = options.seed;
+  train.clip_norm = options.clip;
+  if (options.optimizer == "sgd") {
+    train.optimizer = model::Optimizer::kSgd;
+    if (options.lr > 0) train.sgd.lr = options.lr;
+  } else {
+    DTW_CHECK_ARG(options.optimizer == "adamw",
+                  "dtw train: --optimizer is adamw or sgd, got '" << options.optimizer << "'");
+    if (options.lr > 0) train.adamw.lr = options.lr;
+  }
+  model::LayerTimes times;
+  train.times = &times;
+  Progress progress(options.steps);
+  train.on_step = [&](const model::StepInfo& s) { progress.update(s); };
+
+  fmt::print("{} {} for {} steps, batch {}, {} data, {}, seed {}; matmul by {}\n",
+             paint(Paint::kBold, "training"), config.name, options.steps, options.batch,
+             options.task, options.optimizer, options.seed, kernels::blas_name());
+  const model::TrainResult<float> result = model::train_reference<float>(config, options.steps, train);
+
+  fmt::print("{} parameters; loss {:.4f} -> {:.4f}; {} tokens in {} ({} tok/s)\n",
+             result.layout.size(), result.losses.front(), result.losses.back(), progress.tokens(),
+             human_seconds(progress.seconds()),
+             human_rate(progress.seconds() > 0 ? static_cast<double>(progress.tokens()) / progress.seconds() : 0));
+  print_breakdown(times, progress.seconds());
+
+  const std::string stem = options.out.empty() ? "train-" + config.name : options.out;
+  write_csv(stem + ".csv", result.losses);
+  fmt::print("\nwrote {}.csv (step,loss)\n", stem);
+  write_plot(stem + ".csv", stem + ".svg",
+             fmt::format("{}, batch {}, {} data, {}", config.name, options.batch, options.task,
+                         options.optimizer));
+  return 0;
+}
+
+}  // namespace dtw::cli
