@@ -33,20 +33,23 @@ if(DTW_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
 
-# BLAS for the matmul kernel: OpenBLAS, preferring Debian's single-threaded
-# build (libopenblas-serial-dev). Each rank is a thread, so a BLAS that spawned
-# threads of its own inside every rank would oversubscribe the cores; with
-# another OpenBLAS build, kernels/src/matmul.cpp sets its thread count to 1.
+# BLAS for the matmul kernel: OpenBLAS. Each rank is a thread that calls the
+# BLAS on its own, so the build must be safe to call from many threads at once,
+# and must not start threads of its own inside every rank (matmul.cpp sets it
+# to one thread). Debian's pthread build is thread-safe (built with locking);
+# Debian's *serial* build is not: 8 threads calling sgemm together got wrong
+# products in about 1 call in 1600 here (OpenBLAS issue 2126), so it is never
+# chosen on purpose.
 find_path(DTW_CBLAS_INCLUDE_DIR cblas.h
-  PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-serial NO_DEFAULT_PATH)
+  PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread NO_DEFAULT_PATH)
 find_library(DTW_BLAS_LIBRARY NAMES openblas
-  PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-serial NO_DEFAULT_PATH)
+  PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread NO_DEFAULT_PATH)
 find_path(DTW_CBLAS_INCLUDE_DIR cblas.h HINTS ENV OpenBLAS_HOME PATH_SUFFIXES include include/openblas)
 find_library(DTW_BLAS_LIBRARY NAMES openblas HINTS ENV OpenBLAS_HOME PATH_SUFFIXES lib lib64)
 if(NOT DTW_CBLAS_INCLUDE_DIR OR NOT DTW_BLAS_LIBRARY)
   message(FATAL_ERROR "OpenBLAS not found (cblas.h: ${DTW_CBLAS_INCLUDE_DIR}, library: "
                       "${DTW_BLAS_LIBRARY}). Run tools/setup, which installs "
-                      "libopenblas-serial-dev, or set OpenBLAS_HOME.")
+                      "libopenblas-pthread-dev, or set OpenBLAS_HOME.")
 endif()
 if(NOT TARGET dtw::blas)
   add_library(dtw::blas UNKNOWN IMPORTED)

@@ -14,13 +14,25 @@
 namespace dtw::kernels {
 namespace {
 
-// One BLAS thread per rank thread (see matmul.h). Debian's serial OpenBLAS has
-// no threads to turn off; a threaded build found instead gets told once.
+// One BLAS thread per rank thread (see matmul.h): the threaded OpenBLAS is
+// told once. It stays safe to call from many threads at once because it is
+// built with locking around its buffers -- unlike Debian's serial build, which
+// returns wrong products when rank threads call it together (see
+// cmake/DtwDependencies.cmake).
 void ensure_single_threaded_blas() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (openblas_get_parallel() != 0) openblas_set_num_threads(1);
   });
+}
+
+// A serial OpenBLAS (openblas_get_parallel() == 0) has no locks: calls from
+// two threads at once can return wrong products. Such a build, if it is what
+// was found, gets its calls serialised; the thread-safe builds run unlocked.
+std::mutex serial_blas_mutex;
+std::unique_lock<std::mutex> lock_if_serial_blas() {
+  static const bool serial = openblas_get_parallel() == 0;
+  return serial ? std::unique_lock<std::mutex>(serial_blas_mutex) : std::unique_lock<std::mutex>();
 }
 
 CBLAS_TRANSPOSE to_cblas(Trans t) { return t == Trans::kYes ? CblasTrans : CblasNoTrans; }
@@ -58,6 +70,7 @@ void matmul(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::i
     return;
   }
   ensure_single_threaded_blas();
+  const std::unique_lock<std::mutex> lock = lock_if_serial_blas();
   // Leading dimensions are row lengths as stored: A is m×k (k×m when
   // transposed), B is k×n (n×k), C is m×n.
   const int lda = static_cast<int>(trans_a == Trans::kYes ? m : k);
@@ -86,8 +99,10 @@ void matmul_reference(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t
 
 const char* blas_name() {
   static const std::string name = [] {
+    ensure_single_threaded_blas();
     std::string config = openblas_get_config();
-    return "OpenBLAS (" + config + (openblas_get_parallel() == 0 ? ", serial)" : ")");
+    return "OpenBLAS (" + config + ", " + std::to_string(openblas_get_num_threads()) +
+           " thread per call)";
   }();
   return name.c_str();
 }

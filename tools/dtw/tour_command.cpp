@@ -1,8 +1,13 @@
 // dtw tour: every chapter's demos, with the solution, on the threads backend,
-// in one table -- the quickest way to see what the workbench does.
+// in one table, and a short run of the reference trainer (the model the
+// training chapters build on) -- the quickest way to see what the workbench does.
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include "commands.h"
+#include "dtw/model/config.h"
+#include "dtw/model/trainer.h"
 #include "demo_runner.h"
 #include "process.h"
 #include "style.h"
@@ -25,6 +30,30 @@ std::string detail_of(const Demo& demo, const DemoOutcome& outcome) {
   for (const std::optional<DemoCheck>& c : outcome.checks)
     if (c && !c->detail.empty()) return c->detail;
   return "";
+}
+
+// The model every training chapter trains, on one device: the loss must fall
+// (the synthetic task is learnable, so 20 steps cut it by well over a third).
+Row reference_training_row() {
+  constexpr std::int64_t kSteps = 20;
+  Row row{"--", "train gpt-tiny", "1", "", "", "-", "-", ""};
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    const auto result = model::train_reference<float>(model::model_config("gpt-tiny"), kSteps);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const bool fell = result.losses.back() < 0.7 * result.losses.front();
+    row.check = fell ? "ok" : "WRONG";
+    row.check_paint = fell ? Paint::kGreen : Paint::kRed;
+    row.time = human_seconds(seconds);
+    row.detail = fmt::format("loss {:.2f} -> {:.2f} in {} steps (dtw train for more)",
+                             result.losses.front(), result.losses.back(), kSteps);
+  } catch (const std::exception& e) {
+    row.check = "WRONG";
+    row.check_paint = Paint::kRed;
+    row.detail = e.what();
+  }
+  return row;
 }
 
 std::string clip(std::string text, std::size_t width) {
@@ -67,6 +96,8 @@ int tour_command() {
                                               : Paint::kGreen;
     rows.push_back(std::move(row));
   }
+  rows.push_back(reference_training_row());
+  all_intended = all_intended && rows.back().check == "ok";
   if (color_enabled()) fmt::print(stderr, "\r\x1b[K");
 
   const Row header{"ch", "demo", "ranks", "check", "time", "bytes", "busbw", "detail"};

@@ -45,9 +45,9 @@ class Progress {
     const std::string bar = std::string(static_cast<std::size_t>(filled), '#') +
                             std::string(static_cast<std::size_t>(kWidth - filled), '.');
     const std::string line =
-        fmt::format("step {:>{}}/{} [{}] loss {:.4f}  |g| {:.3f}  {} tok/s  eta {}",
-                    s.step + 1, std::to_string(steps_).size(), steps_, bar, s.loss, s.grad_norm,
-                    human_rate(rate), human_seconds(eta));
+        fmt::format("step {:>{}}/{} [{}] loss {:.4f}  |g| {:.3f}  {} tok/s  {}", s.step + 1,
+                    std::to_string(steps_).size(), steps_, bar, s.loss, s.grad_norm,
+                    human_rate(rate), eta > 0 ? "eta " + human_seconds(eta) : std::string("done"));
     if (tty_) {
       fmt::print("\r\033[K{}", line);
       if (s.step + 1 == steps_) fmt::print("\n");

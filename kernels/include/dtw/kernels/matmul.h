@@ -3,9 +3,9 @@
 /// Dense matrix multiply, the one kernel that dominates training time.
 ///
 /// Every matrix is row-major and contiguous. The kernel hands the work to the
-/// BLAS found at configure time (OpenBLAS's serial build from Debian), which
-/// runs single-threaded: in dtw each rank is a thread, and a BLAS that spawned
-/// its own threads inside every rank would oversubscribe the cores.
+/// BLAS found at configure time (Debian's thread-safe OpenBLAS), set to one
+/// thread per call: in dtw each rank is a thread, and a BLAS that spawned its
+/// own threads inside every rank would oversubscribe the cores.
 
 #include <cstdint>
 
@@ -30,7 +30,8 @@ template <class T>
 void matmul_reference(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n,
                       std::int64_t k, T alpha, const T* a, const T* b, T beta, T* c);
 
-/// The name and version of the BLAS behind matmul, e.g. "OpenBLAS 0.3.21 (serial)".
+/// The BLAS behind matmul and its build, e.g.
+/// "OpenBLAS (OpenBLAS 0.3.21 DYNAMIC_ARCH ... Haswell MAX_THREADS=64, 1 thread per call)".
 const char* blas_name();
 
 }  // namespace dtw::kernels
