@@ -274,7 +274,10 @@ std::unique_ptr<Comm> Comm::split(int color, int key) {
                       {&all[2 * recv_block], 2, DataType::kInt64}, left, kSplitTag);
   }
   const std::uint64_t split_id = splits_++;
-  if (color == kNoColor) return nullptr;
+  if (color == kNoColor) {
+    skip_subgroup(split_id);
+    return nullptr;
+  }
   std::vector<int> group;
   for (int r = 0; r < size_; ++r)
     if (all[2 * r] == color) group.push_back(r);

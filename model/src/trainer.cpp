@@ -12,12 +12,22 @@
 
 namespace dtw::model {
 
+double learning_rate_scale(const TrainOptions& options, std::int64_t step) {
+  // Linear warm-up: Adam's second moment starts at zero and is estimated from
+  // few gradients in the first steps, so full-size steps then are noisy and
+  // can throw the loss up; growing the rate over warmup_steps avoids that.
+  if (options.warmup_steps <= 0 || step >= options.warmup_steps) return 1.0;
+  return static_cast<double>(step) / static_cast<double>(options.warmup_steps);
+}
+
 template <class T>
 void optimizer_step(const ParamLayout& layout, const TrainOptions& options, std::int64_t step,
                     std::int64_t begin, std::int64_t end, T* params, const T* grads, T* m, T* v) {
   DTW_CHECK_ARG(0 <= begin && begin <= end && end <= layout.size(),
                 "optimizer_step: range [" << begin << ", " << end << ") is outside [0, "
                                           << layout.size() << ")");
+  DTW_CHECK_ARG(step >= 1, "optimizer_step: step " << step << " must be 1 or more");
+  const double lr_scale = learning_rate_scale(options, step);
   // Step each view's part of [begin, end) on its own, because the views differ
   // in one hyper-parameter: whether weight decay applies.
   for (const ParamView& view : layout.views()) {
@@ -27,10 +37,12 @@ void optimizer_step(const ParamLayout& layout, const TrainOptions& options, std:
     const std::int64_t at = lo - begin, n = hi - lo;
     if (options.optimizer == Optimizer::kAdamW) {
       kernels::AdamWConfig config = options.adamw;
+      config.lr *= lr_scale;
       if (!view.decay) config.weight_decay = 0;
       kernels::adamw_step(params + at, grads + at, m + at, v + at, n, step, config);
     } else {
       kernels::SgdConfig config = options.sgd;
+      config.lr *= lr_scale;
       if (!view.decay) config.weight_decay = 0;
       kernels::sgd_step(params + at, grads + at, m + at, n, config);
     }
@@ -94,6 +106,8 @@ TrainResult<T> train_reference(const ModelConfig& config, std::int64_t steps,
   DTW_CHECK_ARG(steps >= 0, "train_reference: steps " << steps << " must not be negative");
   DTW_CHECK_ARG(options.batch >= 1,
                 "train_reference: batch " << options.batch << " must be at least 1");
+  DTW_CHECK_ARG(options.warmup_steps >= 0, "train_reference: warmup_steps "
+                                                << options.warmup_steps << " must not be negative");
   DTW_CHECK_ARG(options.clip_norm >= 0,
                 "train_reference: clip_norm " << options.clip_norm << " must not be negative");
   Model<T> model(config, options);  // validates the config and seq_len

@@ -2,6 +2,7 @@
 // optimiser step splits into shards exactly, bad options are named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -128,6 +129,30 @@ TEST(TrainerTest, WeightDecayOnlyTouchesMatrices) {
   }
 }
 
+TEST(TrainerTest, WarmupGrowsTheLearningRateLinearly) {
+  TrainOptions o;
+  EXPECT_EQ(learning_rate_scale(o, 1), 1.0);  // no warm-up: the full rate at once
+  o.warmup_steps = 4;
+  EXPECT_EQ(learning_rate_scale(o, 1), 0.25);
+  EXPECT_EQ(learning_rate_scale(o, 3), 0.75);
+  EXPECT_EQ(learning_rate_scale(o, 4), 1.0);
+  EXPECT_EQ(learning_rate_scale(o, 100), 1.0);
+  // One SGD step without momentum moves p by exactly lr_scale·lr·g: with
+  // warm-up over 4 steps the first step is a quarter of the plain one.
+  const ModelConfig mlp = model_config("mlp-tiny");
+  const ParamLayout layout = param_layout(mlp);
+  o.optimizer = Optimizer::kSgd;
+  o.sgd = {/*lr*/ 0.5, /*momentum*/ 0.0, /*weight_decay*/ 0.0};
+  std::vector<double> p(static_cast<std::size_t>(layout.size()), 1.0), g(p.size(), 2.0);
+  std::vector<double> m(p.size(), 0.0);
+  optimizer_step<double>(layout, o, 1, 0, layout.size(), p.data(), g.data(), m.data(), nullptr);
+  for (double x : p) ASSERT_EQ(x, 1.0 - 0.25 * 0.5 * 2.0);
+  o.warmup_steps = 0;
+  std::fill(p.begin(), p.end(), 1.0);
+  optimizer_step<double>(layout, o, 1, 0, layout.size(), p.data(), g.data(), m.data(), nullptr);
+  for (double x : p) ASSERT_EQ(x, 1.0 - 0.5 * 2.0);
+}
+
 TEST(TrainerTest, BadOptionsRaiseInvalidArgumentNamingTheValues) {
   auto message = [](const ModelConfig& c, std::int64_t steps, const TrainOptions& o) {
     try {
@@ -148,6 +173,9 @@ TEST(TrainerTest, BadOptionsRaiseInvalidArgumentNamingTheValues) {
   EXPECT_NE(message(gpt, -1, o).find("steps -1"), std::string::npos);
   o.clip_norm = -1;
   EXPECT_NE(message(gpt, 1, o).find("clip_norm -1"), std::string::npos);
+  o = {};
+  o.warmup_steps = -3;
+  EXPECT_NE(message(gpt, 1, o).find("warmup_steps -3"), std::string::npos);
   ModelConfig broken = gpt;
   broken.dim = 30;
   EXPECT_NE(message(broken, 1, {}).find("dim 30"), std::string::npos);

@@ -48,6 +48,7 @@ struct TrainCommandOptions {
   std::string optimizer = "adamw";
   double lr = 0;  // 0: the optimizer's default in dtw::model::TrainOptions
   double clip = 1.0;
+  std::int64_t warmup = 30;  // linear learning-rate warm-up steps
   std::uint64_t seed = 1234;
   std::string out;  // file stem for .csv and .svg; empty: train-<model>
 };

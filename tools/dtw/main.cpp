@@ -97,6 +97,8 @@ int run_main(int argc, char** argv) {
   train_cmd->add_option("--lr", train.lr, "Learning rate (default: the optimizer's)");
   train_cmd->add_option("--clip", train.clip, "Gradient-norm clip, 0 for none")
       ->capture_default_str();
+  train_cmd->add_option("--warmup", train.warmup, "Steps of linear learning-rate warm-up")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   train_cmd->add_option("--seed", train.seed, "Seed of the initial weights and the data")
       ->capture_default_str();
   train_cmd->add_option("--out", train.out,

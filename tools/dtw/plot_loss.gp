@@ -9,7 +9,7 @@ set output outfile
 set datafile separator ','
 set title 'training loss, '.plottitle
 set xlabel 'step'
-set ylabel 'cross-entropy loss (nats per token)'
+set ylabel 'cross-entropy loss (nats)'
 set grid xtics ytics
 set key top right
 set yrange [0:*]

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "commands.h"
 #include "dtw/errors.h"
@@ -31,7 +32,8 @@ std::string human_rate(double per_second) {
 // the run (and the first and last step), so logs stay short.
 class Progress {
  public:
-  explicit Progress(std::int64_t steps) : steps_(steps), tty_(isatty(STDOUT_FILENO) == 1) {}
+  Progress(std::int64_t steps, std::string unit)
+      : steps_(steps), unit_(std::move(unit)), tty_(isatty(STDOUT_FILENO) == 1) {}
 
   void update(const model::StepInfo& s) {
     tokens_ += s.tokens;
@@ -45,9 +47,10 @@ class Progress {
     const std::string bar = std::string(static_cast<std::size_t>(filled), '#') +
                             std::string(static_cast<std::size_t>(kWidth - filled), '.');
     const std::string line =
-        fmt::format("step {:>{}}/{} [{}] loss {:.4f}  |g| {:.3f}  {} tok/s  {}", s.step + 1,
+        fmt::format("step {:>{}}/{} [{}] loss {:.4f}  |g| {:.3f}  {} {}/s  {}", s.step + 1,
                     std::to_string(steps_).size(), steps_, bar, s.loss, s.grad_norm,
-                    human_rate(rate), eta > 0 ? "eta " + human_seconds(eta) : std::string("done"));
+                    human_rate(rate), unit_,
+                    eta > 0 ? "eta " + human_seconds(eta) : std::string("done"));
     if (tty_) {
       fmt::print("\r\033[K{}", line);
       if (s.step + 1 == steps_) fmt::print("\n");
@@ -62,6 +65,7 @@ class Progress {
 
  private:
   std::int64_t steps_;
+  std::string unit_;  // what a step's "tokens" count: tokens (GPT) or rows (MLP)
   bool tty_;
   std::int64_t tokens_ = 0;
   double seconds_ = 0;
@@ -116,6 +120,7 @@ int train_command(const TrainCommandOptions& options) {
   train.seq_len = options.seq_len;
   train.seed = options.seed;
   train.clip_norm = options.clip;
+  train.warmup_steps = options.warmup;
   if (options.optimizer == "sgd") {
     train.optimizer = model::Optimizer::kSgd;
     if (options.lr > 0) train.sgd.lr = options.lr;
@@ -126,25 +131,30 @@ int train_command(const TrainCommandOptions& options) {
   }
   model::LayerTimes times;
   train.times = &times;
-  Progress progress(options.steps);
+  const bool gpt = config.kind == model::ModelKind::kGpt;
+  const std::string unit = gpt ? "tok" : "rows";
+  const std::string data = gpt ? options.task + " text" : "synthetic classification";
+  Progress progress(options.steps, unit);
   train.on_step = [&](const model::StepInfo& s) { progress.update(s); };
 
-  fmt::print("{} {} for {} steps, batch {}, {} data, {}, seed {}; matmul by {}\n",
-             paint(Paint::kBold, "training"), config.name, options.steps, options.batch,
-             options.task, options.optimizer, options.seed, kernels::blas_name());
+  fmt::print("{} {} for {} steps: batch {}, {} data, {} (warm-up {} steps), seed {}\n",
+             paint(Paint::kBold, "training"), config.name, options.steps, options.batch, data,
+             options.optimizer, options.warmup, options.seed);
   const model::TrainResult<float> result = model::train_reference<float>(config, options.steps, train);
 
-  fmt::print("{} parameters; loss {:.4f} -> {:.4f}; {} tokens in {} ({} tok/s)\n",
-             result.layout.size(), result.losses.front(), result.losses.back(), progress.tokens(),
-             human_seconds(progress.seconds()),
-             human_rate(progress.seconds() > 0 ? static_cast<double>(progress.tokens()) / progress.seconds() : 0));
+  const double rate =
+      progress.seconds() > 0 ? static_cast<double>(progress.tokens()) / progress.seconds() : 0;
+  fmt::print("{} parameters; loss {:.4f} -> {:.4f}; {} {} in {} ({} {}/s)\n", result.layout.size(),
+             result.losses.front(), result.losses.back(), progress.tokens(), unit,
+             human_seconds(progress.seconds()), human_rate(rate), unit);
   print_breakdown(times, progress.seconds());
+  fmt::print("  matmul by {}\n", kernels::blas_name());
 
   const std::string stem = options.out.empty() ? "train-" + config.name : options.out;
   write_csv(stem + ".csv", result.losses);
   fmt::print("\nwrote {}.csv (step,loss)\n", stem);
   write_plot(stem + ".csv", stem + ".svg",
-             fmt::format("{}, batch {}, {} data, {}", config.name, options.batch, options.task,
+             fmt::format("{}, batch {}, {} data, {}", config.name, options.batch, data,
                          options.optimizer));
   return 0;
 }

@@ -132,6 +132,10 @@ class Comm {
   virtual const char* backend() const = 0;
 
   // ---- typed point-to-point -------------------------------------------------
+  // Buffers are host memory on the CPU backends. The nccl backend moves device
+  // (or managed) memory at NCCL's speed and stages host memory through a device
+  // buffer: two extra copies per message, so timings of host buffers there
+  // measure staged transfers.
 
   /// Sends `data` to `peer` with `tag` and returns once `peer` has received it.
   template <detail::ElementRange R>
@@ -310,6 +314,11 @@ class Comm {
   /// `group` lists the parent ranks of the new group in new-rank order.
   virtual std::unique_ptr<Comm> make_subgroup(const std::vector<int>& group, int color,
                                               std::uint64_t split_id) = 0;
+  /// Called by `split` on a rank that passed kNoColor, in place of make_subgroup,
+  /// after the same exchange of colors and keys. For backends whose library
+  /// splits collectively over the whole parent (ncclCommSplit takes every rank,
+  /// NCCL_SPLIT_NOCOLOR included); the default does nothing.
+  virtual void skip_subgroup(std::uint64_t /*split_id*/) {}
   /// The default barrier is a dissemination barrier over messages with internal tags.
   virtual void do_barrier();
   /// Copies between two equally typed, equally long host buffers (memmove);

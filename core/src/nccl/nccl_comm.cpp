@@ -45,12 +45,12 @@ RankContext::~RankContext() {
 
 NcclComm::NcclComm(std::shared_ptr<RankContext> ctx, ncclComm_t comm, int rank,
                    std::vector<int> members, std::shared_ptr<Traffic> traffic,
-                   std::shared_ptr<Tracer> tracer)
+                   std::shared_ptr<Tracer> tracer, const char* init_call)
     : Comm(rank, std::move(members), std::move(traffic), std::move(tracer)),
       ctx_(std::move(ctx)),
       comm_(comm) {
   try {
-    settle("ncclCommInitRank");
+    settle(init_call);
     DTW_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(int)));
   } catch (...) {
     ncclCommAbort(comm_);  // the destructor does not run for a failed constructor
@@ -137,18 +137,29 @@ void NcclComm::sync(const char* what) {
   }
 }
 
-void NcclComm::check_device_memory(const void* p, std::int64_t bytes, const char* op_name) const {
-  if (bytes == 0) return;
+namespace {
+// True for device and managed memory, which NCCL reads and writes directly;
+// false for host memory, pageable or pinned.
+bool on_device(const void* p) {
   cudaPointerAttributes attr{};
   const cudaError_t rc = cudaPointerGetAttributes(&attr, p);
-  if (rc != cudaSuccess) cudaGetLastError();
-  DTW_CHECK_ARG(rc == cudaSuccess && (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged),
-                "rank " << rank() << ": " << op_name << ": the nccl backend moves device memory, but "
-                        << p << " is host memory (allocate with cudaMalloc/cudaMallocManaged)");
+  if (rc != cudaSuccess) {
+    cudaGetLastError();  // clear the error so the next CUDA call does not report it
+    return false;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+}  // namespace
+
+void NcclComm::check_device_memory(const void* p, std::int64_t bytes, const char* op_name) const {
+  if (bytes == 0) return;
+  DTW_CHECK_ARG(on_device(p), "rank " << rank() << ": " << op_name
+                                      << ": the nccl backend runs this on the GPU, but " << p
+                                      << " is host memory (allocate with cudaMalloc/cudaMallocManaged)");
 }
 
 std::shared_ptr<NcclOp> NcclComm::make_op(bool send, const void* data, std::int64_t count,
-                                          DataType type, int peer, int tag, const char* op_name) {
+                                          DataType type, int peer, int tag) {
   auto op = std::make_shared<NcclOp>();
   op->owner = this;
   op->send = send;
@@ -156,8 +167,10 @@ std::shared_ptr<NcclOp> NcclComm::make_op(bool send, const void* data, std::int6
   op->type = type;
   op->nccl_peer = peer;
   const std::int64_t bytes = count * static_cast<std::int64_t>(size_of(type));
-  if (tag < 0 && bytes > 0) {
-    // The runtime's own messages live in host memory: stage them on the device.
+  if (bytes > 0 && (tag < 0 || !on_device(data))) {
+    // Host memory (always for the runtime's own messages, negative tags): NCCL
+    // only moves device memory, so the message goes through a device buffer,
+    // copied in here for a send and back to the host when a receive completes.
     op->staged = true;
     DTW_CUDA_CHECK(cudaMallocAsync(&op->device, static_cast<std::size_t>(bytes), ctx_->stream));
     if (send)
@@ -166,7 +179,6 @@ std::shared_ptr<NcclOp> NcclComm::make_op(bool send, const void* data, std::int6
     else
       op->host_copy_back = const_cast<void*>(data);
   } else {
-    check_device_memory(data, bytes, op_name);
     op->device = const_cast<void*>(data);
   }
   queued_.push_back(op);
@@ -174,21 +186,27 @@ std::shared_ptr<NcclOp> NcclComm::make_op(bool send, const void* data, std::int6
 }
 
 std::shared_ptr<detail::RequestState> NcclComm::start_send(ConstBuffer data, int peer, int tag,
-                                                           const char* op_name) {
-  return make_op(true, data.data, data.count, data.type, peer, tag, op_name);
+                                                           const char* /*op_name*/) {
+  return make_op(true, data.data, data.count, data.type, peer, tag);
 }
 
 std::shared_ptr<detail::RequestState> NcclComm::start_recv(Buffer data, int peer, int tag,
-                                                           const char* op_name) {
-  return make_op(false, data.data, data.count, data.type, peer, tag, op_name);
+                                                           const char* /*op_name*/) {
+  return make_op(false, data.data, data.count, data.type, peer, tag);
 }
 
 void NcclComm::withdraw(NcclOp* op) noexcept {
+  if (std::uncaught_exceptions() == 0 && !ctx_->world_failed->load()) ++ctx_->abandoned;
   auto it = std::find_if(queued_.begin(), queued_.end(), [&](const auto& q) { return q.get() == op; });
-  if (it == queued_.end()) return;  // already launched, and every launch is waited for
+  if (it == queued_.end()) {
+    // Already launched (a barrier or collective flushed it): NCCL cannot take
+    // it back, but a staged receive must not copy into host memory the caller
+    // may free now. The next wait completes it into its device buffer only.
+    op->host_copy_back = nullptr;
+    return;
+  }
   if (op->staged) cudaFreeAsync(op->device, ctx_->stream);
   queued_.erase(it);
-  if (std::uncaught_exceptions() == 0 && !ctx_->world_failed->load()) ++ctx_->abandoned;
 }
 
 void NcclComm::flush() {
@@ -219,7 +237,9 @@ void NcclComm::complete(std::span<detail::RequestState* const> states, const cha
         DTW_CUDA_CHECK(cudaMemcpy(op->host_copy_back, op->device,
                                   static_cast<std::size_t>(op->count) * size_of(op->type),
                                   cudaMemcpyDeviceToHost));
-      DTW_CUDA_CHECK(cudaFree(op->device));
+      // The stream is idle (sync above), so the pool may reuse the buffer at once;
+      // cudaFree would wait for the whole device instead.
+      DTW_CUDA_CHECK(cudaFreeAsync(op->device, ctx_->stream));
     }
     op->received_count = op->send ? 0 : op->count;
     op->done = true;
@@ -230,6 +250,9 @@ void NcclComm::complete(std::span<detail::RequestState* const> states, const cha
 }
 
 void NcclComm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
+  // Host memory: Comm's default receives into host scratch (staged through the
+  // device like every host message) and reduces on the CPU.
+  if (inout.count > 0 && !on_device(inout.data)) return Comm::do_recv_reduce(inout, src, op, tag);
   // Receive into device scratch, then reduce on this rank's stream: two passes
   // over memory, as NCCL gives no access to the sender's buffer.
   struct Scratch {
@@ -275,30 +298,49 @@ void NcclComm::do_divide_local(Buffer data, int divisor) {
   sync("divide_local");
 }
 
-// A fresh communicator for the group: its first member makes a unique id and
-// hands it to the others over this one. (ncclCommSplit would need every parent
-// rank, but ranks that pass kNoColor never reach make_subgroup.)
-std::unique_ptr<Comm> NcclComm::make_subgroup(const std::vector<int>& group, int color,
-                                              std::uint64_t split_id) {
-  (void)color;
-  (void)split_id;
-  const auto me = std::find(group.begin(), group.end(), rank()) - group.begin();
-  ncclUniqueId id{};
-  if (me == 0) {
-    DTW_NCCL_CHECK(ncclGetUniqueId(&id));
-    for (std::size_t i = 1; i < group.size(); ++i)
-      internal_send({&id, sizeof(id), DataType::kByte}, group[i], kSplitTag, "split");
-  } else {
-    internal_recv({&id, sizeof(id), DataType::kByte}, group[0], kSplitTag, "split");
-  }
+// ncclCommSplit is collective over the whole parent: members of a group call
+// it here with their color, ranks that passed kNoColor from skip_subgroup with
+// NCCL_SPLIT_NOCOLOR. Each member's key is the rank Comm::split gave it, so
+// NCCL's order (by key, ties by parent rank: the same rule) cannot differ; the
+// check holds NCCL to it, as a wrong order would mix up every later message.
+ncclComm_t NcclComm::split_nccl(int color, int key) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  ncclComm_t sub = nullptr;
-  DTW_NCCL_CHECK(ncclCommInitRankConfig(&sub, static_cast<int>(group.size()), id, static_cast<int>(me), &config));
+  config.blocking = 0;  // like the world: every wait polls, abortably
+  split_result_ = nullptr;
+  DTW_NCCL_CHECK(ncclCommSplit(comm_, color, key, &split_result_, &config));
+  // Non-blocking, the split runs on NCCL's thread and reports on the parent;
+  // it writes the new communicator into split_result_ before it finishes.
+  settle("ncclCommSplit");
+  const ncclComm_t sub = split_result_;
+  split_result_ = nullptr;
+  return sub;
+}
+
+std::unique_ptr<Comm> NcclComm::make_subgroup(const std::vector<int>& group, int color,
+                                              std::uint64_t /*split_id*/) {
+  const int me = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
+  const ncclComm_t sub = split_nccl(color, me);
+  DTW_CHECK(sub != nullptr, NcclError,
+            "rank " << rank() << ": split with color " << color << ": ncclCommSplit made no communicator");
   std::vector<int> world;
   for (int r : group) world.push_back(world_rank_of(r));
-  return std::make_unique<NcclComm>(ctx_, sub, static_cast<int>(me), std::move(world), traffic_ptr(),
-                                    tracer_ptr());
+  // The constructor waits for the new communicator; if the check below throws,
+  // its destructor aborts it (an exception is unwinding).
+  auto made = std::make_unique<NcclComm>(ctx_, sub, me, std::move(world), traffic_ptr(), tracer_ptr(),
+                                         "ncclCommSplit");
+  int nccl_rank = -1, nccl_size = -1;
+  DTW_NCCL_CHECK(ncclCommUserRank(sub, &nccl_rank));
+  DTW_NCCL_CHECK(ncclCommCount(sub, &nccl_size));
+  DTW_CHECK(nccl_rank == me && nccl_size == static_cast<int>(group.size()), NcclError,
+            "rank " << rank() << ": split with color " << color << ": NCCL made this rank " << nccl_rank
+                    << " of " << nccl_size << ", but dtw ordered it rank " << me << " of " << group.size()
+                    << " (by key, ties by parent rank)");
+  return made;
+}
+
+void NcclComm::skip_subgroup(std::uint64_t /*split_id*/) {
+  const ncclComm_t none = split_nccl(NCCL_SPLIT_NOCOLOR, 0);
+  if (none) ncclCommAbort(none);  // NCCL promises none; never leak one
 }
 
 }  // namespace dtw::nccl

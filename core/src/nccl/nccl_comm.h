@@ -8,8 +8,10 @@
 //
 // NCCL has no tags and no message sizes: messages between two ranks match in
 // the order they were posted, and a receive must have exactly the sender's
-// count. The runtime's own messages (negative tags: split, fingerprint) carry
-// host memory, which is staged through the device here.
+// count. Point-to-point on host memory (the runtime's own messages, and user
+// code that keeps its data in std::vector, as chapter 00 does) is staged
+// through a device buffer: two extra copies per message, so only device or
+// managed memory moves at NCCL's own speed. split is ncclCommSplit.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -40,9 +42,11 @@ struct NcclOp;
 
 class NcclComm final : public Comm {
  public:
-  /// Takes ownership of `comm` (possibly still initialising: non-blocking mode).
+  /// Takes ownership of `comm` (possibly still initialising: non-blocking mode)
+  /// and waits for it; `init_call` names the call that made it, for errors.
   NcclComm(std::shared_ptr<RankContext> ctx, ncclComm_t comm, int rank, std::vector<int> members,
-           std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer);
+           std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer,
+           const char* init_call = "ncclCommInitRank");
   ~NcclComm() override;
   const char* backend() const override { return "nccl"; }
 
@@ -70,14 +74,16 @@ class NcclComm final : public Comm {
   void complete(std::span<detail::RequestState* const> states, const char* op_name) override;
   std::unique_ptr<Comm> make_subgroup(const std::vector<int>& group, int color,
                                       std::uint64_t split_id) override;
+  void skip_subgroup(std::uint64_t split_id) override;
   void do_barrier() override;
   void do_copy_local(Buffer dst, ConstBuffer src) override;
   void do_divide_local(Buffer data, int divisor) override;
 
  private:
   std::shared_ptr<NcclOp> make_op(bool send, const void* data, std::int64_t count, DataType type,
-                                  int peer, int tag, const char* op_name);
+                                  int peer, int tag);
   void check_device_memory(const void* p, std::int64_t bytes, const char* op_name) const;
+  ncclComm_t split_nccl(int color, int key);  // ncclCommSplit, settled
   void flush();                   // launches every queued op in one group
   void sync(const char* what);    // waits for the stream, abortably
   void fail_fast(const char* what);  // throws when NCCL reported an error or the world failed
@@ -89,6 +95,10 @@ class NcclComm final : public Comm {
   ncclComm_t comm_;
   bool failed_ = false;
   void* barrier_word_ = nullptr;  // one device int the barrier allreduces
+  // Where a non-blocking ncclCommSplit stores the new communicator, from NCCL's
+  // own thread once the split completes: a member, not a local, so a split
+  // abandoned by a timeout cannot write into a stack frame that is gone.
+  ncclComm_t split_result_ = nullptr;
   std::vector<std::shared_ptr<NcclOp>> queued_;
   std::vector<std::shared_ptr<NcclOp>> in_flight_;
 };
@@ -103,7 +113,7 @@ struct NcclOp final : detail::RequestState {
   NcclComm* owner = nullptr;
   bool send = false;
   void* device = nullptr;          // what NCCL reads or writes
-  void* host_copy_back = nullptr;  // staged internal receive: copy here when done
+  void* host_copy_back = nullptr;  // staged receive: copy to this host memory when done
   bool staged = false;             // `device` was allocated here for host memory
   std::int64_t count = 0;
   DataType type = DataType::kByte;

@@ -24,11 +24,11 @@ namespace dtw::kernels {
 
 /// Sizes of one attention call.
 struct AttentionShape {
-  std::int64_t batch = 1;
-  std::int64_t heads = 1;
-  std::int64_t q_len = 0;
-  std::int64_t kv_len = 0;
-  std::int64_t head_dim = 0;
+  std::int64_t batch = 1;     ///< independent sequences
+  std::int64_t heads = 1;     ///< attention heads (per rank, when heads are split)
+  std::int64_t q_len = 0;     ///< query rows per (batch, head)
+  std::int64_t kv_len = 0;    ///< key/value rows per (batch, head)
+  std::int64_t head_dim = 0;  ///< features per head (the scores are scaled by 1/√head_dim)
 };
 
 /// Plain attention: `probs = softmax(q kᵀ/√d + mask)`, `out = probs v`.

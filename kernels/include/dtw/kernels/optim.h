@@ -13,11 +13,11 @@ namespace dtw::kernels {
 
 /// AdamW (Loshchilov & Hutter): decoupled weight decay.
 struct AdamWConfig {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
+  double lr = 1e-3;            ///< learning rate
+  double beta1 = 0.9;          ///< decay of the first moment (mean of g)
+  double beta2 = 0.999;        ///< decay of the second moment (mean of g²)
+  double eps = 1e-8;           ///< added to √v so tiny second moments do not blow up the step
+  double weight_decay = 0.0;   ///< decoupled: p −= lr·weight_decay·p, apart from the gradient
 };
 
 /// One AdamW step at `step` (1-based; the bias corrections use it):
@@ -33,14 +33,14 @@ template <class T>
 void adamw_step_reference(T* params, const T* grads, T* m, T* v, std::int64_t n,
                           std::int64_t step, const AdamWConfig& config);
 
-/// SGD with (heavy-ball) momentum and L2 weight decay, as torch.optim.SGD:
-/// g' = g + weight_decay·p; velocity = momentum·velocity + g'; p −= lr·velocity.
-/// With momentum 0, velocity may be nullptr.
+/// SGD with (heavy-ball) momentum and L2 weight decay, as torch.optim.SGD.
 struct SgdConfig {
-  double lr = 1e-2;
-  double momentum = 0.0;
-  double weight_decay = 0.0;
+  double lr = 1e-2;            ///< learning rate
+  double momentum = 0.0;       ///< 0: plain SGD
+  double weight_decay = 0.0;   ///< L2: added to the gradient (g + weight_decay·p)
 };
+/// One SGD step: g' = g + weight_decay·p; velocity = momentum·velocity + g';
+/// p −= lr·velocity. With momentum 0, velocity may be nullptr.
 template <class T>
 void sgd_step(T* params, const T* grads, T* velocity, std::int64_t n, const SgdConfig& config);
 /// sgd_step as plain loops: the reference the kernel is tested against.

@@ -31,8 +31,8 @@ const char* name_of(ModelKind kind);
 
 /// The shape of one model. See model_config() for the named ones.
 struct ModelConfig {
-  std::string name;
-  ModelKind kind = ModelKind::kGpt;
+  std::string name;                 ///< e.g. "gpt-tiny"; names the model in errors and reports
+  ModelKind kind = ModelKind::kGpt;  ///< which network; selects the field group below
 
   // ---- GPT ----
   std::int64_t vocab = 0;       ///< token ids are in [0, vocab)

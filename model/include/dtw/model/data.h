@@ -15,9 +15,10 @@
 
 namespace dtw::model {
 
+/// Size of the character vocabulary: '\n' plus the 95 printable ASCII characters.
+inline constexpr std::int64_t kCharVocab = 96;
 /// Characters to token ids: '\n' is 0, printable ASCII ' '..'~' are 1..95.
 /// Any other byte raises InvalidArgument naming its offset and value.
-inline constexpr std::int64_t kCharVocab = 96;
 std::vector<std::int32_t> encode(std::string_view text);
 /// The inverse of encode; an id outside [0, kCharVocab) raises InvalidArgument.
 std::string decode(const std::vector<std::int32_t>& ids);
@@ -29,10 +30,10 @@ std::string_view corpus_text();
 /// A batch of next-token examples: `tokens` and `targets` are
 /// [sequences, seq_len] row-major; targets[i][t] is the token after tokens[i][t].
 struct TokenBatch {
-  std::int64_t sequences = 0;
-  std::int64_t seq_len = 0;
-  std::vector<std::int32_t> tokens;
-  std::vector<std::int32_t> targets;
+  std::int64_t sequences = 0;        ///< rows: this shard's share, global_batch / shards
+  std::int64_t seq_len = 0;          ///< tokens per sequence
+  std::vector<std::int32_t> tokens;   ///< inputs [sequences, seq_len], ids in [0, vocab)
+  std::vector<std::int32_t> targets;  ///< [sequences, seq_len]: tokens shifted left by one
 };
 
 /// Where sequences come from.
@@ -61,10 +62,10 @@ TokenBatch token_batch(TokenTask task, std::uint64_t seed, std::int64_t step,
 /// `labels[i]` = argmax of a fixed random linear "teacher" (from the seed)
 /// applied to inputs[i], so the task is learnable exactly.
 struct ClassBatch {
-  std::int64_t rows = 0;
-  std::int64_t features = 0;
-  std::vector<float> inputs;
-  std::vector<std::int32_t> labels;
+  std::int64_t rows = 0;             ///< examples: this shard's share, global_batch / shards
+  std::int64_t features = 0;         ///< input width
+  std::vector<float> inputs;         ///< [rows, features] row-major, N(0, 1)
+  std::vector<std::int32_t> labels;  ///< [rows], class ids in [0, classes)
 };
 
 /// The MLP's synthetic classification task, sharded like token_batch.

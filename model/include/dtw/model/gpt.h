@@ -22,15 +22,15 @@ namespace dtw::model {
 /// Everything one forward pass keeps for its backward pass.
 template <class T>
 struct GptActivations {
-  std::int64_t batch = 0;
-  std::int64_t seq = 0;
+  std::int64_t batch = 0;             ///< sequences in the micro-batch
+  std::int64_t seq = 0;               ///< tokens per sequence (seq_len)
   std::vector<std::int32_t> tokens;   ///< [batch, seq]
   std::vector<std::int32_t> targets;  ///< [batch, seq] (empty: inference)
   /// The residual stream: x[0] is the embedding, x[l + 1] block l's output,
   /// x[layers] what the head reads; each [batch·seq, dim].
   std::vector<std::vector<T>> x;
   std::vector<BlockCache<T>> blocks;  ///< one per block
-  HeadCache<T> head;
+  HeadCache<T> head;                  ///< final norm, logits and loss
 };
 
 /// A decoder-only transformer of a kGpt configuration.
@@ -40,7 +40,9 @@ class Gpt {
   /// Validates the configuration (InvalidArgument if bad or not a GPT).
   explicit Gpt(const ModelConfig& config);
 
+  /// The configuration this model was built from.
   const ModelConfig& config() const { return config_; }
+  /// Where each tensor lives in the flat params/grads buffers.
   const ParamLayout& layout() const { return layout_; }
   /// Records per-layer-kind time into `times` from now on (nullptr: stop).
   void set_times(LayerTimes* times) { times_ = times; }
@@ -58,6 +60,7 @@ class Gpt {
   /// the forward saw. loss_scale = 1/m averages m accumulated micro-batches.
   void backward(const T* params, T* grads, T loss_scale = T(1));
 
+  /// What the last forward kept (overwritten by the next forward).
   const GptActivations<T>& activations() const { return acts_; }
   /// The last forward's logits, [batch·seq_len, vocab].
   const std::vector<T>& logits() const { return acts_.head.logits; }

@@ -72,6 +72,7 @@ struct BlockDims {
   std::int64_t heads = 0;       ///< heads this call computes (a TP rank's share, or all)
   std::int64_t head_dim = 0;    ///< D
   std::int64_t mlp_hidden = 0;  ///< MLP units this call computes (a TP rank's share, or all)
+  /// batch · seq: the rows of every [rows, width] activation.
   std::int64_t rows() const { return batch * seq; }
   /// heads · head_dim: the width of q, k, v and of the attention output.
   std::int64_t width() const { return heads * head_dim; }
@@ -87,10 +88,10 @@ BlockDims block_dims(const ModelConfig& config, std::int64_t batch, std::int64_t
 /// as a row-parallel rank adds it once after the allreduce).
 template <class T>
 struct AttentionWeights {
-  T* qkv_weight = nullptr;
-  T* qkv_bias = nullptr;
-  T* proj_weight = nullptr;
-  T* proj_bias = nullptr;
+  T* qkv_weight = nullptr;   ///< [3·width, dim]: rows [q; k; v]
+  T* qkv_bias = nullptr;     ///< [3·width]
+  T* proj_weight = nullptr;  ///< [dim, width]: heads back to the residual stream
+  T* proj_bias = nullptr;    ///< [dim], or nullptr
 };
 
 /// Pointers to an MLP sublayer's tensors: fc_weight [d.mlp_hidden, d.dim],
@@ -98,21 +99,21 @@ struct AttentionWeights {
 /// (nullptr: no bias added).
 template <class T>
 struct MlpWeights {
-  T* fc_weight = nullptr;
-  T* fc_bias = nullptr;
-  T* proj_weight = nullptr;
-  T* proj_bias = nullptr;
+  T* fc_weight = nullptr;    ///< [mlp_hidden, dim]: expands to the hidden units
+  T* fc_bias = nullptr;      ///< [mlp_hidden]
+  T* proj_weight = nullptr;  ///< [dim, mlp_hidden]: back to the residual stream
+  T* proj_bias = nullptr;    ///< [dim], or nullptr
 };
 
 /// Pointers to all tensors of one block.
 template <class T>
 struct BlockWeights {
-  T* ln1_gamma = nullptr;
-  T* ln1_beta = nullptr;
-  AttentionWeights<T> attn;
-  T* ln2_gamma = nullptr;
-  T* ln2_beta = nullptr;
-  MlpWeights<T> mlp;
+  T* ln1_gamma = nullptr;    ///< [dim]: gain of the norm before attention
+  T* ln1_beta = nullptr;     ///< [dim]: shift of the norm before attention
+  AttentionWeights<T> attn;  ///< the attention sublayer
+  T* ln2_gamma = nullptr;    ///< [dim]: gain of the norm before the MLP
+  T* ln2_beta = nullptr;     ///< [dim]: shift of the norm before the MLP
+  MlpWeights<T> mlp;         ///< the MLP sublayer
 };
 
 /// The tensors of block `layer` inside a flat buffer laid out as `layout`
@@ -139,7 +140,11 @@ BlockWeights<T> block_weights(const ParamLayout& layout, int layer, T* base) {
 template <class T>
 struct AttentionCache {
   std::vector<T> qkv;       ///< [rows, 3·width]
-  std::vector<T> q, k, v;   ///< [batch, heads, seq, head_dim]
+  /// @var q
+  /// queries [batch, heads, seq, head_dim]
+  /// @var k
+  /// keys [batch, heads, seq, head_dim]
+  std::vector<T> q, k, v;   ///< values [batch, heads, seq, head_dim]
   std::vector<T> probs;     ///< [batch, heads, seq, seq]
   std::vector<T> per_head;  ///< attention output [batch, heads, seq, head_dim]
   std::vector<T> merged;    ///< the same as [rows, width]: the projection's input
@@ -156,6 +161,8 @@ template <class T>
 void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
                                  const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
                                  const BlockDims& d, T* scratch, LayerTimes* times = nullptr);
+/// Elements of scratch attention_sublayer_backward needs: 8·rows·width
+/// (d_merged, d_per_head, dq, dk, dv, and dqkv at 3·width).
 std::int64_t attention_sublayer_scratch_size(const BlockDims& d);
 
 /// What the MLP sublayer keeps for its backward pass.
@@ -174,17 +181,27 @@ template <class T>
 void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const T* x,
                            const MlpCache<T>& cache, const MlpWeights<const T>& w,
                            const BlockDims& d, T* scratch, LayerTimes* times = nullptr);
+/// Elements of scratch mlp_sublayer_backward needs: rows·mlp_hidden (the
+/// gradient at the hidden units).
 std::int64_t mlp_sublayer_scratch_size(const BlockDims& d);
 
 /// What a block keeps for its backward pass (besides its input, which the
 /// caller keeps: it is the previous block's output).
 template <class T>
 struct BlockCache {
-  std::vector<T> ln1, ln1_mean, ln1_rstd;  ///< LN1(x_in) [rows, dim]; per-row statistics
-  AttentionCache<T> attn;
+  /// @var ln1
+  /// LN1(x_in) [rows, dim]: the attention sublayer's input
+  /// @var ln1_mean
+  /// per-row mean of x_in [rows]
+  std::vector<T> ln1, ln1_mean, ln1_rstd;  ///< per-row 1/std of x_in [rows]
+  AttentionCache<T> attn;                  ///< the attention sublayer's cache
   std::vector<T> mid;                      ///< x_in + attention(LN1(x_in))
-  std::vector<T> ln2, ln2_mean, ln2_rstd;  ///< LN2(mid)
-  MlpCache<T> mlp;
+  /// @var ln2
+  /// LN2(mid) [rows, dim]: the MLP sublayer's input
+  /// @var ln2_mean
+  /// per-row mean of mid [rows]
+  std::vector<T> ln2, ln2_mean, ln2_rstd;  ///< per-row 1/std of mid [rows]
+  MlpCache<T> mlp;                         ///< the MLP sublayer's cache
 };
 
 /// One pre-norm transformer block:
@@ -198,6 +215,8 @@ template <class T>
 void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, const T* x_in,
                     const BlockCache<T>& cache, const BlockWeights<const T>& w, const BlockDims& d,
                     T* scratch, LayerTimes* times = nullptr);
+/// Elements of scratch block_backward needs: 2·rows·dim (gradients at a norm's
+/// output and at mid) plus the larger sublayer scratch.
 std::int64_t block_scratch_size(const BlockDims& d);
 
 // ---------------------------------------------------------------------------
@@ -220,10 +239,12 @@ void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
 /// The final layer norm and the output projection (weight = wte when tied).
 template <class T>
 struct HeadWeights {
-  T* lnf_gamma = nullptr;
-  T* lnf_beta = nullptr;
+  T* lnf_gamma = nullptr;  ///< [dim]: gain of the final norm
+  T* lnf_beta = nullptr;   ///< [dim]: shift of the final norm
   T* weight = nullptr;  ///< [vocab, dim]
 };
+/// The head's tensors inside a flat buffer laid out as `layout`; `tied`
+/// (ModelConfig::tied_head) points weight at wte instead of head.weight.
 template <class T>
 HeadWeights<T> head_weights(const ParamLayout& layout, bool tied, T* base) {
   return {base + layout.find("lnf.gamma").offset, base + layout.find("lnf.beta").offset,
@@ -233,7 +254,11 @@ HeadWeights<T> head_weights(const ParamLayout& layout, bool tied, T* base) {
 /// What the head keeps for its backward pass.
 template <class T>
 struct HeadCache {
-  std::vector<T> ln, mean, rstd;  ///< LNf(x) [rows, dim] and its statistics
+  /// @var ln
+  /// LNf(x) [rows, dim]: the projection's input
+  /// @var mean
+  /// per-row mean of x [rows]
+  std::vector<T> ln, mean, rstd;  ///< per-row 1/std of x [rows]
   std::vector<T> logits;          ///< [rows, vocab]
   std::vector<T> probs;           ///< softmax(logits), when targets were given
   std::vector<T> losses;          ///< per-row cross-entropy
@@ -252,6 +277,8 @@ void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::in
                    const HeadCache<T>& cache, const HeadWeights<const T>& w, std::int64_t rows,
                    std::int64_t dim, std::int64_t vocab, T dloss, T* scratch,
                    LayerTimes* times = nullptr);
+/// Elements of scratch head_backward needs: rows·vocab (dlogits) + rows·dim
+/// (gradient at LNf's output).
 std::int64_t head_scratch_size(std::int64_t rows, std::int64_t dim, std::int64_t vocab);
 
 }  // namespace dtw::model

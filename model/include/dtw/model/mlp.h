@@ -31,13 +31,15 @@ void mlp_layer_backward(T* dx, T* dw, T* db, T* dy, const T* x, const T* pre, co
 /// Everything one forward pass keeps for its backward pass.
 template <class T>
 struct MlpActivations {
-  std::int64_t rows = 0;
-  std::vector<std::int32_t> labels;
+  std::int64_t rows = 0;             ///< examples in the batch
+  std::vector<std::int32_t> labels;  ///< [rows], copied from forward()
   /// x[0] the inputs, x[i + 1] the output of layer i (the last one: logits).
   std::vector<std::vector<T>> x;
   /// pre[i]: layer i before its GELU (empty for the classifier).
   std::vector<std::vector<T>> pre;
-  std::vector<T> probs, losses;  ///< softmax of the logits, per-row loss
+  /// @var probs
+  /// softmax of the logits, [rows, classes]
+  std::vector<T> probs, losses;  ///< per-row cross-entropy, [rows]
 };
 
 /// A multi-layer perceptron of a kMlp configuration.
@@ -47,10 +49,13 @@ class Mlp {
   /// Validates the configuration (InvalidArgument if bad or not an MLP).
   explicit Mlp(const ModelConfig& config);
 
+  /// The configuration this model was built from.
   const ModelConfig& config() const { return config_; }
+  /// Where each tensor lives in the flat params/grads buffers.
   const ParamLayout& layout() const { return layout_; }
   /// Number of linear layers (hidden layers + the classifier).
   int layers() const { return layout_.layers(); }
+  /// Records per-layer-kind time into `times` from now on (nullptr: stop).
   void set_times(LayerTimes* times) { times_ = times; }
 
   /// Classifies inputs [rows, features] and returns the mean cross-entropy
@@ -62,6 +67,7 @@ class Mlp {
   /// into grads (layout().size() elements).
   void backward(const T* params, T* grads, T loss_scale = T(1));
 
+  /// What the last forward kept (overwritten by the next forward).
   const MlpActivations<T>& activations() const { return acts_; }
 
  private:

@@ -49,8 +49,8 @@ enum class ParamInit {
 
 /// One named tensor inside the flat buffer.
 struct ParamView {
-  std::string name;
-  std::vector<std::int64_t> shape;
+  std::string name;                  ///< unique, e.g. "h.0.attn.qkv.weight" (see the layout above)
+  std::vector<std::int64_t> shape;   ///< extents, row-major; weights are [out, in]
   std::int64_t offset = 0;  ///< first element in the flat buffer
   std::int64_t size = 0;    ///< product of shape
   /// −1 for embeddings, final norm and head (GPT); the block (GPT) or linear
@@ -59,7 +59,7 @@ struct ParamView {
   /// Whether weight decay applies (matrices and embeddings yes; biases and
   /// norm parameters no, as in GPT-2 / nanoGPT training).
   bool decay = false;
-  ParamInit init = ParamInit::kZeros;
+  ParamInit init = ParamInit::kZeros;  ///< how init_value() fills it
   double init_std = 0;  ///< standard deviation for kNormal
 };
 
@@ -73,6 +73,7 @@ class ParamLayout {
   /// naming the first view that breaks a rule.
   explicit ParamLayout(std::vector<ParamView> views);
 
+  /// Every view, in buffer order.
   const std::vector<ParamView>& views() const { return views_; }
   /// Total number of parameters.
   std::int64_t size() const { return size_; }

@@ -22,10 +22,10 @@ class LayerTimes {
  public:
   /// Totals for one kind.
   struct Entry {
-    std::string kind;
-    double seconds = 0;
+    std::string kind;   ///< e.g. "matmul", "layernorm" (see the file comment)
+    double seconds = 0;  ///< total wall time of all calls
     double flops = 0;  ///< floating-point operations counted (0 where not counted)
-    std::int64_t calls = 0;
+    std::int64_t calls = 0;  ///< number of timed calls
   };
 
   /// Adds one call of `kind` that took `seconds` and did `flops` operations.
@@ -46,6 +46,8 @@ class LayerTimes {
 /// Times its own lifetime into `times` under `kind` (nothing when times is null).
 class ScopedLayerTimer {
  public:
+  /// Starts the clock; `kind` must outlive the timer (a string literal), and
+  /// `flops` is the work credited to it on destruction.
   ScopedLayerTimer(LayerTimes* times, std::string_view kind, double flops = 0)
       : times_(times), kind_(kind), flops_(flops) {
     if (times_ != nullptr) start_ = std::chrono::steady_clock::now();

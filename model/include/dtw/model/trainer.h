@@ -42,12 +42,15 @@ struct TrainOptions {
   std::int64_t batch = 8;                  ///< global batch: sequences (GPT) or rows (MLP)
   std::int64_t seq_len = 0;                ///< 0: the config's context
   std::uint64_t seed = 1234;               ///< init and data
-  Optimizer optimizer = Optimizer::kAdamW;
+  Optimizer optimizer = Optimizer::kAdamW;  ///< which of adamw / sgd below applies
   /// Decay only where ParamView::decay.
   kernels::AdamWConfig adamw{/*lr*/ 3e-3, 0.9, 0.95, 1e-8, /*weight_decay*/ 0.1};
   /// Weight decay (L2) likewise only where ParamView::decay.
   kernels::SgdConfig sgd{/*lr*/ 0.1, /*momentum*/ 0.9, 0.0};
   double clip_norm = 1.0;                        ///< 0: no clipping
+  /// Linear learning-rate warm-up: step s (1-based) uses lr·min(1, s/warmup_steps);
+  /// 0: the full rate from the first step.
+  std::int64_t warmup_steps = 0;
   LayerTimes* times = nullptr;                   ///< per-layer-type time, if given
   std::function<void(const StepInfo&)> on_step;  ///< after every step
 };
@@ -57,7 +60,7 @@ template <class T>
 struct TrainResult {
   std::vector<double> losses;  ///< one per step
   std::vector<T> params;       ///< final parameters, laid out as `layout`
-  ParamLayout layout;
+  ParamLayout layout;          ///< param_layout(config): names and offsets of `params`
 };
 
 /// Trains `config` for `steps` steps on one device. Bad options (batch < 1,
@@ -66,6 +69,10 @@ struct TrainResult {
 template <class T = float>
 TrainResult<T> train_reference(const ModelConfig& config, std::int64_t steps,
                                const TrainOptions& options = {});
+
+/// The factor on the learning rate at optimiser step `step` (1-based): the
+/// linear warm-up of TrainOptions::warmup_steps, 1 after it.
+double learning_rate_scale(const TrainOptions& options, std::int64_t step);
 
 /// One optimiser step over elements [begin, end) of the flat buffer, view by
 /// view (weight decay only where ParamView::decay), exactly as
