@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "dtw/config.h"
 #include "dtw/errors.h"
 #include "report.h"
 
@@ -82,6 +83,14 @@ ReduceOp parse_op(const std::string& s) {
 }
 
 }  // namespace
+
+#if !DTW_HAVE_NCCL
+// Builds without NCCL have no nccl_report.cpp: the option is there, and says why it cannot run.
+int nccl_main(Options, bool) {
+  std::fprintf(stderr, "dtw_bench_collectives: --backend nccl: this build has no NCCL (see docs/gpu.md)\n");
+  return 1;
+}
+#endif
 }  // namespace dtw::bench
 
 int main(int argc, char** argv) {
@@ -91,7 +100,8 @@ int main(int argc, char** argv) {
   bool no_peers = false, mpi_child = false;
   CLI::App app{"nccl-tests-style allreduce report: chapter 01's algorithms next to Gloo, MPI, memcpy "
                "and an ideal hand-fused allreduce, with the alpha-beta-gamma model"};
-  app.add_option("--ranks", o.ranks, "ranks (threads)")->check(CLI::Range(1, 256));
+  app.add_option("--ranks", o.ranks, "ranks (default 2; with --backend nccl, one per GPU)")
+      ->check(CLI::Range(1, 256));
   app.add_option("--algo", algos, "comma list of naive,binomial,ring,rabenseifner,direct, or all");
   app.add_option("--sizes", sizes, "bytes per rank: MIN:MAX[:xF] (K/M/G = 2^10/20/30) or a comma list");
   app.add_option("--iters", o.iters, "timed calls per size (default: about 256 MiB worth, 5..2000)");
@@ -103,9 +113,10 @@ int main(int argc, char** argv) {
   app.add_option("--plot", o.plot_path, "write busbw vs size as SVG (needs gnuplot)");
   app.add_flag("--no-peers", no_peers, "only chapter 01's algorithms");
   app.add_option("--backend", o.backend,
-                 "threads (default), or mpi: also every algorithm over MPI point-to-point under "
-                 "mpirun, next to MPI_Allreduce and the threads figures, with their ratio")
-      ->check(CLI::IsMember({"threads", "mpi"}));
+                 "threads (default); mpi: also every algorithm over MPI point-to-point under "
+                 "mpirun, next to MPI_Allreduce and the threads figures, with their ratio; nccl: "
+                 "every algorithm on the GPUs (device memory) next to NCCL's allreduce")
+      ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
   app.add_flag("--mpi-child", mpi_child, "internal: the MPI peer's body, started by mpirun")->group("");
   CLI11_PARSE(app, argc, argv);
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -134,6 +145,7 @@ int main(int argc, char** argv) {
                       "--algo '" << a << "': use naive, binomial, ring, rabenseifner, direct or all");
     }
     if (mpi_child) return mpi_child_main(o);
+    if (o.backend == "nccl") return nccl_main(o, app.count("--ranks") > 0);
     DTW_CHECK_ARG(o.backend != "mpi" || DTW_BENCH_HAVE_MPI,
                   "--backend mpi: this build has no MPI (install libopenmpi-dev and rebuild)");
     const Model m = fit_model(o);

@@ -1,5 +1,6 @@
 // What the report prints and writes: the nccl-tests-style tables, a summary
-// against the bounds and peers, the JSON record and the busbw plot.
+// against the bounds and peers (or, for --backend nccl, one table against
+// NCCL), the JSON record and the busbw plot.
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -139,7 +140,55 @@ void print_report(const Options& o, const Model& m, const std::vector<Series>& a
   std::fflush(stdout);
 }
 
-void write_json(const Options& o, const Model& m, const std::vector<Series>& all) {
+// --backend nccl: one table, a row per (size, algorithm) with NCCL's row
+// first, and each row's time against NCCL's; then the device bandwidths.
+void print_nccl_report(const Options& o, const GpuInfo& gpu, const std::vector<Series>& all) {
+  const std::string type = type_name(o.dtype), op(name_of(o.op));
+  std::printf("# dtw_bench_collectives: allreduce on %d GPUs (nccl backend: one rank per GPU, device memory), %s %s\n",
+              o.ranks, type.c_str(), op.c_str());
+  std::printf("# %d x %s visible; %s\n", gpu.count, gpu.name.c_str(), utc_now().c_str());
+  std::printf("# time: slowest rank, mean over the iterations, best of %d trial(s); GB = 1e9 bytes; "
+              "busbw = algbw x 2(p-1)/p\n", o.trials);
+  std::printf("# x NCCL = time / NCCL's time at that size (above 1: slower); #wrong: elements off the exact result\n");
+  for (const auto& s : all)
+    if (s.samples.empty()) std::printf("# %s: %s\n", s.name.c_str(), s.note.c_str());
+  const Series* nccl = find(all, "NCCL");
+  std::printf("\n# %12s %12s %7s %6s %-14s %12s %12s %12s %8s %8s\n", "size", "count", "type", "redop", "algorithm",
+              "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "x NCCL");
+  for (std::size_t k = 0; k < o.sizes.size(); ++k) {
+    if (k > 0) std::printf("\n");
+    for (const auto& s : all) {
+      if (k >= s.samples.size()) continue;
+      const Sample& x = s.samples[k];
+      std::printf("  %12lld %12lld %7s %6s %-14s %12.3f %12.3f %12.3f", static_cast<long long>(x.bytes),
+                  static_cast<long long>(x.count), type.c_str(), op.c_str(), s.name.c_str(), x.seconds * 1e6,
+                  algbw(x), busbw(s, x));
+      if (x.wrong >= 0) std::printf(" %8lld", static_cast<long long>(x.wrong));
+      else std::printf(" %8s", "n/a");
+      if (nccl && k < nccl->samples.size()) std::printf(" %8.2f\n", x.seconds / nccl->samples[k].seconds);
+      else std::printf(" %8s\n", "-");
+    }
+  }
+  std::printf("\n# reduce_into on GPU 0 against a device-to-device cudaMemcpy of the same bytes\n");
+  std::printf("# (bandwidth counts bytes moved: 3n for the reduction, 2n for the copy)\n");
+  std::printf("# %12s %14s %14s %12s\n", "size", "reduce(GB/s)", "copy(GB/s)", "reduce/copy");
+  for (const auto& b : gpu.bandwidth)
+    std::printf("  %12lld %14.1f %14.1f %11.1f%%\n", static_cast<long long>(b.bytes), b.reduce_gbps, b.copy_gbps,
+                100 * b.reduce_gbps / b.copy_gbps);
+  if (nccl) {
+    std::printf("\n# summary at %s: NCCL busbw %.2f GB/s\n", human_bytes(nccl->samples.back().bytes).c_str(),
+                busbw(*nccl, nccl->samples.back()));
+    for (const auto& s : all) {
+      if (s.kind != "dtw" || s.samples.empty()) continue;
+      const Sample& big = s.samples.back();
+      std::printf("#   %-14s busbw %.2f GB/s, %.2fx NCCL's time\n", s.name.c_str(), busbw(s, big),
+                  big.seconds / nccl->samples.back().seconds);
+    }
+  }
+  std::fflush(stdout);
+}
+
+void write_json(const Options& o, const Model& m, const std::vector<Series>& all, const GpuInfo* gpu) {
   nlohmann::json j;
   j["command"] = o.command_line;
   j["date"] = utc_now();
@@ -150,8 +199,18 @@ void write_json(const Options& o, const Model& m, const std::vector<Series>& all
   j["dtype"] = type_name(o.dtype);
   j["op"] = std::string(name_of(o.op));
   j["trials"] = o.trials;
-  j["model"] = {{"alpha_s", m.alpha}, {"beta_s_per_byte", m.beta}, {"gamma_s_per_byte", m.gamma},
-                {"source", m.source}};
+  if (gpu) {
+    // The α-β-γ model is fitted on the threads backend: it says nothing about GPUs.
+    j["machine"]["gpu"] = {{"name", gpu->name}, {"count", gpu->count}};
+    j["model"] = nullptr;
+    j["device_bandwidth"] = nlohmann::json::array();
+    for (const auto& b : gpu->bandwidth)
+      j["device_bandwidth"].push_back(
+          {{"bytes", b.bytes}, {"reduce_into_GBps", b.reduce_gbps}, {"device_copy_GBps", b.copy_gbps}});
+  } else {
+    j["model"] = {{"alpha_s", m.alpha}, {"beta_s_per_byte", m.beta}, {"gamma_s_per_byte", m.gamma},
+                  {"source", m.source}};
+  }
   for (const auto& s : all) {
     nlohmann::json js = {{"name", s.name}, {"kind", s.kind}, {"bus_factor", s.bus_factor}, {"note", s.note}};
     js["samples"] = nlohmann::json::array();

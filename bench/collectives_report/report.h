@@ -18,7 +18,7 @@ struct Options {
   int warmup = -1;                      // -1: chosen per size
   int trials = 1;                       // repeat each size, keep the fastest trial
   bool peers = true;                    // Gloo, memcpy, ideal, MPI rows
-  std::string backend = "threads";      // "mpi": the algorithms over MPI too, in mpirun
+  std::string backend = "threads";      // "mpi": also over MPI, in mpirun; "nccl": on the GPUs
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
   std::string json_path, plot_path;
@@ -40,6 +40,17 @@ struct Series {
   double bus_factor = 1; // busbw = algbw * bus_factor (nccl-tests)
   std::string note;      // why a row was skipped or what it measures
   std::vector<Sample> samples;
+};
+
+// --backend nccl: the GPUs, and reduce_into against a device copy on GPU 0.
+struct GpuInfo {
+  std::string name;  // cudaDeviceProp::name of GPU 0
+  int count = 0;     // GPUs visible
+  struct Bandwidth {
+    std::int64_t bytes = 0;
+    double reduce_gbps = 0, copy_gbps = 0;  // bytes moved: 3n and 2n
+  };
+  std::vector<Bandwidth> bandwidth;
 };
 
 // α (s), β (s/byte) from chapter 00's ping-pong, γ (s/byte) from reduce_into.
@@ -76,8 +87,17 @@ std::vector<Series> run_mpi_peer(const Options& o, const char* self_exe);
 // `--mpi-child`: the body mpirun starts; prints one line per size on rank 0.
 int mpi_child_main(const Options& o);
 
+// --backend nccl (nccl_report.cpp, only in builds with NCCL): every chosen
+// algorithm and NCCL's own allreduce, one rank per GPU on device memory, in
+// one table, then reduce_into against a device copy. Returns the exit code
+// (1: no GPU). Without --ranks (`ranks_given` false) every GPU gets a rank.
+int nccl_main(Options o, bool ranks_given);
+
 void print_report(const Options& o, const Model& m, const std::vector<Series>& all);
-void write_json(const Options& o, const Model& m, const std::vector<Series>& all);
+void print_nccl_report(const Options& o, const GpuInfo& gpu, const std::vector<Series>& all);
+// `gpu`: the --backend nccl run's GPUs and device bandwidths (no model then).
+void write_json(const Options& o, const Model& m, const std::vector<Series>& all,
+                const GpuInfo* gpu = nullptr);
 void write_plot(const Options& o, const std::vector<Series>& all);
 
 }  // namespace dtw::bench

@@ -4,18 +4,18 @@
 // around it, because of its tanh. The kernel uses the identity
 //   1 + tanh(u) = 2σ(2u) = 2 / (1 + e^(−2u)),  so  gelu(x) = x / (1 + e^(−2u)),
 // which needs one exp and one division and, unlike 1 − 2/(1 + e^(2u)), never
-// subtracts nearly equal numbers. In float the exp is our own (exp_approx
-// below), because a call to glibc's expf keeps the loop scalar. The reference
-// keeps the header's tanh formula, evaluated in double.
+// subtracts nearly equal numbers. In float the exp is our own
+// (detail::exp_saturating, vector_exp.h), because a call to glibc's expf keeps
+// the loop scalar. The reference keeps the header's tanh formula, in double.
 #include "dtw/kernels/activations.h"
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
+#include "vector_exp.h"
 
 namespace dtw::kernels {
 namespace {
@@ -39,40 +39,6 @@ void check_size(const char* kernel, const char* name, std::int64_t value) {
   DTW_CHECK_ARG(value >= 0, kernel << ": " << name << " " << value << " is negative");
 }
 
-// e^z in float to within 2 ulp (relative) for |z| ≤ 87; |z| is clamped to 87
-// beyond, which keeps e^z and 1/(1 + e^z) finite and normal. Written with
-// arithmetic and integer bit operations only, so a loop of it vectorises:
-//  - z = n·ln2 + r with n = round(z·log2 e) and |r| ≤ ln2/2; ln2 is split in
-//    two (its high part has 9 bits, so n·ln2_hi is exact) to keep r accurate;
-//  - e^r is its Taylor series to r⁷ (the next term is below 0.1 ulp);
-//  - 2ⁿ is built directly as the float whose exponent field is n + 127.
-// The clamp works on the integer bits of |z| because a float comparison may
-// trap, and GCC will not vectorise a conditional that might.
-inline float exp_approx(float z) {
-  constexpr auto kMaxBits = std::bit_cast<std::int32_t>(87.0f);
-  const auto bits = std::bit_cast<std::int32_t>(z);
-  const std::int32_t magnitude = std::min(bits & 0x7fffffff, kMaxBits);
-  z = std::bit_cast<float>((bits & ~0x7fffffff) | magnitude);
-  // Adding and removing 1.5·2²³ rounds to the nearest integer (|z·log2 e| < 2²²).
-  constexpr float kRound = 12582912.0f;
-  const float n = (z * 1.44269504f + kRound) - kRound;
-  const float r = (z - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.0f / 5040;  // Horner's rule, from the r⁷ coefficient down
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 1.0f / 2;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  return p * std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
-}
-
-// Double is for gradient checks, not speed: the library exp, kept finite.
-inline double exp_approx(double z) {
-  return std::exp(std::min(z, 700.0));
-}
-
 // gelu(x) = x·s with s = σ(2u) = 1/(1 + e), e = e^(−2u). In float the result is
 // within (4 + 4|u|) ulp of the exact formula: 4 for the roundings and the exp,
 // 4|u| for the rounding of u, which e^(−2u) magnifies exactly as gelu itself
@@ -80,7 +46,7 @@ inline double exp_approx(double z) {
 template <class T>
 inline T gelu_value(T x) {
   const T u = T(kSqrt2OverPi) * x * (T(1) + T(kGeluCubic) * x * x);
-  return x / (T(1) + exp_approx(T(-2) * u));
+  return x / (T(1) + detail::exp_saturating(T(-2) * u));
 }
 
 // gelu'(x) = s + x·s(1 − s)·2u' with 1 − s = e·s, u' = √(2/π)(1 + 3·0.044715x²).
@@ -89,7 +55,7 @@ template <class T>
 inline T gelu_slope(T x) {
   const T x2 = x * x;
   const T u = T(kSqrt2OverPi) * x * (T(1) + T(kGeluCubic) * x2);
-  const T e = exp_approx(T(-2) * u);
+  const T e = detail::exp_saturating(T(-2) * u);
   const T s = T(1) / (T(1) + e);
   const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x2);
   return s * (T(1) + T(2) * x * (e * s) * du);

@@ -15,6 +15,7 @@
 #include "dtw/errors.h"
 #include "dtw/kernels/matmul.h"
 #include "dtw/kernels/reduce.h"
+#include "vector_exp.h"
 
 namespace dtw::kernels {
 namespace {
@@ -54,11 +55,10 @@ void forward_head(T* out, T* p, const T* q, const T* k, const T* v, std::int64_t
     // which also makes them drop out of every backward product.
     const std::int64_t visible = causal ? i + 1 : tk;
     // Subtracting the row maximum keeps exp from overflowing; it cancels in the ratio.
-    T max = visible > 0 ? row[0] : T(0);
-    for (std::int64_t j = 1; j < visible; ++j) max = std::max(max, row[j]);
-    T sum = 0;
-    for (std::int64_t j = 0; j < visible; ++j) sum += row[j] = std::exp(row[j] - max);
-    const T inv = T(1) / sum;  // one division per row, then products
+    const T max = visible > 0 ? detail::row_max(row, visible) : T(0);
+    // vector_exp.h's exp (vectorised in float), summed in double.
+    const double sum = detail::exp_shifted_sum(row, row, max, visible);
+    const T inv = static_cast<T>(1.0 / sum);  // one division per row, then products
     for (std::int64_t j = 0; j < visible; ++j) row[j] *= inv;
     for (std::int64_t j = visible; j < tk; ++j) row[j] = T(0);
   }

@@ -28,6 +28,7 @@
 #include "dtw/errors.h"
 #include "dtw/kernels/matmul.h"
 #include "dtw/kernels/reduce.h"
+#include "vector_exp.h"
 
 namespace dtw::kernels {
 namespace {
@@ -91,14 +92,13 @@ void block_forward_head(T* out, T* lse, const T* q, const T* k, const T* v, cons
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = p.data() + r * b.kv_len;
     const std::int64_t visible = b.visible(i0 + r);  // ≥ 1 from i0 on
-    T max = row[0];
-    for (std::int64_t j = 1; j < visible; ++j) max = std::max(max, row[j]);
-    T sum = 0;
-    for (std::int64_t j = 0; j < visible; ++j) sum += row[j] = std::exp(row[j] - max);
-    const T inv = T(1) / sum;
+    const T max = detail::row_max(row, visible);
+    // vector_exp.h's exp (vectorised in float), summed in double; sum ≥ 1.
+    const double sum = detail::exp_shifted_sum(row, row, max, visible);
+    const T inv = static_cast<T>(1.0 / sum);
     for (std::int64_t j = 0; j < visible; ++j) row[j] *= inv;
     for (std::int64_t j = visible; j < b.kv_len; ++j) row[j] = T(0);
-    lse[i0 + r] = max + std::log(sum);  // = log Σ e^s, without overflowing e^s
+    lse[i0 + r] = max + static_cast<T>(std::log(sum));  // = log Σ e^s, without overflowing e^s
   }
   matmul(Trans::kNo, Trans::kNo, rows, d, b.kv_len, T(1), p.data(), v, T(0), out + i0 * d);
 }
@@ -155,7 +155,7 @@ void block_backward_head(T* dq, T* dk, T* dv, const T* dout, const T* lse, const
     T* row = p.data() + r * b.kv_len;
     // Rows from i0 on see a key of this block, so their final lse is finite.
     const std::int64_t visible = b.visible(i0 + r);
-    for (std::int64_t j = 0; j < visible; ++j) row[j] = std::exp(row[j] - lse[i0 + r]);
+    detail::exp_shifted(row, row, lse[i0 + r], visible);
     for (std::int64_t j = visible; j < b.kv_len; ++j) row[j] = T(0);
   }
   const T* go = dout + i0 * d;

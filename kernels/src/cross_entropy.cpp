@@ -12,6 +12,7 @@
 
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
+#include "vector_exp.h"
 
 namespace dtw::kernels {
 namespace {
@@ -44,13 +45,9 @@ T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t
     const T* lr = logits + r * vocab;
     T* pr = probs + r * vocab;
     const T target_logit = lr[targets[r]];  // read before probs (maybe aliasing) is written
-    T max = lr[0];
-    for (std::int64_t c = 1; c < vocab; ++c) max = lr[c] > max ? lr[c] : max;
-    double sum = 0;
-    for (std::int64_t c = 0; c < vocab; ++c) {
-      pr[c] = std::exp(lr[c] - max);
-      sum += static_cast<double>(pr[c]);
-    }
+    const T max = detail::row_max(lr, vocab);
+    // As in softmax.cpp: vector_exp.h's exp, the sum in double.
+    const double sum = detail::exp_shifted_sum(pr, lr, max, vocab);
     const T inv = static_cast<T>(1.0 / sum);  // one division per row, then multiplies
     for (std::int64_t c = 0; c < vocab; ++c) pr[c] *= inv;
     // (m − logit_target) first: adding log S to m first would round it to the

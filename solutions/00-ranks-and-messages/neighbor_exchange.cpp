@@ -55,11 +55,16 @@ void exchange_with_neighbors(Comm& comm, std::span<const T> to_left, std::span<c
   // blocks until wait_all, by which time all four messages are in flight.
   // (With p = 1 both neighbours are this rank; non-blocking calls make that
   // work too, as the send no longer has to finish before the receive starts.)
+  // The sends go in the order of the receives they feed: rightward first.
+  // MPI and the threads backend match by tag and would not care, but NCCL
+  // has no tags and pairs two ranks' messages in posting order; with p = 2
+  // the left and right neighbour are the same rank, and the other order
+  // would swap the halos.
   std::array<Request, 4> requests{
       comm.irecv(from_left, left, kRightward),
       comm.irecv(from_right, right, kLeftward),
-      comm.isend(to_left, left, kLeftward),
       comm.isend(to_right, right, kRightward),
+      comm.isend(to_left, left, kLeftward),
   };
   comm.wait_all(requests);
   check_arrived(comm, requests[0].received_count(), from_left.size(), left, "from_left");

@@ -1,7 +1,10 @@
-// The nccl backend on one GPU: launch errors, a world of one rank (self
-// messages, grouped isend/irecv, recv_reduce through the CUDA kernel, barrier,
-// split, NCCL's reference collectives) and the clear error for host memory.
-// On a machine without a GPU only the "no CUDA device" check runs.
+// The nccl backend: launch errors, a world of one rank (self messages, grouped
+// isend/irecv, recv_reduce through the CUDA kernel, barrier, split, NCCL's
+// reference collectives, host memory staged through the device) and split
+// through ncclCommSplit on every GPU. On a machine without a GPU only the
+// "no CUDA device" check runs.
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -111,14 +114,63 @@ TEST(NcclWorldOfOneTest, CopyLocalAndDivideLocalRunOnTheDevice) {
   });
 }
 
-TEST(NcclWorldOfOneTest, HostMemoryIsInvalidArgument) {
+TEST(NcclWorldOfOneTest, HostMemoryIsStagedThroughTheDevice) {
   DTW_REQUIRE_GPUS(1);
-  EXPECT_THROW(launch(1, nccl_options(),
-                      [](Comm& comm) {
-                        std::vector<float> host(8, 1.0f), back(8);
-                        comm.sendrecv(host, 0, back, 0);
-                      }),
-               InvalidArgument);
+  launch(1, nccl_options(), [](Comm& comm) {
+    std::vector<std::int64_t> host(1001), back(1001, -1);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = (std::int64_t{1} << 40) + static_cast<std::int64_t>(i);
+    EXPECT_EQ(comm.sendrecv(host, 0, back, 0), 1001);
+    EXPECT_EQ(testing::compare(0, host, back), "");
+    // A host send to a device receive and back: either side may be staged alone.
+    DeviceArray<std::int64_t> dev(1001);
+    comm.sendrecv(host, 0, dev.span(), 0);
+    EXPECT_EQ(testing::compare(0, host, dev.download()), "");
+    std::fill(back.begin(), back.end(), -1);
+    comm.sendrecv(std::span<const std::int64_t>(dev.span()), 0, back, 0);
+    EXPECT_EQ(testing::compare(0, host, back), "");
+    // recv_reduce into host memory reduces on the CPU after a staged receive.
+    Request r = comm.isend(host, 0, 1);
+    comm.recv_reduce(back, 0, ReduceOp::kSum, 1);
+    comm.wait(r);
+    std::vector<std::int64_t> twice(host);
+    for (std::int64_t& x : twice) x *= 2;
+    EXPECT_EQ(testing::compare(0, twice, back), "");
+    // NCCL's collectives are not staged: host memory there is a clear error.
+    EXPECT_THROW(comm.reference_allreduce(as_buffer(std::span<std::int64_t>(back)), ReduceOp::kSum),
+                 InvalidArgument);
+  });
+}
+
+// ncclCommSplit with every parent rank taking part: a reversed key order,
+// and (from 3 GPUs) a rank that passes kNoColor.
+TEST(NcclSplitTest, GroupsFollowColorAndKeyLikeTheOtherBackends) {
+  DTW_REQUIRE_GPUS(2);
+  const int p = std::min(testing::cuda_devices(nullptr), 8);
+  launch(p, nccl_options(), [p](Comm& comm) {
+    const int r = comm.rank();
+    const bool out = p >= 3 && r == p - 1;
+    std::unique_ptr<Comm> sub = comm.split(out ? kNoColor : r % 2, -r);
+    if (out) {
+      EXPECT_EQ(sub, nullptr);
+      return;
+    }
+    ASSERT_NE(sub, nullptr);
+    // Members of my color, in descending parent rank (key -r), the outsider left out.
+    std::vector<int> members;
+    for (int q = p - 1; q >= 0; --q)
+      if (q % 2 == r % 2 && !(p >= 3 && q == p - 1)) members.push_back(q);
+    ASSERT_EQ(sub->size(), static_cast<int>(members.size()));
+    EXPECT_EQ(sub->world_rank_of(sub->rank()), r);
+    for (int i = 0; i < sub->size(); ++i) EXPECT_EQ(sub->world_rank_of(i), members[i]);
+    // NCCL's allreduce on the new communicator sums exactly the members' ranks.
+    DeviceArray<std::int64_t> d(3);
+    d.upload(std::vector<std::int64_t>(3, r));
+    sub->reference_allreduce(Buffer{d.data(), 3, DataType::kInt64}, ReduceOp::kSum);
+    std::int64_t want = 0;
+    for (int q : members) want += q;
+    EXPECT_EQ(testing::compare(r, std::vector<std::int64_t>(3, want), d.download()), "");
+    sub->barrier();
+  });
 }
 
 }  // namespace

@@ -62,6 +62,7 @@ NcclComm::~NcclComm() {
   for (auto& op : queued_) op->owner = nullptr;
   for (auto& op : in_flight_) op->owner = nullptr;
   if (barrier_word_) cudaFree(barrier_word_);
+  if (empty_token_) cudaFree(empty_token_);
   if (!comm_) return;
   // A failed world (or an exception unwinding through this rank) may have
   // operations a peer will never match: abort instead of waiting for them.
@@ -213,14 +214,24 @@ void NcclComm::flush() {
   if (queued_.empty()) return;
   std::vector<std::shared_ptr<NcclOp>> ops;
   ops.swap(queued_);
+  // An empty message must still be a message: its arrival is the signal (a
+  // barrier sends nothing else). NCCL would skip zero elements on both sides,
+  // so both sides move one token byte instead; the pairing is unchanged,
+  // since every empty send meets an empty receive in posting order.
+  const bool any_empty =
+      std::any_of(ops.begin(), ops.end(), [](const auto& op) { return op->count == 0; });
+  if (any_empty && !empty_token_)
+    DTW_CUDA_CHECK(cudaMalloc(&empty_token_, 2));
   DTW_NCCL_CHECK(ncclGroupStart());
   for (const auto& op : ops) {
-    if (op->count == 0) continue;  // nothing to move; the peer skips its side too
-    const auto n = static_cast<std::size_t>(op->count);
+    const bool empty = op->count == 0;
+    const auto n = empty ? std::size_t{1} : static_cast<std::size_t>(op->count);
+    const ncclDataType_t type = empty ? ncclUint8 : nccl_type(op->type);
+    auto* token = static_cast<unsigned char*>(empty_token_);
     if (op->send)
-      DTW_NCCL_CHECK(ncclSend(op->device, n, nccl_type(op->type), op->nccl_peer, comm_, ctx_->stream));
+      DTW_NCCL_CHECK(ncclSend(empty ? token : op->device, n, type, op->nccl_peer, comm_, ctx_->stream));
     else
-      DTW_NCCL_CHECK(ncclRecv(op->device, n, nccl_type(op->type), op->nccl_peer, comm_, ctx_->stream));
+      DTW_NCCL_CHECK(ncclRecv(empty ? token + 1 : op->device, n, type, op->nccl_peer, comm_, ctx_->stream));
   }
   const ncclResult_t rc = ncclGroupEnd();
   in_flight_.insert(in_flight_.end(), ops.begin(), ops.end());

@@ -1,6 +1,7 @@
 #pragma once
 // The nccl backend's Comm: one rank per GPU, one stream per rank. Buffers are
-// device (or managed) memory. Point-to-point calls are queued and launched
+// device (or managed) memory; point-to-point also takes host memory (below).
+// Point-to-point calls are queued and launched
 // together, inside one ncclGroupStart/End, when the rank next waits: so an
 // isend and an irecv to the same peer (or a sendrecv) progress together, as
 // NCCL requires. Every wait polls instead of blocking, so a peer that never
@@ -95,6 +96,9 @@ class NcclComm final : public Comm {
   ncclComm_t comm_;
   bool failed_ = false;
   void* barrier_word_ = nullptr;  // one device int the barrier allreduces
+  // Two device bytes that stand in for empty messages (see flush): [0] is what
+  // empty sends carry, [1] where empty receives land.
+  void* empty_token_ = nullptr;
   // Where a non-blocking ncclCommSplit stores the new communicator, from NCCL's
   // own thread once the split completes: a member, not a local, so a split
   // abandoned by a timeout cannot write into a stack frame that is gone.

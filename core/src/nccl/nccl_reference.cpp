@@ -1,6 +1,8 @@
 // The nccl backend's reference collectives: NCCL's own, on this rank's stream.
 // All-to-all, gather and scatter have no NCCL collective; they are grouped
-// ncclSend/ncclRecv, the way NCCL's documentation builds them.
+// ncclSend/ncclRecv, the way NCCL's documentation builds them. Buffers must be
+// device memory (unlike point-to-point, nothing is staged): a host pointer is
+// an InvalidArgument here rather than an illegal address inside NCCL.
 #include <cstddef>
 
 #include "dtw/chunks.h"
@@ -47,6 +49,7 @@ void check_reducible(int rank, const char* what, Buffer data) {
 
 void NcclComm::reference_allreduce(Buffer data, ReduceOp op) {
   check_reducible(rank(), "allreduce", data);
+  check_device_memory(data.data, data.bytes(), "reference allreduce");
   verify_collective({"allreduce", data.count, data.type, static_cast<int>(op), -1});
   flush();
   run_collective("reference allreduce", ncclAllReduce(data.data, data.data, n(data.count), nccl_type(data.type),
@@ -55,6 +58,7 @@ void NcclComm::reference_allreduce(Buffer data, ReduceOp op) {
 
 void NcclComm::reference_broadcast(Buffer data, int root) {
   check_root(rank(), size(), "broadcast", root);
+  check_device_memory(data.data, data.bytes(), "reference broadcast");
   verify_collective({"broadcast", data.count, data.type, -1, root});
   flush();
   run_collective("reference broadcast", ncclBroadcast(data.data, data.data, n(data.count), nccl_type(data.type),
@@ -64,6 +68,7 @@ void NcclComm::reference_broadcast(Buffer data, int root) {
 void NcclComm::reference_reduce(Buffer data, ReduceOp op, int root) {
   check_root(rank(), size(), "reduce", root);
   check_reducible(rank(), "reduce", data);
+  check_device_memory(data.data, data.bytes(), "reference reduce");
   verify_collective({"reduce", data.count, data.type, static_cast<int>(op), root});
   flush();
   run_collective("reference reduce", ncclReduce(data.data, data.data, n(data.count), nccl_type(data.type),
@@ -73,6 +78,8 @@ void NcclComm::reference_reduce(Buffer data, ReduceOp op, int root) {
 void NcclComm::reference_allgather(ConstBuffer in, Buffer out) {
   check_same_type(in, out, "allgather");
   DTW_CHECK_EQ(out.count, size() * in.count, "rank " << rank() << ": reference allgather: output size");
+  check_device_memory(in.data, in.bytes(), "reference allgather");
+  check_device_memory(out.data, out.bytes(), "reference allgather");
   verify_collective({"allgather", in.count, in.type, -1, -1});
   flush();
   run_collective("reference allgather", ncclAllGather(in.data, out.data, n(in.count), nccl_type(in.type),
@@ -84,6 +91,8 @@ void NcclComm::reference_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op)
   check_reducible(rank(), "reduce_scatter", out);
   const Chunks chunks(in.count, size());
   DTW_CHECK_EQ(out.count, chunks.size(rank()), "rank " << rank() << ": reference reduce_scatter: output size");
+  check_device_memory(in.data, in.bytes(), "reference reduce_scatter");
+  check_device_memory(out.data, out.bytes(), "reference reduce_scatter");
   verify_collective({"reduce_scatter", in.count, in.type, static_cast<int>(op), -1});
   flush();
   if (in.count % size() == 0) {
@@ -105,6 +114,8 @@ void NcclComm::reference_alltoall(ConstBuffer in, Buffer out) {
   check_same_type(in, out, "alltoall");
   DTW_CHECK_EQ(in.count % size(), 0, "rank " << rank() << ": reference alltoall: input not divisible by size");
   DTW_CHECK_EQ(out.count, in.count, "rank " << rank() << ": reference alltoall: output size");
+  check_device_memory(in.data, in.bytes(), "reference alltoall");
+  check_device_memory(out.data, out.bytes(), "reference alltoall");
   const std::int64_t block = in.count / size();
   verify_collective({"alltoall", in.count, in.type, -1, -1});
   flush();
@@ -121,7 +132,9 @@ void NcclComm::reference_gather(ConstBuffer in, Buffer out, int root) {
   if (rank() == root) {
     check_same_type(in, out, "gather");
     DTW_CHECK_EQ(out.count, size() * in.count, "rank " << rank() << ": reference gather: output size");
+    check_device_memory(out.data, out.bytes(), "reference gather");
   }
+  check_device_memory(in.data, in.bytes(), "reference gather");
   verify_collective({"gather", in.count, in.type, -1, root});
   flush();
   DTW_NCCL_CHECK(ncclGroupStart());
@@ -140,7 +153,9 @@ void NcclComm::reference_scatter(ConstBuffer in, Buffer out, int root) {
   if (rank() == root) {
     check_same_type(in, out, "scatter");
     DTW_CHECK_EQ(in.count, size() * out.count, "rank " << rank() << ": reference scatter: input size");
+    check_device_memory(in.data, in.bytes(), "reference scatter");
   }
+  check_device_memory(out.data, out.bytes(), "reference scatter");
   verify_collective({"scatter", out.count, out.type, -1, root});
   flush();
   DTW_NCCL_CHECK(ncclGroupStart());
