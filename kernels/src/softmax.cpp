@@ -40,8 +40,8 @@ void softmax_forward(T* y, const T* x, std::int64_t rows, std::int64_t cols) {
     const T max = detail::row_max(xr, cols);
     // y holds the exponentials until the sum is known (y may alias x: each
     // element is read before it is overwritten). The sum is kept in double.
-    // In float the exp is vector_exp.h's, which flushes e^(x − max) < 2⁻¹²⁶
-    // to 0: an absolute error below 1.2e-38 in a probability.
+    // In float the exp is vector_exp.h's, which flushes e^(x − max) below
+    // ~1.8e-38 to 0: an absolute error that small in a probability.
     const double sum = detail::exp_shifted_sum(yr, xr, max, cols);
     const T inv = static_cast<T>(1.0 / sum);  // one division per row, then multiplies
     for (std::int64_t c = 0; c < cols; ++c) yr[c] *= inv;

@@ -5,7 +5,11 @@
 // stays scalar at ~3–4 ns per element; softmax, cross-entropy and attention
 // exponentiate every score, which made them twice as slow as their matmuls.
 // The exps below use arithmetic and integer bit operations only, so a
-// fixed-length loop of them becomes SSE code (4 lanes) at -O2 and -O3 alike:
+// fixed-length loop of them becomes SSE code (4 lanes) at -O2 and -O3 alike
+// (~1.7 ns per element in a long row on the dev machine's EPYC, against ~3.3
+// for expf). In ISO mode (-std=c++20) GCC never contracts a·b + c into an
+// FMA, so a vector lane and a scalar call round alike, on any x86-64.
+// The method:
 //  - range reduction: z = n·ln2 + r with n = round(z·log2 e), |r| ≤ ln2/2
 //    (plus a hair when z·log2 e rounds). ln2 is split in two: its high part
 //    has 9 significant bits, so n·ln2_hi is exact for |n| ≤ 2⁸ and z − n·ln2_hi
@@ -72,7 +76,9 @@ inline float exp_saturating(float z) {
 }
 
 // Double is for gradient checks, not speed: the library exp, kept finite.
-inline double exp_saturating(double z) { return std::exp(std::min(z, 700.0)); }
+inline double exp_saturating(double z) {
+  return std::exp(std::min(z, 700.0));
+}
 
 // Below kExpUnderflow, exp_flush returns exactly 0. e^−86.9 ≈ 1.8e-38 is just
 // above the smallest normal float (2⁻¹²⁶ ≈ 1.18e-38), and n ≥ −125 from there
@@ -101,23 +107,27 @@ inline float exp_flush(float z) {
   const std::int32_t c =
       (std::bit_cast<std::int32_t>(z) & ~(low | high)) | (kLowBits & low) | (kHighBits & high);
   const ExpParts e = exp_parts(std::bit_cast<float>(c));
-  // n runs from −125 to 128 here, one more than exponent fields hold (1 to
-  // 254), so scale 2p (exact) by 2ⁿ⁻¹. Splitting 2ⁿ in two factors would work
-  // as well, for four more operations.
+  // n runs from −125 to 128 here, and 2¹²⁸ is no float (exponent field 255
+  // means ∞), so scale 2p (exact) by 2ⁿ⁻¹, whose fields run from 1 to 254.
+  // Splitting 2ⁿ into two factors would work too, for four more operations.
   const float v = (e.p + e.p) * std::bit_cast<float>((e.n + 126) << 23);
   return std::bit_cast<float>(std::bit_cast<std::int32_t>(v) & ~low);
 }
 
 // The exp of the row loops below: exp_flush in float, std::exp in double.
-inline float exp_row_element(float z) { return exp_flush(z); }
-inline double exp_row_element(double z) { return std::exp(z); }
+inline float exp_row_element(float z) {
+  return exp_flush(z);
+}
+inline double exp_row_element(double z) {
+  return std::exp(z);
+}
 
 // Row loops take kExpBlock elements at a time: a loop with a fixed trip count
 // is what GCC vectorises at -O2, where its cost model skips loops of unknown
 // length. A row's last, short block is copied into a padded buffer and takes
 // the same path, so every element is computed alike (bitwise the same result
 // wherever it sits) and short rows, such as causal attention's, stay fast.
-inline constexpr std::int64_t kExpBlock = 16;
+inline constexpr std::int64_t kExpBlock = 8;
 
 // max_i x[i] for n ≥ 1, the shift that keeps a softmax row's exponents ≤ 0.
 // kExpBlock running maxima vectorise (one is a chain of dependent compares,
@@ -142,6 +152,7 @@ T row_max(const T* x, std::int64_t n) {
   return max;
 }
 
+// exp_shifted and exp_shifted_sum (below):
 // y[i] = e^(x[i] − shift) for i < n; y may be x. With kSum, also returns
 // Σ y[i], summed in double in kExpBlock interleaved partial sums: they
 // vectorise (one running sum is a chain of dependent adds, ~1 ns per
@@ -167,9 +178,12 @@ double exp_shifted_impl(T* y, const T* x, T shift, std::int64_t n) {
     block(out, in);
     std::copy(out, out + (n - i), y + i);
   }
-  double sum = 0;
-  for (const double s : part) sum += s;
-  return sum;
+  // Fold the partial sums pairwise, halving their number each pass: three
+  // adds deep instead of a chain of 8 dependent ones.
+  static_assert(kExpBlock == 8);
+  for (std::int64_t j = 0; j < 4; ++j) part[j] += part[j + 4];
+  for (std::int64_t j = 0; j < 2; ++j) part[j] += part[j + 2];
+  return part[0] + part[1];
 }
 
 template <class T>

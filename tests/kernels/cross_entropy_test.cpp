@@ -85,7 +85,8 @@ TYPED_TEST(CrossEntropyTest, MatchesReference) {
       const T max = *std::max_element(logits.begin() + static_cast<std::ptrdiff_t>(row),
                                       logits.begin() + static_cast<std::ptrdiff_t>(row) + s.vocab);
       // A prob errs as in softmax: x − max rounded in T (|x − max|/2 ulp
-      // relative after exp), exp, 1/sum, product: (3 + |x − max|/2) ulp; the
+      // relative after exp), exp (≤ 1.22 ulp in float), 1/sum, product: within
+      // (3 + |x − max|/2) ulp; the
       // sums in double differ by up to vocab ulp of double.
       // log S errs by the weighted sum of the summed terms' errors (each term
       // has all but the last two roundings), the loss by that plus its rounding.

@@ -53,8 +53,9 @@ constexpr double kDoubleEps = std::numeric_limits<double>::epsilon();
 
 // Relative error allowed in softmax element i: the kernel rounds x − max in T
 // (0.5 ulp of |x − max|, which exp turns into that much relative error), then
-// exp (≤ 1 ulp), 1/sum (0.5 ulp) and the product (0.5 ulp): (3 + |x − max|/2)
-// ulp of T; and the sums (in double, in a different order from the
+// exp (≤ 1.22 ulp for the float kernel's vectorised exp, kernels/src/vector_exp.h;
+// ≤ 1 for std::exp), 1/sum (0.5 ulp) and the product (0.5 ulp): 2.72 ulp, under
+// the (3 + |x − max|/2) ulp of T allowed; and the sums (in double, in a different order from the
 // reference's) differ by up to cols ulp of double.
 template <class T>
 double softmax_tolerance(const std::vector<T>& x, std::size_t i, std::int64_t cols) {
