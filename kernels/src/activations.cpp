@@ -9,19 +9,18 @@
 // the loop scalar. The reference keeps the header's tanh formula, in double.
 #include "dtw/kernels/activations.h"
 
-#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
 
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
+#include "host_policy.h"
 #include "vector_exp.h"
 
 namespace dtw::kernels {
 namespace {
 
-using Policy =
-    Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+using Policy = detail::HostPolicy;
 
 // Element-wise kernels take one Kokkos index per block of kBlock elements: the
 // block's inner loop has a fixed length, which GCC vectorises even at -O2 (its

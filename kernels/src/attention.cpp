@@ -7,41 +7,25 @@
 // scratch.
 #include "dtw/kernels/attention.h"
 
-#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "attention_common.h"
 #include "dtw/errors.h"
 #include "dtw/kernels/matmul.h"
 #include "dtw/kernels/reduce.h"
+#include "host_policy.h"
 #include "vector_exp.h"
 
 namespace dtw::kernels {
 namespace {
 
-using Policy =
-    Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+using Policy = detail::HostPolicy;
 
-void check_shape(const char* fn, const AttentionShape& s) {
-  DTW_CHECK_ARG(s.batch >= 0 && s.heads >= 0 && s.q_len >= 0 && s.kv_len >= 0 && s.head_dim >= 0,
-                fn << ": sizes must not be negative (batch " << s.batch << ", heads " << s.heads
-                   << ", q_len " << s.q_len << ", kv_len " << s.kv_len << ", head_dim "
-                   << s.head_dim << ")");
-}
-
-void check_causal(const char* fn, const AttentionShape& s, bool causal) {
-  DTW_CHECK_ARG(!causal || s.q_len == s.kv_len,
-                fn << ": causal attention needs q_len == kv_len, got q_len " << s.q_len
-                   << " and kv_len " << s.kv_len
-                   << " (attention_block_forward takes positions as offsets)");
-}
-
-// 1/√d; head_dim 0 has empty dot products, and 1 keeps the scores finite (0).
-template <class T>
-T score_scale(std::int64_t head_dim) {
-  return head_dim > 0 ? T(1) / std::sqrt(static_cast<T>(head_dim)) : T(1);
-}
+using detail::check_attention_causal;
+using detail::check_attention_shape;
+using detail::score_scale;
 
 // One head: scores S = scale · q kᵀ straight into probs, the masked softmax
 // in place, then out = P v.
@@ -70,8 +54,8 @@ void forward_head(T* out, T* p, const T* q, const T* k, const T* v, std::int64_t
 template <class T>
 void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
                        const AttentionShape& shape, bool causal) {
-  check_shape("attention_forward", shape);
-  check_causal("attention_forward", shape, causal);
+  check_attention_shape("attention_forward", shape);
+  check_attention_causal("attention_forward", shape, causal);
   const std::int64_t tq = shape.q_len, tk = shape.kv_len, d = shape.head_dim;
   const std::int64_t heads = shape.batch * shape.heads;
   if (heads * tq == 0) return;
@@ -85,7 +69,7 @@ void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
 template <class T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* probs, const T* q, const T* k,
                         const T* v, const AttentionShape& shape) {
-  check_shape("attention_backward", shape);
+  check_attention_shape("attention_backward", shape);
   const std::int64_t tq = shape.q_len, tk = shape.kv_len, d = shape.head_dim;
   const std::int64_t heads = shape.batch * shape.heads;
   if (heads == 0) return;
@@ -119,8 +103,8 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* probs, cons
 template <class T>
 void attention_forward_reference(T* out, T* probs, const T* q, const T* k, const T* v,
                                  const AttentionShape& shape, bool causal) {
-  check_shape("attention_forward_reference", shape);
-  check_causal("attention_forward_reference", shape, causal);
+  check_attention_shape("attention_forward_reference", shape);
+  check_attention_causal("attention_forward_reference", shape, causal);
   const std::int64_t tq = shape.q_len, tk = shape.kv_len, d = shape.head_dim;
   const double scale = d > 0 ? 1.0 / std::sqrt(static_cast<double>(d)) : 1.0;
   std::vector<double> score(static_cast<std::size_t>(tk));
@@ -153,7 +137,7 @@ void attention_forward_reference(T* out, T* probs, const T* q, const T* k, const
 template <class T>
 void attention_backward_reference(T* dq, T* dk, T* dv, const T* dout, const T* probs, const T* q,
                                   const T* k, const T* v, const AttentionShape& shape) {
-  check_shape("attention_backward_reference", shape);
+  check_attention_shape("attention_backward_reference", shape);
   const std::int64_t tq = shape.q_len, tk = shape.kv_len, d = shape.head_dim;
   const double scale = d > 0 ? 1.0 / std::sqrt(static_cast<double>(d)) : 1.0;
   const auto sz = [](std::int64_t n) { return static_cast<std::size_t>(n); };

@@ -19,42 +19,32 @@
 // functions below reuse the per-head block routines without copying.
 #include "dtw/kernels/attention.h"
 
-#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "attention_common.h"
 #include "dtw/errors.h"
 #include "dtw/kernels/matmul.h"
 #include "dtw/kernels/reduce.h"
+#include "host_policy.h"
 #include "vector_exp.h"
 
 namespace dtw::kernels {
 namespace {
 
-using Policy =
-    Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+using Policy = detail::HostPolicy;
 
-void check_shape(const char* fn, const AttentionShape& s) {
-  DTW_CHECK_ARG(s.batch >= 0 && s.heads >= 0 && s.q_len >= 0 && s.kv_len >= 0 && s.head_dim >= 0,
-                fn << ": sizes must not be negative (batch " << s.batch << ", heads " << s.heads
-                   << ", q_len " << s.q_len << ", kv_len " << s.kv_len << ", head_dim "
-                   << s.head_dim << ")");
-}
+using detail::check_attention_causal;
+using detail::check_attention_shape;
+using detail::score_scale;
 
 // The whole-sequence forms follow attention_forward's rules.
 void check_blockwise(const char* fn, const AttentionShape& s, std::int64_t block, bool causal) {
-  check_shape(fn, s);
+  check_attention_shape(fn, s);
   DTW_CHECK_ARG(block > 0, fn << ": block " << block << " must be positive");
-  DTW_CHECK_ARG(!causal || s.q_len == s.kv_len,
-                fn << ": causal attention needs q_len == kv_len, got q_len " << s.q_len
-                   << " and kv_len " << s.kv_len);
-}
-
-template <class T>
-T score_scale(std::int64_t head_dim) {
-  return head_dim > 0 ? T(1) / std::sqrt(static_cast<T>(head_dim)) : T(1);
+  check_attention_causal(fn, s, causal);
 }
 
 template <class T>
@@ -188,7 +178,7 @@ template <class T>
 void attention_block_forward(T* out, T* lse, const T* q, const T* k, const T* v,
                              const AttentionShape& shape, std::int64_t q_offset,
                              std::int64_t k_offset, bool causal) {
-  check_shape("attention_block_forward", shape);
+  check_attention_shape("attention_block_forward", shape);
   const std::int64_t tq = shape.q_len, tk = shape.kv_len, d = shape.head_dim;
   const std::int64_t heads = shape.batch * shape.heads;
   if (heads * tq == 0) return;
@@ -216,7 +206,7 @@ template <class T>
 void attention_block_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse,
                               const T* q, const T* k, const T* v, const AttentionShape& shape,
                               std::int64_t q_offset, std::int64_t k_offset, bool causal) {
-  check_shape("attention_block_backward", shape);
+  check_attention_shape("attention_block_backward", shape);
   const std::int64_t tq = shape.q_len, tk = shape.kv_len, d = shape.head_dim;
   const std::int64_t heads = shape.batch * shape.heads;
   if (heads == 0) return;

@@ -7,18 +7,17 @@
 // from log(probs_target), which would be −∞ once that probability rounds to 0.
 #include "dtw/kernels/cross_entropy.h"
 
-#include <Kokkos_Core.hpp>
 #include <cmath>
 
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
+#include "host_policy.h"
 #include "vector_exp.h"
 
 namespace dtw::kernels {
 namespace {
 
-using Policy =
-    Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+using Policy = detail::HostPolicy;
 
 // Every check happens before any Kokkos kernel runs: an exception must not
 // leave a parallel region (on a device backend it cannot).

@@ -8,17 +8,16 @@
 // exactly as the sequential reference does.
 #include "dtw/kernels/embedding.h"
 
-#include <Kokkos_Core.hpp>
 #include <algorithm>
 
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
+#include "host_policy.h"
 
 namespace dtw::kernels {
 namespace {
 
-using Policy =
-    Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+using Policy = detail::HostPolicy;
 
 constexpr std::int64_t kColumnStrip = 128;
 

@@ -8,19 +8,18 @@
 // columns instead (no two indices ever write the same element).
 #include "dtw/kernels/layernorm.h"
 
-#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
+#include "host_policy.h"
 
 namespace dtw::kernels {
 namespace {
 
-using Policy =
-    Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+using Policy = detail::HostPolicy;
 
 constexpr std::int64_t kLanes = 8;
 constexpr std::int64_t kColumnStrip = 128;

@@ -35,33 +35,35 @@ std::unique_lock<std::mutex> lock_if_serial_blas() {
   return serial ? std::unique_lock<std::mutex>(serial_blas_mutex) : std::unique_lock<std::mutex>();
 }
 
-CBLAS_TRANSPOSE to_cblas(Trans t) { return t == Trans::kYes ? CblasTrans : CblasNoTrans; }
+CBLAS_TRANSPOSE to_cblas(Trans t) {
+  return t == Trans::kYes ? CblasTrans : CblasNoTrans;
+}
 
 void check_sizes(std::int64_t m, std::int64_t n, std::int64_t k) {
   DTW_CHECK_ARG(m >= 0 && n >= 0 && k >= 0,
                 "matmul: sizes must not be negative (m " << m << ", n " << n << ", k " << k << ")");
   constexpr std::int64_t kMaxBlasInt = 2147483647;
-  DTW_CHECK_ARG(m <= kMaxBlasInt && n <= kMaxBlasInt && k <= kMaxBlasInt,
-                "matmul: sizes exceed the BLAS's 32-bit int (m " << m << ", n " << n << ", k "
-                                                                << k << ")");
+  DTW_CHECK_ARG(
+      m <= kMaxBlasInt && n <= kMaxBlasInt && k <= kMaxBlasInt,
+      "matmul: sizes exceed the BLAS's 32-bit int (m " << m << ", n " << n << ", k " << k << ")");
 }
 
 void gemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb, beta,
-              c, ldc);
+  cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb, beta, c,
+              ldc);
 }
 void gemm(Trans ta, Trans tb, int m, int n, int k, double alpha, const double* a, int lda,
           const double* b, int ldb, double beta, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb, beta,
-              c, ldc);
+  cblas_dgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb, beta, c,
+              ldc);
 }
 
 }  // namespace
 
 template <class T>
-void matmul(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-            T alpha, const T* a, const T* b, T beta, T* c) {
+void matmul(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+            const T* a, const T* b, T beta, T* c) {
   check_sizes(m, n, k);
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -80,8 +82,8 @@ void matmul(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::i
 }
 
 template <class T>
-void matmul_reference(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n,
-                      std::int64_t k, T alpha, const T* a, const T* b, T beta, T* c) {
+void matmul_reference(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                      T alpha, const T* a, const T* b, T beta, T* c) {
   check_sizes(m, n, k);
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < n; ++j) {
@@ -107,11 +109,11 @@ const char* blas_name() {
   return name.c_str();
 }
 
-#define DTW_INSTANTIATE(T)                                                                \
-  template void matmul<T>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, T,      \
-                          const T*, const T*, T, T*);                                     \
-  template void matmul_reference<T>(Trans, Trans, std::int64_t, std::int64_t,             \
-                                    std::int64_t, T, const T*, const T*, T, T*);
+#define DTW_INSTANTIATE(T)                                                                     \
+  template void matmul<T>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, T, const T*, \
+                          const T*, T, T*);                                                    \
+  template void matmul_reference<T>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, T, \
+                                    const T*, const T*, T, T*);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)
 #undef DTW_INSTANTIATE

@@ -7,17 +7,16 @@
 // step loses nothing to intermediate rounding.
 #include "dtw/kernels/optim.h"
 
-#include <Kokkos_Core.hpp>
 #include <cmath>
 
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
+#include "host_policy.h"
 
 namespace dtw::kernels {
 namespace {
 
-using Policy =
-    Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+using Policy = detail::HostPolicy;
 
 // The checks torch.optim makes, plus ours on sizes and pointers: a bad
 // hyper-parameter should fail at the first step, not show up as NaN later.

@@ -1,10 +1,10 @@
 // The local reduction as a Kokkos kernel, next to the plain loop it must match.
 #include "dtw/kernels/reduce.h"
 
-#include <Kokkos_Core.hpp>
 #include <algorithm>
 
 #include "dtw/errors.h"
+#include "host_policy.h"
 
 namespace dtw::kernels {
 namespace {
@@ -27,12 +27,14 @@ template <class T, ReduceOp kOp>
 struct ReduceFunctor {
   T* __restrict__ dst;
   const T* __restrict__ src;
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const { dst[i] = apply(kOp, dst[i], src[i]); }
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    dst[i] = apply(kOp, dst[i], src[i]);
+  }
 };
 
 template <class T, ReduceOp kOp>
 void run(T* dst, const T* src, std::int64_t count) {
-  using Policy = Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+  using Policy = detail::HostPolicy;
   Kokkos::parallel_for("dtw::reduce_into", Policy(0, count), ReduceFunctor<T, kOp>{dst, src});
 }
 
@@ -59,21 +61,31 @@ void reduce_into_reference(T* dst, const T* src, std::int64_t count, ReduceOp op
 
 void reduce_into(Buffer dst, ConstBuffer src, ReduceOp op) {
   DTW_CHECK_ARG(dst.type == src.type, "reduce_into: destination holds " << name_of(dst.type)
-                                          << " but source holds " << name_of(src.type));
-  DTW_CHECK_ARG(dst.count == src.count, "reduce_into: destination has " << dst.count
-                                            << " elements but source has " << src.count);
+                                                                        << " but source holds "
+                                                                        << name_of(src.type));
+  DTW_CHECK_ARG(dst.count == src.count, "reduce_into: destination has "
+                                            << dst.count << " elements but source has "
+                                            << src.count);
   switch (dst.type) {
-    case DataType::kInt32: return reduce_into(static_cast<std::int32_t*>(dst.data), static_cast<const std::int32_t*>(src.data), dst.count, op);
-    case DataType::kInt64: return reduce_into(static_cast<std::int64_t*>(dst.data), static_cast<const std::int64_t*>(src.data), dst.count, op);
-    case DataType::kFloat32: return reduce_into(static_cast<float*>(dst.data), static_cast<const float*>(src.data), dst.count, op);
-    case DataType::kFloat64: return reduce_into(static_cast<double*>(dst.data), static_cast<const double*>(src.data), dst.count, op);
+    case DataType::kInt32:
+      return reduce_into(static_cast<std::int32_t*>(dst.data),
+                         static_cast<const std::int32_t*>(src.data), dst.count, op);
+    case DataType::kInt64:
+      return reduce_into(static_cast<std::int64_t*>(dst.data),
+                         static_cast<const std::int64_t*>(src.data), dst.count, op);
+    case DataType::kFloat32:
+      return reduce_into(static_cast<float*>(dst.data), static_cast<const float*>(src.data),
+                         dst.count, op);
+    case DataType::kFloat64:
+      return reduce_into(static_cast<double*>(dst.data), static_cast<const double*>(src.data),
+                         dst.count, op);
     case DataType::kByte: break;
   }
   DTW_CHECK_ARG(false, "reduce_into: raw bytes cannot be reduced");
 }
 
-#define DTW_INSTANTIATE(T)                                                   \
-  template void reduce_into<T>(T*, const T*, std::int64_t, ReduceOp);        \
+#define DTW_INSTANTIATE(T)                                            \
+  template void reduce_into<T>(T*, const T*, std::int64_t, ReduceOp); \
   template void reduce_into_reference<T>(T*, const T*, std::int64_t, ReduceOp);
 DTW_INSTANTIATE(std::int32_t)
 DTW_INSTANTIATE(std::int64_t)

@@ -7,18 +7,17 @@
 // float a vectorised exp, in double std::exp); the references keep std::exp.
 #include "dtw/kernels/softmax.h"
 
-#include <Kokkos_Core.hpp>
 #include <cmath>
 
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
+#include "host_policy.h"
 #include "vector_exp.h"
 
 namespace dtw::kernels {
 namespace {
 
-using Policy =
-    Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+using Policy = detail::HostPolicy;
 
 constexpr std::int64_t kLanes = 8;
 

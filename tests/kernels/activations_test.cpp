@@ -1,64 +1,30 @@
 // bias_add, bias_backward, gelu and add_into (Kokkos kernels) against their
 // plain-loop references, finite differences, the exact GELU, and themselves
 // called from many threads at once.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <latch>
 #include <limits>
-#include <string>
-#include <thread>
 #include <vector>
 
-#include "dtw/errors.h"
 #include "dtw/kernels/activations.h"
 #include "dtw_test.h"
-#include "gradcheck.h"
+#include "kernel_test_util.h"
 
-namespace dtw {
+namespace dtw::kernel_test {
 namespace {
 
-using ::testing::HasSubstr;
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, std::uint64_t key, double scale = 1.0) {
-  const std::vector<double> v = testing::random_vector(n, key, scale);
-  return {v.begin(), v.end()};
-}
-
-template <class T>
-bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-template <class F>
-void expect_invalid(F&& call, const std::string& needle) {
-  EXPECT_THROW(call(), InvalidArgument);
-  try {
-    call();
-  } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), HasSubstr(needle));
-  }
-}
-
-struct Shape {
-  std::int64_t rows, cols;
-};
-constexpr Shape kShapes[] = {{0, 0}, {0, 5}, {5, 0}, {1, 1}, {7, 13}, {64, 257}, {3, 300}};
+constexpr MatrixShape kShapes[] = {{0, 0}, {0, 5}, {5, 0}, {1, 1}, {7, 13}, {64, 257}, {3, 300}};
 // Element counts around the kernels' 16-element blocks, and a large odd one.
 constexpr std::int64_t kCounts[] = {0, 1, 15, 16, 17, 33, 7 * 13, 64 * 257 + 5};
 
 template <class T>
 class ActivationsTest : public ::testing::Test {};
-using RealTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(ActivationsTest, RealTypes);
 
 TYPED_TEST(ActivationsTest, BiasAddMatchesReference) {
   using T = TypeParam;
-  for (const Shape& s : kShapes) {
+  for (const MatrixShape& s : kShapes) {
     const std::vector<T> bias = random_values<T>(s.cols, 1);
     std::vector<T> got = random_values<T>(s.rows * s.cols, 2), want = got;
     kernels::bias_add(got.data(), bias.data(), s.rows, s.cols);
@@ -71,7 +37,7 @@ TYPED_TEST(ActivationsTest, BiasAddMatchesReference) {
 
 TYPED_TEST(ActivationsTest, BiasBackwardMatchesReference) {
   using T = TypeParam;
-  for (const Shape& s : kShapes) {
+  for (const MatrixShape& s : kShapes) {
     const std::vector<T> dy = random_values<T>(s.rows * s.cols, 3);
     std::vector<T> got = random_values<T>(s.cols, 4), want = got;  // accumulates into these
     kernels::bias_backward(got.data(), dy.data(), s.rows, s.cols);
@@ -255,10 +221,9 @@ TEST(ActivationsConcurrencyTest, ConcurrentCallsMatchSerial) {
 #else
   constexpr std::int64_t kRows = 256, kCols = 513;
 #endif
-  constexpr int kThreads = 8;
   // Every thread runs the whole layer on its own data; results must equal a
   // lone call's bit for bit, whatever the other threads do meanwhile.
-  const auto compute = [](int t) {
+  expect_concurrent_matches_serial([](int t) {
     const auto key = static_cast<std::uint64_t>(1000 + 10 * t);
     std::vector<float> x = random_values<float>(kRows * kCols, key, 2.0);
     const std::vector<float> bias = random_values<float>(kCols, key + 1);
@@ -270,24 +235,8 @@ TEST(ActivationsConcurrencyTest, ConcurrentCallsMatchSerial) {
     kernels::bias_backward(dbias.data(), dx.data(), kRows, kCols);
     kernels::add_into(y.data(), dx.data(), kRows * kCols);
     return std::vector<std::vector<float>>{y, dx, dbias};
-  };
-  std::vector<std::vector<std::vector<float>>> serial(kThreads), concurrent(kThreads);
-  for (int t = 0; t < kThreads; ++t) serial[t] = compute(t);
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();  // all threads inside the kernels together
-      concurrent[t] = compute(t);
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    for (std::size_t i = 0; i < serial[t].size(); ++i)
-      EXPECT_TRUE(bitwise_equal(serial[t][i], concurrent[t][i]))
-          << "thread " << t << " output " << i;
-  }
+  });
 }
 
 }  // namespace
-}  // namespace dtw
+}  // namespace dtw::kernel_test

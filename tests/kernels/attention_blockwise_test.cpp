@@ -12,14 +12,14 @@
 #include "attention_test_util.h"
 #include "dtw/kernels/attention.h"
 #include "dtw_test.h"
+#include "kernel_test_util.h"
 
-namespace dtw::attention_test {
+namespace dtw::kernel_test {
 namespace {
 
 template <class T>
 class AttentionBlockwiseTest : public ::testing::Test {};
-using FloatTypes = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(AttentionBlockwiseTest, FloatTypes);
+TYPED_TEST_SUITE(AttentionBlockwiseTest, RealTypes);
 
 TYPED_TEST(AttentionBlockwiseTest, BlockwiseMatchesPlainForEveryBlockSize) {
   using T = TypeParam;
@@ -168,4 +168,4 @@ TYPED_TEST(AttentionBlockwiseTest, MergeIsOrderFreeAndHandlesMinusInfinity) {
 }
 
 }  // namespace
-}  // namespace dtw::attention_test
+}  // namespace dtw::kernel_test

@@ -2,31 +2,25 @@
 // values worked out by hand, against finite differences (plain and blockwise),
 // bad sizes named in errors, and both kinds from many threads at once. The
 // blockwise-only tests are in attention_blockwise_test.cpp.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "attention_test_util.h"
-#include "dtw/errors.h"
 #include "dtw/kernels/attention.h"
 #include "dtw_test.h"
 #include "gradcheck.h"
+#include "kernel_test_util.h"
 
-namespace dtw::attention_test {
+namespace dtw::kernel_test {
 namespace {
-
-using ::testing::HasSubstr;
 
 template <class T>
 class AttentionTest : public ::testing::Test {};
-using FloatTypes = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(AttentionTest, FloatTypes);
+TYPED_TEST_SUITE(AttentionTest, RealTypes);
 
 TYPED_TEST(AttentionTest, MatchesReferenceOnOddSizes) {
   using T = TypeParam;
@@ -106,16 +100,6 @@ TEST(AttentionGradientTest, BackwardMatchesFiniteDifferences) {
   }
 }
 
-template <class F>
-void expect_invalid(F&& f, const std::vector<std::string>& needles) {
-  try {
-    f();
-    ADD_FAILURE() << "no InvalidArgument; expected one mentioning '" << needles[0] << "'";
-  } catch (const InvalidArgument& e) {
-    for (const auto& needle : needles) EXPECT_THAT(e.what(), HasSubstr(needle));
-  }
-}
-
 TEST(AttentionErrorTest, RejectsBadSizesNamingThem) {
   float* x = nullptr;
   const AttentionShape neg_heads{1, -1, 2, 2, 2}, neg_dim{1, 1, 2, 2, -2}, ragged{1, 1, 4, 5, 2};
@@ -160,20 +144,13 @@ TEST(AttentionThreadTest, ConcurrentCallsMatchSerial) {
 #else
   const AttentionShape s{2, 3, 64, 64, 16};
 #endif
-  const std::vector<float> serial = run_all(s);
-  std::vector<int> mismatches(8, 0);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < mismatches.size(); ++t)
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 3; ++rep) {
-        const std::vector<float> got = run_all(s);  // bitwise: same code, same inputs
-        mismatches[t] += std::memcmp(got.data(), serial.data(), got.size() * sizeof(float)) != 0;
-      }
-    });
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(mismatches, std::vector<int>(8, 0))
-      << "calls that differ from the serial result, per thread";
+  // Every thread makes the same three calls; each must equal a lone call bit for bit.
+  expect_concurrent_matches_serial([&s](int) {
+    std::vector<std::vector<float>> reps;
+    for (int rep = 0; rep < 3; ++rep) reps.push_back(run_all(s));
+    return reps;
+  });
 }
 
 }  // namespace
-}  // namespace dtw::attention_test
+}  // namespace dtw::kernel_test

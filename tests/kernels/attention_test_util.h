@@ -1,7 +1,7 @@
 // Helpers shared by attention_test.cpp (plain attention) and
 // attention_blockwise_test.cpp (blockwise, merge, ring-style chunks): random
 // inputs, one forward + backward of either kind, the expected log-sum-exp,
-// tolerances and the cases swept.
+// tolerances and the cases swept. The generic ones are in kernel_test_util.h.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,9 +15,9 @@
 
 #include "dtw/kernels/attention.h"
 #include "dtw_test.h"
-#include "gradcheck.h"
+#include "kernel_test_util.h"
 
-namespace dtw::attention_test {
+namespace dtw::kernel_test {
 
 using kernels::AttentionShape;
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -35,18 +35,12 @@ inline std::string describe(const AttentionShape& s, bool causal) {
 }
 
 template <class T>
-std::vector<T> random_as(std::int64_t n, std::uint64_t key) {
-  const std::vector<double> x = testing::random_vector(n, key);
-  return std::vector<T>(x.begin(), x.end());
-}
-
-template <class T>
 struct Inputs {
   Inputs(const AttentionShape& s, std::uint64_t key)
-      : q(random_as<T>(numel(s, s.q_len, s.head_dim), key)),
-        k(random_as<T>(numel(s, s.kv_len, s.head_dim), key + 1)),
-        v(random_as<T>(numel(s, s.kv_len, s.head_dim), key + 2)),
-        dout(random_as<T>(numel(s, s.q_len, s.head_dim), key + 3)) {}
+      : q(random_values<T>(numel(s, s.q_len, s.head_dim), key)),
+        k(random_values<T>(numel(s, s.kv_len, s.head_dim), key + 1)),
+        v(random_values<T>(numel(s, s.kv_len, s.head_dim), key + 2)),
+        dout(random_values<T>(numel(s, s.q_len, s.head_dim), key + 3)) {}
   std::vector<T> q, k, v, dout;
 };
 
@@ -172,4 +166,4 @@ void put_rows(std::vector<T>& x, const std::vector<T>& part, std::int64_t bh, st
               x.begin() + (h * len + r0) * width);
 }
 
-}  // namespace dtw::attention_test
+}  // namespace dtw::kernel_test

@@ -1,60 +1,19 @@
 // cross_entropy_forward/backward (Kokkos kernels) against their plain-loop
 // references, finite differences, huge logits, bad targets, and many threads.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <latch>
+#include <cstddef>
 #include <limits>
-#include <string>
-#include <thread>
 #include <vector>
 
-#include "dtw/errors.h"
 #include "dtw/kernels/cross_entropy.h"
-#include "dtw/model/random.h"
 #include "dtw_test.h"
-#include "gradcheck.h"
+#include "kernel_test_util.h"
 
-namespace dtw {
+namespace dtw::kernel_test {
 namespace {
-
-using ::testing::HasSubstr;
-
-constexpr double kDoubleEps = std::numeric_limits<double>::epsilon();
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, std::uint64_t key, double scale = 1.0) {
-  const std::vector<double> v = testing::random_vector(n, key, scale);
-  return {v.begin(), v.end()};
-}
-
-std::vector<std::int32_t> random_targets(std::int64_t rows, std::int64_t vocab, std::uint64_t key) {
-  std::vector<std::int32_t> t(static_cast<std::size_t>(rows));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const double u = model::uniform01(model::hash_key(key, static_cast<std::uint64_t>(r)));
-    t[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(u * static_cast<double>(vocab));
-  }
-  return t;
-}
-
-template <class T>
-bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-template <class F>
-void expect_invalid(F&& call, const std::vector<std::string>& needles) {
-  EXPECT_THROW(call(), InvalidArgument);
-  try {
-    call();
-  } catch (const InvalidArgument& e) {
-    for (const std::string& needle : needles) EXPECT_THAT(e.what(), HasSubstr(needle));
-  }
-}
 
 struct Shape {
   std::int64_t rows, vocab;
@@ -63,7 +22,6 @@ constexpr Shape kShapes[] = {{0, 0}, {0, 5}, {1, 1}, {7, 13}, {64, 257}, {3, 100
 
 template <class T>
 class CrossEntropyTest : public ::testing::Test {};
-using RealTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(CrossEntropyTest, RealTypes);
 
 TYPED_TEST(CrossEntropyTest, MatchesReference) {
@@ -73,7 +31,7 @@ TYPED_TEST(CrossEntropyTest, MatchesReference) {
     SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.vocab);
     const auto n = static_cast<std::size_t>(s.rows * s.vocab);
     const std::vector<T> logits = random_values<T>(s.rows * s.vocab, 1, 3.0);
-    const std::vector<std::int32_t> targets = random_targets(s.rows, s.vocab, 2);
+    const std::vector<std::int32_t> targets = random_indices(s.rows, s.vocab, 2);
     std::vector<T> probs(n), probs_ref(n), losses(targets.size()), losses_ref(targets.size());
     const T mean = kernels::cross_entropy_forward(probs.data(), losses.data(), logits.data(),
                                                   targets.data(), s.rows, s.vocab);
@@ -148,7 +106,7 @@ TYPED_TEST(CrossEntropyTest, BackwardOverwritesAndMayAliasProbs) {
   using T = TypeParam;
   const std::int64_t rows = 4, vocab = 19;
   const std::vector<T> logits = random_values<T>(rows * vocab, 3);
-  const std::vector<std::int32_t> targets = random_targets(rows, vocab, 4);
+  const std::vector<std::int32_t> targets = random_indices(rows, vocab, 4);
   std::vector<T> probs(logits.size()), losses(4);
   kernels::cross_entropy_forward(probs.data(), losses.data(), logits.data(), targets.data(), rows,
                                  vocab);
@@ -211,7 +169,7 @@ TEST(CrossEntropyGradientTest, MatchesFiniteDifferences) {
   const std::int64_t rows = 4, vocab = 7;
   const double dloss = 0.37;
   std::vector<double> logits = testing::random_vector(rows * vocab, 5, 2.0);
-  const std::vector<std::int32_t> targets = random_targets(rows, vocab, 6);
+  const std::vector<std::int32_t> targets = random_indices(rows, vocab, 6);
   std::vector<double> probs(logits.size()), losses(4), dlogits(logits.size());
   const auto loss = [&] {
     return dloss * static_cast<double>(rows) *
@@ -230,37 +188,20 @@ TEST(CrossEntropyConcurrencyTest, ConcurrentCallsMatchSerial) {
 #else
   constexpr std::int64_t kRows = 256, kVocab = 513;
 #endif
-  constexpr int kThreads = 8;
   // Each thread runs forward and backward on its own data; the results must
   // equal a lone call's bit for bit.
-  const auto compute = [](int t) {
+  expect_concurrent_matches_serial([](int t) {
     const auto key = static_cast<std::uint64_t>(100 + 10 * t);
     const std::vector<float> logits = random_values<float>(kRows * kVocab, key, 3.0);
-    const std::vector<std::int32_t> targets = random_targets(kRows, kVocab, key + 1);
+    const std::vector<std::int32_t> targets = random_indices(kRows, kVocab, key + 1);
     std::vector<float> probs(logits.size()), losses(kRows), dlogits(logits.size());
     const float mean = kernels::cross_entropy_forward(probs.data(), losses.data(), logits.data(),
                                                       targets.data(), kRows, kVocab);
     kernels::cross_entropy_backward(dlogits.data(), probs.data(), targets.data(), kRows, kVocab,
                                     1.0f / kRows);
     return std::vector<std::vector<float>>{probs, losses, dlogits, {mean}};
-  };
-  std::vector<std::vector<std::vector<float>>> serial(kThreads), concurrent(kThreads);
-  for (int t = 0; t < kThreads; ++t) serial[t] = compute(t);
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();  // all threads inside the kernels together
-      concurrent[t] = compute(t);
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    for (std::size_t i = 0; i < serial[t].size(); ++i)
-      EXPECT_TRUE(bitwise_equal(serial[t][i], concurrent[t][i]))
-          << "thread " << t << " output " << i;
-  }
+  });
 }
 
 }  // namespace
-}  // namespace dtw
+}  // namespace dtw::kernel_test

@@ -1,58 +1,16 @@
 // embedding_forward/backward (Kokkos kernels) against their plain-loop
 // references, finite differences with repeated ids, bad ids, and many threads.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <latch>
 #include <limits>
-#include <string>
-#include <thread>
 #include <vector>
 
-#include "dtw/errors.h"
 #include "dtw/kernels/embedding.h"
-#include "dtw/model/random.h"
 #include "dtw_test.h"
-#include "gradcheck.h"
+#include "kernel_test_util.h"
 
-namespace dtw {
+namespace dtw::kernel_test {
 namespace {
-
-using ::testing::HasSubstr;
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, std::uint64_t key) {
-  const std::vector<double> v = testing::random_vector(n, key);
-  return {v.begin(), v.end()};
-}
-
-// n ids in [0, table_rows); with n > table_rows some must repeat.
-std::vector<std::int32_t> random_ids(std::int64_t n, std::int64_t table_rows, std::uint64_t key) {
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double u = model::uniform01(model::hash_key(key, static_cast<std::uint64_t>(i)));
-    ids[static_cast<std::size_t>(i)] =
-        static_cast<std::int32_t>(u * static_cast<double>(table_rows));
-  }
-  return ids;
-}
-
-template <class T>
-bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-template <class F>
-void expect_invalid(F&& call, const std::vector<std::string>& needles) {
-  EXPECT_THROW(call(), InvalidArgument);
-  try {
-    call();
-  } catch (const InvalidArgument& e) {
-    for (const std::string& needle : needles) EXPECT_THAT(e.what(), HasSubstr(needle));
-  }
-}
 
 struct Shape {
   std::int64_t n, dim, table_rows;
@@ -63,7 +21,6 @@ constexpr Shape kShapes[] = {{0, 0, 0},  {0, 4, 3},     {3, 0, 2},   {1, 1, 1},
 
 template <class T>
 class EmbeddingTest : public ::testing::Test {};
-using RealTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(EmbeddingTest, RealTypes);
 
 TYPED_TEST(EmbeddingTest, MatchesReference) {
@@ -73,7 +30,7 @@ TYPED_TEST(EmbeddingTest, MatchesReference) {
     SCOPED_TRACE(::testing::Message()
                  << "n " << s.n << " dim " << s.dim << " rows " << s.table_rows);
     const std::vector<T> table = random_values<T>(s.table_rows * s.dim, 1);
-    const std::vector<std::int32_t> ids = random_ids(s.n, s.table_rows, 2);
+    const std::vector<std::int32_t> ids = random_indices(s.n, s.table_rows, 2);
     for (bool accumulate : {false, true}) {
       std::vector<T> out = random_values<T>(s.n * s.dim, 3), out_ref = out;
       kernels::embedding_forward(out.data(), ids.data(), table.data(), s.n, s.dim, s.table_rows,
@@ -149,7 +106,7 @@ TYPED_TEST(EmbeddingTest, NegativeSizesAreInvalidArgument) {
 TEST(EmbeddingGradientTest, MatchesFiniteDifferencesWithRepeatedIds) {
   const std::int64_t n = 12, dim = 5, table_rows = 4;  // 12 ids over 4 rows: repeats
   std::vector<double> table = testing::random_vector(table_rows * dim, 6);
-  const std::vector<std::int32_t> ids = random_ids(n, table_rows, 7);
+  const std::vector<std::int32_t> ids = random_indices(n, table_rows, 7);
   const std::vector<double> w = testing::random_vector(n * dim, 8);
   std::vector<double> out(static_cast<std::size_t>(n * dim));
   const auto loss = [&] {
@@ -167,36 +124,19 @@ TEST(EmbeddingConcurrencyTest, ConcurrentCallsMatchSerial) {
 #else
   constexpr std::int64_t kN = 512, kDim = 385, kRows = 300;
 #endif
-  constexpr int kThreads = 8;
   // Each thread looks up and scatters back on its own table; the results
   // must equal a lone call's bit for bit.
-  const auto compute = [](int t) {
+  expect_concurrent_matches_serial([](int t) {
     const auto key = static_cast<std::uint64_t>(100 + 10 * t);
     const std::vector<float> table = random_values<float>(kRows * kDim, key);
-    const std::vector<std::int32_t> ids = random_ids(kN, kRows, key + 1);
+    const std::vector<std::int32_t> ids = random_indices(kN, kRows, key + 1);
     const std::vector<float> dout = random_values<float>(kN * kDim, key + 2);
     std::vector<float> out(static_cast<std::size_t>(kN * kDim)), dtable(table.size(), 0.0f);
     kernels::embedding_forward(out.data(), ids.data(), table.data(), kN, kDim, kRows);
     kernels::embedding_backward(dtable.data(), ids.data(), dout.data(), kN, kDim, kRows);
     return std::vector<std::vector<float>>{out, dtable};
-  };
-  std::vector<std::vector<std::vector<float>>> serial(kThreads), concurrent(kThreads);
-  for (int t = 0; t < kThreads; ++t) serial[t] = compute(t);
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();  // all threads inside the kernels together
-      concurrent[t] = compute(t);
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    for (std::size_t i = 0; i < serial[t].size(); ++i)
-      EXPECT_TRUE(bitwise_equal(serial[t][i], concurrent[t][i]))
-          << "thread " << t << " output " << i;
-  }
+  });
 }
 
 }  // namespace
-}  // namespace dtw
+}  // namespace dtw::kernel_test

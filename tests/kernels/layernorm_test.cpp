@@ -1,60 +1,23 @@
 // layernorm_forward/backward (Kokkos kernels) against their plain-loop
 // references, finite differences, and themselves called from many threads.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <latch>
 #include <limits>
-#include <string>
-#include <thread>
 #include <vector>
 
-#include "dtw/errors.h"
 #include "dtw/kernels/layernorm.h"
 #include "dtw_test.h"
-#include "gradcheck.h"
+#include "kernel_test_util.h"
 
-namespace dtw {
+namespace dtw::kernel_test {
 namespace {
-
-using ::testing::HasSubstr;
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, std::uint64_t key, double scale = 1.0,
-                             double offset = 0.0) {
-  std::vector<double> v = testing::random_vector(n, key, scale);
-  for (double& x : v) x += offset;
-  return {v.begin(), v.end()};
-}
-
-template <class T>
-bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-template <class F>
-void expect_invalid(F&& call, const std::string& needle) {
-  EXPECT_THROW(call(), InvalidArgument);
-  try {
-    call();
-  } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), HasSubstr(needle));
-  }
-}
 
 std::size_t size_of(std::int64_t n) {
   return static_cast<std::size_t>(n);
 }
 
-constexpr double kDoubleEps = std::numeric_limits<double>::epsilon();
-
-struct Shape {
-  std::int64_t rows, cols;
-};
-constexpr Shape kShapes[] = {{0, 0}, {0, 5}, {1, 1}, {7, 13}, {64, 257}, {3, 300}};
+constexpr MatrixShape kShapes[] = {{0, 0}, {0, 5}, {1, 1}, {7, 13}, {64, 257}, {3, 300}};
 
 // One layer's inputs: x with a non-zero mean (so that x − μ matters), γ near
 // 1, β and dy small. Keyed by `key`.
@@ -70,13 +33,12 @@ struct Inputs {
 
 template <class T>
 class LayernormTest : public ::testing::Test {};
-using RealTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(LayernormTest, RealTypes);
 
 TYPED_TEST(LayernormTest, MatchesReference) {
   using T = TypeParam;
   const double eps = std::numeric_limits<T>::epsilon();
-  for (const Shape& s : kShapes) {
+  for (const MatrixShape& s : kShapes) {
     SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
     const Inputs<T> in(s.rows, s.cols, 1);
     const std::size_t n = size_of(s.rows * s.cols), r = size_of(s.rows), c = size_of(s.cols);
@@ -218,10 +180,9 @@ TEST(LayernormConcurrencyTest, ConcurrentCallsMatchSerial) {
 #else
   constexpr std::int64_t kRows = 256, kCols = 385;
 #endif
-  constexpr int kThreads = 8;
   // Each thread runs forward and backward on its own data; the results must
   // equal a lone call's bit for bit.
-  const auto compute = [](int t) {
+  expect_concurrent_matches_serial([](int t) {
     const Inputs<float> in(kRows, kCols, static_cast<std::uint64_t>(100 + 10 * t));
     std::vector<float> y(in.x.size()), mean(kRows), rstd(kRows), dx(in.x.size());
     std::vector<float> dgamma(kCols, 0.0f), dbeta(kCols, 0.0f);
@@ -230,24 +191,8 @@ TEST(LayernormConcurrencyTest, ConcurrentCallsMatchSerial) {
     kernels::layernorm_backward(dx.data(), dgamma.data(), dbeta.data(), in.dy.data(), in.x.data(),
                                 mean.data(), rstd.data(), in.gamma.data(), kRows, kCols);
     return std::vector<std::vector<float>>{y, mean, rstd, dx, dgamma, dbeta};
-  };
-  std::vector<std::vector<std::vector<float>>> serial(kThreads), concurrent(kThreads);
-  for (int t = 0; t < kThreads; ++t) serial[t] = compute(t);
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();  // all threads inside the kernels together
-      concurrent[t] = compute(t);
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    for (std::size_t i = 0; i < serial[t].size(); ++i)
-      EXPECT_TRUE(bitwise_equal(serial[t][i], concurrent[t][i]))
-          << "thread " << t << " output " << i;
-  }
+  });
 }
 
 }  // namespace
-}  // namespace dtw
+}  // namespace dtw::kernel_test

@@ -1,31 +1,18 @@
 // matmul (the BLAS) against matmul_reference (three loops in double), for every
 // transpose combination on odd sizes, and from many threads at once.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <latch>
 #include <limits>
-#include <string>
-#include <thread>
 #include <vector>
 
-#include "dtw/errors.h"
 #include "dtw/kernels/matmul.h"
-#include "gradcheck.h"
+#include "kernel_test_util.h"
 
-namespace dtw {
+namespace dtw::kernel_test {
 namespace {
 
 using kernels::Trans;
-using ::testing::HasSubstr;
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, std::uint64_t key) {
-  const std::vector<double> v = testing::random_vector(n, key);
-  return {v.begin(), v.end()};
-}
 
 struct Case {
   std::int64_t m, n, k;
@@ -67,7 +54,6 @@ void check_product(Trans ta, Trans tb, const Case& s, T alpha, T beta, const std
 
 template <class T>
 class MatmulTest : public ::testing::Test {};
-using RealTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(MatmulTest, RealTypes);
 
 TYPED_TEST(MatmulTest, MatchesReferenceForEveryTransposeOnOddSizes) {
@@ -147,16 +133,6 @@ TYPED_TEST(MatmulTest, ReferenceComputesTheProduct) {
   EXPECT_EQ(c, (std::vector<T>{T(116), T(128), T(278), T(308)}));
 }
 
-template <class F>
-void expect_invalid(F&& call, const std::string& needle) {
-  EXPECT_THROW(call(), InvalidArgument);
-  try {
-    call();
-  } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), HasSubstr(needle));
-  }
-}
-
 TYPED_TEST(MatmulTest, NegativeSizeIsInvalidArgument) {
   using T = TypeParam;
   T x = 0;
@@ -177,10 +153,9 @@ TEST(MatmulConcurrencyTest, ConcurrentCallsMatchSerial) {
 #else
   constexpr std::int64_t kSize = 160;
 #endif
-  constexpr int kThreads = 8;
   // Each thread multiplies its own matrices; the result of a call must not
   // depend on what other threads do meanwhile (bitwise, not just closely).
-  const auto compute = [](int t) {
+  expect_concurrent_matches_serial([](int t) {
     const auto key = static_cast<std::uint64_t>(100 + t);
     const std::vector<float> a = random_values<float>(kSize * kSize, key);
     const std::vector<float> b = random_values<float>(kSize * kSize, key + 50);
@@ -189,26 +164,9 @@ TEST(MatmulConcurrencyTest, ConcurrentCallsMatchSerial) {
       kernels::matmul(Trans::kNo, t % 2 ? Trans::kYes : Trans::kNo, kSize, kSize, kSize, 1.0f,
                       a.data(), b.data(), rep == 0 ? 0.0f : 0.5f, c.data());
     }
-    return c;
-  };
-  std::vector<std::vector<float>> serial(kThreads), concurrent(kThreads);
-  for (int t = 0; t < kThreads; ++t) serial[t] = compute(t);
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();  // all threads inside the kernel together
-      concurrent[t] = compute(t);
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    ASSERT_EQ(serial[t].size(), concurrent[t].size());
-    EXPECT_EQ(std::memcmp(serial[t].data(), concurrent[t].data(), serial[t].size() * sizeof(float)),
-              0)
-        << "thread " << t;
-  }
+    return std::vector<std::vector<float>>{c};
+  });
 }
 
 }  // namespace
-}  // namespace dtw
+}  // namespace dtw::kernel_test

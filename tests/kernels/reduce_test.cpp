@@ -2,15 +2,15 @@
 // for every op and type, and from many rank threads at once.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <random>
 #include <vector>
 
 #include "dtw/dtw.h"
 #include "dtw/kernels/reduce.h"
 #include "dtw_test.h"
+#include "kernel_test_util.h"
 
-namespace dtw {
+namespace dtw::kernel_test {
 namespace {
 
 constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
@@ -19,7 +19,7 @@ constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, Re
 // Values kept small so that products neither overflow integers nor lose every
 // bit of a float; signs mixed so min and max differ from first/last.
 template <class T>
-std::vector<T> random_values(std::size_t n, unsigned seed) {
+std::vector<T> small_integers(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<T> v(n);
   for (T& x : v) x = static_cast<T>(static_cast<int>(rng() % 7) - 3);
@@ -29,14 +29,13 @@ std::vector<T> random_values(std::size_t n, unsigned seed) {
 template <class T>
 void check_all_ops(std::int64_t count, unsigned seed) {
   const auto n = static_cast<std::size_t>(count);
-  const std::vector<T> src = random_values<T>(n, seed);
+  const std::vector<T> src = small_integers<T>(n, seed);
   for (ReduceOp op : kOps) {
-    std::vector<T> got = random_values<T>(n, seed + 1), expected = got;
+    std::vector<T> got = small_integers<T>(n, seed + 1), expected = got;
     kernels::reduce_into(got.data(), src.data(), count, op);
     kernels::reduce_into_reference(expected.data(), src.data(), count, op);
     // Bitwise: the kernel must compute exactly what the loop computes.
-    // (memcmp of zero bytes still needs valid pointers, and empty vectors have none.)
-    ASSERT_EQ(n == 0 ? 0 : std::memcmp(got.data(), expected.data(), n * sizeof(T)), 0)
+    ASSERT_TRUE(bitwise_equal(expected, got))
         << name_of(data_type_of<T>()) << " " << name_of(op) << " count " << count << ": "
         << testing::compare<T>(0, expected, got);
   }
@@ -105,4 +104,4 @@ TEST(ReduceBufferTest, ConcurrentCallsFromEightRanks) {
 }
 
 }  // namespace
-}  // namespace dtw
+}  // namespace dtw::kernel_test

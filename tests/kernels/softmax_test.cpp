@@ -1,55 +1,20 @@
 // softmax_forward/backward (Kokkos kernels) against their plain-loop
 // references, finite differences, huge logits, and many threads at once.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <latch>
 #include <limits>
-#include <string>
-#include <thread>
 #include <vector>
 
-#include "dtw/errors.h"
 #include "dtw/kernels/softmax.h"
 #include "dtw_test.h"
-#include "gradcheck.h"
+#include "kernel_test_util.h"
 
-namespace dtw {
+namespace dtw::kernel_test {
 namespace {
 
-using ::testing::HasSubstr;
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, std::uint64_t key, double scale = 1.0) {
-  const std::vector<double> v = testing::random_vector(n, key, scale);
-  return {v.begin(), v.end()};
-}
-
-template <class T>
-bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-template <class F>
-void expect_invalid(F&& call, const std::string& needle) {
-  EXPECT_THROW(call(), InvalidArgument);
-  try {
-    call();
-  } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), HasSubstr(needle));
-  }
-}
-
-struct Shape {
-  std::int64_t rows, cols;
-};
-constexpr Shape kShapes[] = {{0, 0}, {0, 5}, {5, 0}, {1, 1}, {7, 13}, {64, 257}, {3, 1000}};
-
-constexpr double kDoubleEps = std::numeric_limits<double>::epsilon();
+constexpr MatrixShape kShapes[] = {{0, 0}, {0, 5}, {5, 0}, {1, 1}, {7, 13}, {64, 257}, {3, 1000}};
 
 // Relative error allowed in softmax element i: the kernel rounds x − max in T
 // (0.5 ulp of |x − max|, which exp turns into that much relative error), then
@@ -70,13 +35,12 @@ double softmax_tolerance(const std::vector<T>& x, std::size_t i, std::int64_t co
 
 template <class T>
 class SoftmaxTest : public ::testing::Test {};
-using RealTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(SoftmaxTest, RealTypes);
 
 TYPED_TEST(SoftmaxTest, MatchesReference) {
   using T = TypeParam;
   const double eps = std::numeric_limits<T>::epsilon();
-  for (const Shape& s : kShapes) {
+  for (const MatrixShape& s : kShapes) {
     SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
     const std::size_t n = static_cast<std::size_t>(s.rows * s.cols);
     const std::vector<T> x = random_values<T>(s.rows * s.cols, 1, 3.0);
@@ -200,10 +164,9 @@ TEST(SoftmaxConcurrencyTest, ConcurrentCallsMatchSerial) {
 #else
   constexpr std::int64_t kRows = 256, kCols = 513;
 #endif
-  constexpr int kThreads = 8;
   // Each thread runs forward and backward on its own data; the results must
   // equal a lone call's bit for bit.
-  const auto compute = [](int t) {
+  expect_concurrent_matches_serial([](int t) {
     const auto key = static_cast<std::uint64_t>(100 + 10 * t);
     const std::vector<float> x = random_values<float>(kRows * kCols, key, 3.0);
     const std::vector<float> dy = random_values<float>(kRows * kCols, key + 1);
@@ -211,24 +174,8 @@ TEST(SoftmaxConcurrencyTest, ConcurrentCallsMatchSerial) {
     kernels::softmax_forward(y.data(), x.data(), kRows, kCols);
     kernels::softmax_backward(dx.data(), y.data(), dy.data(), kRows, kCols);
     return std::vector<std::vector<float>>{y, dx};
-  };
-  std::vector<std::vector<std::vector<float>>> serial(kThreads), concurrent(kThreads);
-  for (int t = 0; t < kThreads; ++t) serial[t] = compute(t);
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();  // all threads inside the kernels together
-      concurrent[t] = compute(t);
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    for (std::size_t i = 0; i < serial[t].size(); ++i)
-      EXPECT_TRUE(bitwise_equal(serial[t][i], concurrent[t][i]))
-          << "thread " << t << " output " << i;
-  }
+  });
 }
 
 }  // namespace
-}  // namespace dtw
+}  // namespace dtw::kernel_test

@@ -12,10 +12,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "vector_exp.h"  // kernels/src: the test target adds that folder
-#include "gradcheck.h"
 
-namespace dtw {
+namespace dtw::kernel_test {
 namespace {
 
 using kernels::detail::exp_flush;
@@ -130,12 +130,6 @@ TEST(VectorExpTest, SaturatingIsWithinBoundAndClampsAt87) {
 constexpr std::int64_t kLengths[] = {0, 1, 5, 7, 8, 9, 15, 16, 17, 33, 100, 1000};
 
 template <class T>
-std::vector<T> row_values(std::int64_t n, std::uint64_t key) {
-  const std::vector<double> v = testing::random_vector(n, key, 20.0);  // past the underflow point
-  return {v.begin(), v.end()};
-}
-
-template <class T>
 T element_exp(T z) {
   if constexpr (std::is_same_v<T, float>) {
     return exp_flush(z);
@@ -146,7 +140,6 @@ T element_exp(T z) {
 
 template <class T>
 class VectorExpRowTest : public ::testing::Test {};
-using RealTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(VectorExpRowTest, RealTypes);
 
 // Every element, in a block or in the padded tail, equals the one-element
@@ -156,7 +149,7 @@ TYPED_TEST(VectorExpRowTest, ShiftedRowMatchesElementwise) {
   using T = TypeParam;
   for (const std::int64_t n : kLengths) {
     SCOPED_TRACE(::testing::Message() << "n " << n);
-    const std::vector<T> x = row_values<T>(n, 1);
+    const std::vector<T> x = random_values<T>(n, 1, 20.0);  // past the underflow point
     const T shift = n > 0 ? *std::max_element(x.begin(), x.end()) : T(0);
     std::vector<T> y(x.size(), T(-1)), y_sum(x.size()), in_place = x;
     kernels::detail::exp_shifted(y.data(), x.data(), shift, n);
@@ -200,7 +193,7 @@ TYPED_TEST(VectorExpRowTest, RowMaxMatchesMaxElement) {
   using T = TypeParam;
   for (const std::int64_t n : kLengths) {
     if (n == 0) continue;  // row_max needs an element
-    std::vector<T> x = row_values<T>(n, 2);
+    std::vector<T> x = random_values<T>(n, 2, 20.0);
     EXPECT_EQ(kernels::detail::row_max(x.data(), n), *std::max_element(x.begin(), x.end()))
         << "n " << n;
     // The maximum in the padded tail, then first: both found.
@@ -217,4 +210,4 @@ TYPED_TEST(VectorExpRowTest, RowMaxMatchesMaxElement) {
 }
 
 }  // namespace
-}  // namespace dtw
+}  // namespace dtw::kernel_test
