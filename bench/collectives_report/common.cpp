@@ -12,6 +12,23 @@
 
 namespace dtw::bench {
 
+Sample sample_from_ranks(std::int64_t bytes, std::size_t element_size, std::size_t k,
+                         std::size_t trials, int p, const std::vector<double>& secs,
+                         const std::vector<std::int64_t>& wrong) {
+  const auto ranks = static_cast<std::size_t>(p);
+  Sample x;
+  x.bytes = bytes;
+  x.count = bytes / static_cast<std::int64_t>(element_size);
+  x.seconds = std::numeric_limits<double>::infinity();
+  for (std::size_t t = 0; t < trials; ++t) {
+    const auto first = secs.begin() + static_cast<std::ptrdiff_t>((k * trials + t) * ranks);
+    x.seconds = std::min(x.seconds, *std::max_element(first, first + p));  // slowest rank
+  }
+  x.wrong = 0;
+  for (std::size_t r = 0; r < ranks; ++r) x.wrong += wrong[k * ranks + r];
+  return x;
+}
+
 int iters_for(const Options& o, std::int64_t bytes) {
   if (o.iters > 0) return o.iters;
   // About 256 MiB of buffer per size: enough calls that one slow call (the

@@ -164,16 +164,7 @@ Series run_algorithm(const Options& o, const Model& m, const std::string& name) 
     }
   });
   for (std::size_t k = 0; k < nsizes; ++k) {
-    Sample x;
-    x.bytes = o.sizes[k];
-    x.count = o.sizes[k] / static_cast<std::int64_t>(sizeof(T));
-    x.seconds = std::numeric_limits<double>::infinity();
-    for (std::size_t t = 0; t < trials; ++t) {
-      const auto first = secs.begin() + static_cast<std::ptrdiff_t>((k * trials + t) * p);
-      x.seconds = std::min(x.seconds, *std::max_element(first, first + p));  // slowest rank
-    }
-    x.wrong = 0;
-    for (int r = 0; r < p; ++r) x.wrong += wrong[k * p + r];
+    Sample x = sample_from_ranks(o.sizes[k], sizeof(T), k, trials, p, secs, wrong);
     // The model's α and β come from threads; they do not describe processes.
     x.model_seconds = on_mpi ? -1 : model_seconds(name, static_cast<double>(x.bytes), p, m);
     s.samples.push_back(x);

@@ -112,16 +112,7 @@ Series run_on_gpus(const Options& o, const std::string& algo) {
     }
   });
   for (std::size_t k = 0; k < nsizes; ++k) {
-    Sample x;
-    x.bytes = o.sizes[k];
-    x.count = o.sizes[k] / static_cast<std::int64_t>(sizeof(T));
-    x.seconds = std::numeric_limits<double>::infinity();
-    for (std::size_t t = 0; t < trials; ++t) {
-      const auto first = secs.begin() + static_cast<std::ptrdiff_t>((k * trials + t) * p);
-      x.seconds = std::min(x.seconds, *std::max_element(first, first + p));  // slowest rank
-    }
-    x.wrong = 0;
-    for (int r = 0; r < p; ++r) x.wrong += wrong[k * p + r];
+    Sample x = sample_from_ranks(o.sizes[k], sizeof(T), k, trials, p, secs, wrong);
     s.samples.push_back(x);  // no model: its α, β and γ describe the threads backend
   }
   return s;

@@ -63,6 +63,14 @@ struct Model {
 int iters_for(const Options& o, std::int64_t bytes);
 int warmup_for(const Options& o, std::int64_t bytes);
 
+// The Sample of size k from every rank's timings and error counts, laid out
+// as the report's runners fill them: secs[(k·trials + t)·p + r] and
+// wrong[k·p + r]. Time is the best trial of the slowest rank; #wrong sums the
+// ranks. `element_size` turns bytes into a count; no model is set.
+Sample sample_from_ranks(std::int64_t bytes, std::size_t element_size, std::size_t k,
+                         std::size_t trials, int p, const std::vector<double>& secs,
+                         const std::vector<std::int64_t>& wrong);
+
 // Runs fn(rank) on `p` threads at once; rethrows the first exception.
 void run_threads(int p, const std::function<void(int)>& fn);
 
