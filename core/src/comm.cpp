@@ -28,12 +28,13 @@ bool collective_check_default() {
 }  // namespace
 
 Comm::Comm(int rank, std::vector<int> members, std::shared_ptr<Traffic> traffic,
-           std::shared_ptr<Tracer> tracer)
+           std::shared_ptr<Tracer> tracer, Exec exec)
     : rank_(rank),
       size_(static_cast<int>(members.size())),
       members_(std::move(members)),
       traffic_(std::move(traffic)),
       tracer_(std::move(tracer)),
+      exec_(std::move(exec)),
       verify_collectives_(collective_check_default()) {}
 
 namespace {
@@ -54,6 +55,13 @@ void Comm::check_peer(int peer, const char* op) const {
 void Comm::check_tag(int tag, const char* op) const {
   DTW_CHECK_ARG(tag >= 0 && tag <= kMaxTag, who(rank_, world_rank()) << ": " << op << " with tag " << tag
                                                     << ": tag out of range [0, " << kMaxTag << "]");
+}
+
+void Comm::check_exec(const Exec& where, const char* call) const {
+  DTW_CHECK_ARG(where.is_host() || same_place(where, exec_),
+                who(rank_, world_rank()) << ": " << call << ": the buffer is on " << where.describe()
+                                         << " but this communicator runs on " << exec_.describe()
+                                         << " (make a rank's Arrays on comm.exec())");
 }
 
 void Comm::check_count(std::int64_t count, const char* op) const {

@@ -32,6 +32,8 @@ Report launch_collecting(int world_size, const LaunchOptions& options, const Ran
                 "launch: world size " << world_size << " must be at least 1");
   DTW_CHECK_ARG(options.timeout.count() > 0,
                 "launch: timeout " << options.timeout.count() << " ms must be positive");
+  DTW_CHECK_ARG(options.memory_cap >= 0,
+                "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
 #if DTW_HAVE_MPI
   if (goes_to_mpi(options)) return mpi::launch(world_size, options, fn, nullptr);
 #endif
@@ -51,6 +53,8 @@ Report launch_collecting(int world_size, const LaunchOptions& options, const Ran
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn) {
   DTW_CHECK_ARG(world_size >= 1 || (world_size == 0 && goes_to_mpi(options)),
                 "launch: world size " << world_size << " must be at least 1");
+  DTW_CHECK_ARG(options.memory_cap >= 0,
+                "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
 #if DTW_HAVE_MPI
   if (goes_to_mpi(options)) {
     DTW_CHECK_ARG(options.timeout.count() > 0,

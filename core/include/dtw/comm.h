@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "dtw/exec.h"
 #include "dtw/trace.h"
 #include "dtw/traffic.h"
 #include "dtw/types.h"
@@ -51,6 +52,12 @@ struct RequestState {
 template <class R>
 concept ElementRange = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
                        kIsElement<std::remove_cv_t<std::ranges::range_value_t<R>>>;
+
+/// A range that says where its memory lives (dtw::Array).
+template <class R>
+concept HasExec = requires(const R& r) {
+  { r.exec() } -> std::convertible_to<const Exec&>;
+};
 
 template <ElementRange R>
 ConstBuffer const_view(const R& r) {
@@ -130,6 +137,10 @@ class Comm {
   int world_rank_of(int r) const { return members_[static_cast<std::size_t>(r)]; }
   /// The backend's name ("threads", "mpi", "nccl").
   virtual const char* backend() const = 0;
+  /// Where this rank's memory lives and work runs, with the rank's memory
+  /// ledger: the host on the threads and mpi backends, the rank's GPU and
+  /// stream on nccl. Make a rank's Arrays here: `Array<float> a(comm.exec(), n);`
+  const Exec& exec() const { return exec_; }
 
   // ---- typed point-to-point -------------------------------------------------
   // Buffers are host memory on the CPU backends. The nccl backend moves device
@@ -140,17 +151,20 @@ class Comm {
   /// Sends `data` to `peer` with `tag` and returns once `peer` has received it.
   template <detail::ElementRange R>
   void send(const R& data, int peer, int tag = 0) {
+    check_place(data, "send");
     send_buffer(detail::const_view(data), peer, tag);
   }
   /// Receives into `data` from `peer` with `tag`; returns the element count that
   /// arrived (at most data.size(): a larger message is an InvalidArgument).
   template <detail::ElementRange R>
   std::int64_t recv(R&& data, int peer, int tag = 0) {
+    check_place(data, "recv");
     return recv_buffer(detail::mutable_view(data), peer, tag);
   }
   /// Starts a send; `data` must stay untouched until `wait`.
   template <detail::ElementRange R>
   [[nodiscard]] Request isend(const R& data, int peer, int tag = 0) {
+    check_place(data, "isend");
     return isend_buffer(detail::const_view(data), peer, tag);
   }
   /// A temporary container as the buffer of a non-blocking call is rejected at
@@ -167,12 +181,15 @@ class Comm {
   [[nodiscard]] Request irecv(R&& data, int peer, int tag = 0) {
     static_assert(std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>,
                   "irecv into a temporary container: keep the buffer in a variable until wait");
+    check_place(data, "irecv");
     return irecv_buffer(detail::mutable_view(data), peer, tag);
   }
   /// Sends `out` to `dst` and receives `in` from `src` at the same time, so two
   /// ranks exchanging with each other never deadlock. Both use `tag`.
   template <detail::ElementRange S, detail::ElementRange R>
   std::int64_t sendrecv(const S& out, int dst, R&& in, int src, int tag = 0) {
+    check_place(out, "sendrecv");
+    check_place(in, "sendrecv");
     return sendrecv_buffer(detail::const_view(out), dst, detail::mutable_view(in), src, tag);
   }
   /// Receives a message from `src` and combines it into `inout` element-wise:
@@ -181,6 +198,7 @@ class Comm {
   /// copy into the reduction (one pass over memory instead of two).
   template <detail::ElementRange R>
   void recv_reduce(R&& inout, int src, ReduceOp op, int tag = 0) {
+    check_place(inout, "recv_reduce");
     recv_reduce_buffer(detail::mutable_view(inout), src, op, tag);
   }
 
@@ -296,7 +314,7 @@ class Comm {
  protected:
   /// `members[r]` is the world rank of group rank r.
   Comm(int rank, std::vector<int> members, std::shared_ptr<Traffic> traffic,
-       std::shared_ptr<Tracer> tracer);
+       std::shared_ptr<Tracer> tracer, Exec exec);
 
   // What a backend implements. Arguments arrive validated (peer in range, count
   // >= 0, tag in range), and `op_name` says which public call is running, for
@@ -354,6 +372,13 @@ class Comm {
   const std::vector<int>& members() const { return members_; }
 
  private:
+  // A device Array must live where this communicator runs (host Arrays are
+  // fine everywhere: the nccl backend stages them).
+  template <class R>
+  void check_place(const R& data, const char* call) const {
+    if constexpr (detail::HasExec<std::remove_cvref_t<R>>) check_exec(data.exec(), call);
+  }
+  void check_exec(const Exec& where, const char* call) const;
   static const char* internal_call_name(int tag);
   void check_peer(int peer, const char* op) const;
   void check_tag(int tag, const char* op) const;
@@ -370,6 +395,7 @@ class Comm {
   std::vector<int> members_;
   std::shared_ptr<Traffic> traffic_;
   std::shared_ptr<Tracer> tracer_;
+  Exec exec_;
   std::uint64_t splits_ = 0;  // how many splits this rank has done: names the next one
   bool verify_collectives_;   // initialised from the build type and DTW_CHECK_COLLECTIVES
 };

@@ -54,8 +54,8 @@ void backoff(long spins) {
 }  // namespace
 
 MpiComm::MpiComm(std::shared_ptr<Job> job, MPI_Comm user, int rank, std::vector<int> members,
-                 std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer)
-    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer)),
+                 std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer, Exec exec)
+    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer), std::move(exec)),
       job_(std::move(job)),
       user_(user) {
   // Errors come back as codes so truncation becomes an InvalidArgument.
@@ -172,7 +172,7 @@ std::unique_ptr<Comm> MpiComm::make_subgroup(const std::vector<int>& group, int 
     if (group[i] == rank()) my_rank = static_cast<int>(i);
   }
   return std::make_unique<MpiComm>(job_, sub, my_rank, std::move(members), traffic_ptr(),
-                                   tracer_ptr());
+                                   tracer_ptr(), exec());
 }
 
 void MpiComm::do_barrier() {

@@ -17,7 +17,7 @@ class MpiComm final : public Comm {
   /// Takes ownership of `user` (a communicator over `members`, this process at
   /// `rank`) and duplicates it for internal traffic.
   MpiComm(std::shared_ptr<Job> job, MPI_Comm user, int rank, std::vector<int> members,
-          std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer);
+          std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer, Exec exec);
   ~MpiComm() override;
   const char* backend() const override { return "mpi"; }
 

@@ -33,8 +33,10 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
-RankContext::RankContext(int dev, std::chrono::milliseconds t, std::shared_ptr<std::atomic<bool>> failed)
-    : device(dev), timeout(t), world_failed(std::move(failed)) {
+RankContext::RankContext(int dev, std::chrono::milliseconds t,
+                         std::shared_ptr<std::atomic<bool>> failed,
+                         std::shared_ptr<MemoryLedger> rank_ledger)
+    : device(dev), timeout(t), world_failed(std::move(failed)), ledger(std::move(rank_ledger)) {
   DTW_CUDA_CHECK(cudaSetDevice(device));
   DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 }
@@ -46,7 +48,7 @@ RankContext::~RankContext() {
 NcclComm::NcclComm(std::shared_ptr<RankContext> ctx, ncclComm_t comm, int rank,
                    std::vector<int> members, std::shared_ptr<Traffic> traffic,
                    std::shared_ptr<Tracer> tracer, const char* init_call)
-    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer)),
+    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer), ctx->exec()),
       ctx_(std::move(ctx)),
       comm_(comm) {
   try {

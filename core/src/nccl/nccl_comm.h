@@ -28,7 +28,8 @@ namespace dtw::nccl {
 /// What all of one rank's communicators (the world and its splits) share.
 struct RankContext {
   RankContext(int device, std::chrono::milliseconds timeout,
-              std::shared_ptr<std::atomic<bool>> world_failed);
+              std::shared_ptr<std::atomic<bool>> world_failed,
+              std::shared_ptr<MemoryLedger> ledger);
   ~RankContext();
   RankContext(const RankContext&) = delete;
   RankContext& operator=(const RankContext&) = delete;
@@ -37,6 +38,9 @@ struct RankContext {
   std::chrono::milliseconds timeout;
   std::shared_ptr<std::atomic<bool>> world_failed;  // set once any rank failed
   int abandoned = 0;  // requests dropped while pending, outside error handling
+  std::shared_ptr<MemoryLedger> ledger;  // the rank's memory ledger
+  /// The rank's GPU and stream, counted in its ledger: every NcclComm's exec().
+  Exec exec() const { return Exec::cuda(device, stream).with_ledger(ledger); }
 };
 
 struct NcclOp;

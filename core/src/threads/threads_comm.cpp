@@ -6,8 +6,8 @@ namespace dtw::threads {
 
 ThreadsComm::ThreadsComm(std::shared_ptr<World> world, int context, int rank,
                          std::vector<int> members, std::shared_ptr<Traffic> traffic,
-                         std::shared_ptr<Tracer> tracer)
-    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer)),
+                         std::shared_ptr<Tracer> tracer, Exec exec)
+    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer), std::move(exec)),
       world_(std::move(world)),
       context_(context) {}
 
@@ -77,7 +77,7 @@ std::unique_ptr<Comm> ThreadsComm::make_subgroup(const std::vector<int>& group, 
   }
   const int context = world_->subgroup_context(context_, split_id, color);
   return std::make_unique<ThreadsComm>(world_, context, my_rank, std::move(members),
-                                       traffic_ptr(), tracer_ptr());
+                                       traffic_ptr(), tracer_ptr(), exec());
 }
 
 }  // namespace dtw::threads

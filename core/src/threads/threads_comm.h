@@ -10,7 +10,7 @@ namespace dtw::threads {
 class ThreadsComm final : public Comm {
  public:
   ThreadsComm(std::shared_ptr<World> world, int context, int rank, std::vector<int> members,
-              std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer);
+              std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer, Exec exec);
   const char* backend() const override { return "threads"; }
 
  protected:
