@@ -28,7 +28,19 @@ TEST(StrategyTest, SingleIsFirstAndUnknownNamesListTheKnownOnes) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_FALSE(register_strategy({.name = "single"}));  // no second "single"
+}
+
+TEST(StrategyTest, ANameRegisteredTwiceIsReportedWhenUsed) {
+  EXPECT_TRUE(register_strategy({.name = "test-twice", .chapter = "97"}));
+  EXPECT_FALSE(register_strategy({.name = "test-twice", .chapter = "98"}));
+  try {
+    find_strategy("test-twice");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("test-twice is registered twice: test-twice (chapters 97 and 98)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(StrategyTest, SingleMatchesTheReferenceInBothPrecisions) {

@@ -115,8 +115,6 @@ void print_breakdown(const model::LayerTimes& times, double step_seconds) {
              human_seconds(total), human_seconds(step_seconds));
 }
 
-}  // namespace
-
 void list_strategies() {
   fmt::print("{}\n", paint(Paint::kBold, "strategies (dtw train --strategy NAME)"));
   for (const train::Strategy& s : train::strategies()) {

@@ -5,8 +5,12 @@
 #include <mutex>
 #include <sstream>
 
+#include "dtw/config.h"
 #include "dtw/errors.h"
 #include "dtw/results.h"
+#if DTW_HAVE_MPI
+#include "dtw/mpi.h"
+#endif
 #include "dtw/train/reference.h"
 
 namespace dtw::train {
@@ -237,6 +241,9 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
   RunOutcome out;
   std::mutex mutex;
   bool filled = false;
+  std::vector<Summary> summaries;
+  std::vector<std::string> messages;
+  std::vector<std::vector<double>> all_losses;
   out.report = launch(opts.ranks, lo, [&](Comm& comm) {
     RankRun<T> run(comm, spec, opts.knobs);
     if (comm.world_rank() == 0) {
@@ -271,13 +278,35 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
         losses = {};  // compared once
       }
     }
-    const std::vector<Summary> summaries = allgather_results(comm, mine);
-    const std::vector<std::string> messages = allgather_results(comm, why);
-    const std::vector<std::vector<double>> all_losses =
-        allgather_results(comm, std::vector<double>(run.losses()));
+    auto s = allgather_results(comm, mine);
+    auto m = allgather_results(comm, why);
+    auto l = allgather_results(comm, std::vector<double>(run.losses()));
     std::lock_guard<std::mutex> lock(mutex);
     if (filled) return;
     filled = true;
+    summaries = std::move(s);
+    messages = std::move(m);
+    all_losses = std::move(l);
+  });
+#if DTW_HAVE_MPI
+  // On the mpi backend a process beyond the world ran no rank: it takes the
+  // outcome from the processes that did (collective over the job, which runs
+  // this same call on every process).
+  if (out.report.backend == "mpi") {
+    const std::unique_ptr<Comm> job = mpi::process_comm();
+    const auto s = allgather_results(*job, summaries);
+    const auto m = allgather_results(*job, messages);
+    const auto l = allgather_results(*job, all_losses);
+    for (std::size_t p = 0; p < s.size() && !filled; ++p) {
+      if (s[p].empty()) continue;
+      summaries = s[p];
+      messages = m[p];
+      all_losses = l[p];
+      filled = true;
+    }
+  }
+#endif
+  {
     for (std::size_t r = 0; r < summaries.size(); ++r) {
       RankOutcome o;
       o.rank = static_cast<int>(r);
@@ -289,7 +318,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
       o.losses = all_losses[r];
       out.ranks.push_back(std::move(o));
     }
-  });
+  }
   for (const RankOutcome& o : out.ranks) {
     if (out.matches && !o.matches) {
       out.matches = false;
