@@ -122,7 +122,7 @@ void list_strategies() {
                               : s.max_ranks >= (1 << 20)
                                   ? std::to_string(s.min_ranks) + "+"
                                   : fmt::format("{}-{}", s.min_ranks, s.max_ranks);
-    fmt::print("  {:<18} ch {:<3} ranks {:<6} {}\n", s.name, s.chapter.empty() ? "--" : s.chapter,
+    fmt::print("  {:<24} ch {:<3} ranks {:<6} {}\n", s.name, s.chapter.empty() ? "--" : s.chapter,
                ranks, s.description);
   }
 }
