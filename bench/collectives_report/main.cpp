@@ -8,6 +8,7 @@
 
 #include "dtw/config.h"
 #include "dtw/errors.h"
+#include "dtw/output_file.h"
 #include "report.h"
 
 namespace dtw::bench {
@@ -118,7 +119,16 @@ int main(int argc, char** argv) {
                  "every algorithm on the GPUs (device memory) next to NCCL's allreduce")
       ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
   app.add_flag("--mpi-child", mpi_child, "internal: the MPI peer's body, started by mpirun")->group("");
-  CLI11_PARSE(app, argc, argv);
+  // dtw's exit-code convention (dtw --help): 0 ok, 2 bad usage, 3 a run failed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);  // rows reach a pipe as they are printed
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "dtw_bench_collectives: %s (--help lists the options)\n", e.what());
+    return 2;
+  }
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   try {
     o.dtype = parse_dtype(dtype);
@@ -144,6 +154,11 @@ int main(int argc, char** argv) {
         DTW_CHECK_ARG(std::ranges::find(kAlgos, a) != kAlgos.end(),
                       "--algo '" << a << "': use naive, binomial, ring, rabenseifner, direct or all");
     }
+    // Outputs are checked before anything is measured.
+    if (!mpi_child) {
+      if (!o.json_path.empty()) dtw::check_writable(o.json_path, "--json");
+      if (!o.plot_path.empty()) dtw::check_writable(o.plot_path, "--plot");
+    }
     if (mpi_child) return mpi_child_main(o);
     if (o.backend == "nccl") return nccl_main(o, app.count("--ranks") > 0);
     DTW_CHECK_ARG(o.backend != "mpi" || DTW_BENCH_HAVE_MPI,
@@ -164,9 +179,19 @@ int main(int argc, char** argv) {
     print_report(o, m, all);
     if (!o.json_path.empty()) write_json(o, m, all);
     if (!o.plot_path.empty()) write_plot(o, all);
-  } catch (const std::exception& e) {
+    // A peer run that failed (a rank killed, mpirun's error) fails the
+    // report: its rows say why, and the status says it was not a success.
+    for (const Series& s : all)
+      if (s.failed) {
+        std::fprintf(stderr, "dtw_bench_collectives: %s: %s\n", s.name.c_str(), s.note.c_str());
+        return 3;
+      }
+  } catch (const dtw::InvalidArgument& e) {
     std::fprintf(stderr, "dtw_bench_collectives: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtw_bench_collectives: %s\n", e.what());
+    return 3;
   }
   return 0;
 }

@@ -6,9 +6,12 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "dispatch.h"
+#include "process.h"
 #include "report.h"
 #if DTW_BENCH_HAVE_MPI
 #include <mpi.h>
@@ -108,47 +111,58 @@ std::vector<Series> run_mpi_peer(const Options& o, const char* self_exe) {
     out.insert(out.begin(), s);
     return out;
   };
-  if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
-    return skipped("skipped: built with MPI but mpirun is not on PATH");
-  std::ostringstream cmd;
-  // OpenMPI refuses to run as root unless told twice; containers often are root.
-  if (geteuid() == 0) cmd << "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
-  cmd << "mpirun --oversubscribe -np " << p << " '" << self_exe << "' --mpi-child --ranks " << p
-      << " --dtype " << (o.dtype == DataType::kFloat32 ? "float" : o.dtype == DataType::kFloat64 ? "double"
-                         : o.dtype == DataType::kInt32 ? "int32" : "int64")
-      << " --op " << name_of(o.op) << " --trials " << o.trials << " --sizes ";
-  for (std::size_t k = 0; k < o.sizes.size(); ++k) cmd << (k ? "," : "") << o.sizes[k];
-  if (o.iters > 0) cmd << " --iters " << o.iters;
-  if (o.warmup >= 0) cmd << " --warmup " << o.warmup;
+  // The child is run like every child of dtw (process.h): its wait status is
+  // decoded, and a peer run that failed fails the report, keeping the lines in
+  // which OpenMPI names the rank that died.
+  std::vector<std::string> cmd{"mpirun", "--oversubscribe", "-np", std::to_string(p), self_exe,
+                               "--mpi-child", "--ranks", std::to_string(p), "--dtype",
+                               o.dtype == DataType::kFloat32   ? "float"
+                               : o.dtype == DataType::kFloat64 ? "double"
+                               : o.dtype == DataType::kInt32   ? "int32"
+                                                               : "int64",
+                               "--op", std::string(name_of(o.op)), "--trials",
+                               std::to_string(o.trials), "--sizes"};
+  std::string sizes;
+  for (std::size_t k = 0; k < o.sizes.size(); ++k) sizes += (k ? "," : "") + std::to_string(o.sizes[k]);
+  cmd.push_back(sizes);
+  if (o.iters > 0) cmd.insert(cmd.end(), {"--iters", std::to_string(o.iters)});
+  if (o.warmup >= 0) cmd.insert(cmd.end(), {"--warmup", std::to_string(o.warmup)});
   if (o.backend == "mpi") {
-    cmd << " --backend mpi --algo ";
-    for (std::size_t k = 0; k < o.algos.size(); ++k) cmd << (k ? "," : "") << o.algos[k];
+    std::string list;
+    for (std::size_t k = 0; k < o.algos.size(); ++k) list += (k ? "," : "") + o.algos[k];
+    cmd.insert(cmd.end(), {"--backend", "mpi", "--algo", list});
   }
-  cmd << " 2>&1";
-  FILE* pipe = popen(cmd.str().c_str(), "r");
-  if (!pipe) return skipped("skipped: could not start mpirun");
-  std::string other;
-  char line[4096], name[64];
+  cli::ProcessOptions run{.output = cli::Output::kCapture};
+  // OpenMPI refuses to run as root unless told twice; containers often are root.
+  if (geteuid() == 0)
+    run.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  const cli::ProcessResult result = cli::run_process(cmd, run);
+  if (result.exit_code == 127 && result.signal == 0 && result.output.find("cannot run mpirun") != std::string::npos)
+    return skipped("skipped: built with MPI but mpirun is not on PATH");
   const auto elem = static_cast<std::int64_t>(size_of(o.dtype));
-  while (std::fgets(line, sizeof line, pipe)) {
+  std::istringstream lines(result.output);
+  char name[64];
+  for (std::string line; std::getline(lines, line);) {
     long long bytes = 0, wrong = 0;
     double secs = 0;
-    if (std::sscanf(line, "DTW_MPI %lld %lf %lld", &bytes, &secs, &wrong) == 3) {
+    if (std::sscanf(line.c_str(), "DTW_MPI %lld %lf %lld", &bytes, &secs, &wrong) == 3) {
       s.samples.push_back({bytes, bytes / elem, secs, wrong, -1});
-    } else if (std::sscanf(line, "DTW_ALGO %63s %lld %lf %lld", name, &bytes, &secs, &wrong) == 4) {
+    } else if (std::sscanf(line.c_str(), "DTW_ALGO %63s %lld %lf %lld", name, &bytes, &secs, &wrong) == 4) {
       for (Series& a : algos)
         if (a.name == std::string(name) + " (mpi)") a.samples.push_back({bytes, bytes / elem, secs, wrong, -1});
-    } else if (other.size() < 300) {
-      other += line;
     }
   }
-  const int status = pclose(pipe);
   bool complete = s.samples.size() == o.sizes.size();
   for (const Series& a : algos) complete = complete && a.samples.size() == o.sizes.size();
-  if (status != 0 || !complete) {
-    std::string why = "skipped: mpirun failed (exit " + std::to_string(status) + "): " + other;
+  if (!result.ok() || !complete) {
+    std::string why = "FAILED: mpirun -np " + std::to_string(p) + " ended with " + result.describe();
+    if (result.ok()) why += " but reported only part of the sizes";
+    const std::string lines_told = result.failure_lines();
+    if (!lines_told.empty()) why += "; it said: " + lines_told;
     std::replace(why.begin(), why.end(), '\n', ' ');
-    return skipped(why);
+    std::vector<Series> out = skipped(why);
+    for (Series& x : out) x.failed = true;
+    return out;
   }
   s.note = "mpirun -np " + std::to_string(p) + " (processes), MPI_Allreduce in place";
   if (o.op == ReduceOp::kAvg) s.note += "; MPI has no avg: measured as sum";

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "dtw/errors.h"
+#include "process.h"
 #include "report.h"
 
 namespace dtw::bench {
@@ -50,6 +51,11 @@ std::string human_bytes(std::int64_t b) {
   return std::to_string(b) + " " + units[u];
 }
 
+// busbw's factor 2(p-1)/p is 0 on one rank: say why the column reads 0.
+constexpr const char* kOneRankNote =
+    "# note: on 1 rank an allreduce moves no data between ranks, so busbw = algbw x 2(p-1)/p\n"
+    "#       is 0 by definition; the times measure the call's local work and overhead only\n";
+
 const Series* find(const std::vector<Series>& all, const std::string& name) {
   for (const auto& s : all)
     if (s.name == name && !s.samples.empty()) return &s;
@@ -66,7 +72,8 @@ void print_summary(const std::vector<Series>& all) {
     const Sample& big = s.samples.back();
     std::printf("#   %-14s at %s: busbw %.2f GB/s", s.name.c_str(), human_bytes(big.bytes).c_str(),
                 busbw(s, big));
-    if (ideal) std::printf(", %.0f%% of ideal (%.2f)", 100 * busbw(s, big) / busbw(*ideal, ideal->samples.back()),
+    if (ideal && busbw(*ideal, ideal->samples.back()) > 0)
+      std::printf(", %.0f%% of ideal (%.2f)", 100 * busbw(s, big) / busbw(*ideal, ideal->samples.back()),
                            busbw(*ideal, ideal->samples.back()));
     double best = 0;
     std::string best_name;
@@ -119,6 +126,7 @@ void print_report(const Options& o, const Model& m, const std::vector<Series>& a
               m.alpha * 1e6, m.beta * 1e9, 1e-9 / m.beta, m.gamma * 1e9, 1e-9 / m.gamma);
   std::printf("#        (%s; gamma from reduce_into on 16 MiB)\n", m.source.c_str());
   std::printf("# time: slowest rank, mean over the iterations, best of %d trial(s); GB = 1e9 bytes\n", o.trials);
+  if (o.ranks == 1) std::printf("%s", kOneRankNote);
   for (const auto& s : all) {
     std::printf("\n# %-22s [%s] busbw = algbw x %.3f%s%s\n", s.name.c_str(), s.kind.c_str(), s.bus_factor,
                 s.note.empty() ? "" : "  -- ", s.note.c_str());
@@ -150,6 +158,7 @@ void print_nccl_report(const Options& o, const GpuInfo& gpu, const std::vector<S
   std::printf("# time: slowest rank, mean over the iterations, best of %d trial(s); GB = 1e9 bytes; "
               "busbw = algbw x 2(p-1)/p\n", o.trials);
   std::printf("# x NCCL = time / NCCL's time at that size (above 1: slower); #wrong: elements off the exact result\n");
+  if (o.ranks == 1) std::printf("%s", kOneRankNote);
   for (const auto& s : all)
     if (s.samples.empty()) std::printf("# %s: %s\n", s.name.c_str(), s.note.c_str());
   const Series* nccl = find(all, "NCCL");
@@ -199,6 +208,7 @@ void write_json(const Options& o, const Model& m, const std::vector<Series>& all
   j["dtype"] = type_name(o.dtype);
   j["op"] = std::string(name_of(o.op));
   j["trials"] = o.trials;
+  if (o.ranks == 1) j["note"] = "1 rank: busbw is 0 by definition (factor 2(p-1)/p)";
   if (gpu) {
     // The α-β-γ model is fitted on the threads backend: it says nothing about GPUs.
     j["machine"]["gpu"] = {{"name", gpu->name}, {"count", gpu->count}};
@@ -212,7 +222,8 @@ void write_json(const Options& o, const Model& m, const std::vector<Series>& all
                   {"source", m.source}};
   }
   for (const auto& s : all) {
-    nlohmann::json js = {{"name", s.name}, {"kind", s.kind}, {"bus_factor", s.bus_factor}, {"note", s.note}};
+    nlohmann::json js = {{"name", s.name}, {"kind", s.kind}, {"bus_factor", s.bus_factor},
+                         {"note", s.note}, {"failed", s.failed}};
     js["samples"] = nlohmann::json::array();
     for (const auto& x : s.samples) {
       js["samples"].push_back({{"bytes", x.bytes}, {"count", x.count}, {"time_us", x.seconds * 1e6},
@@ -245,20 +256,22 @@ void write_plot(const Options& o, const std::vector<Series>& all) {
     ++blocks;
   }
   out.close();
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+  const std::string title = std::to_string(o.ranks) + " ranks, " + type_name(o.dtype) + " " +
+                            std::string(name_of(o.op));
+  // gnuplot runs like every child process (process.h): no shell, so paths
+  // with quotes or spaces are safe, and how it ended is decoded.
+  const cli::ProcessResult plot = cli::run_process(
+      {"gnuplot", "-e",
+       "datafile='" + dat + "'; outfile='" + o.plot_path + "'; nseries=" + std::to_string(blocks) +
+           "; plottitle='" + title + "'",
+       DTW_PLOT_SCRIPT},
+      {.output = cli::Output::kCapture});
+  if (plot.exit_code == 127 && plot.output.find("cannot run gnuplot") != std::string::npos) {
     std::printf("# gnuplot not found: wrote the data to %s, no plot (apt-get install gnuplot-nox)\n",
                 dat.c_str());
     return;
   }
-  const std::string title = std::to_string(o.ranks) + " ranks, " + type_name(o.dtype) + " " +
-                            std::string(name_of(o.op));
-  const std::string cmd = "gnuplot -e \"datafile='" + dat + "'; outfile='" + o.plot_path +
-                          "'; nseries=" + std::to_string(blocks) + "; plottitle='" + title + "'\" '" +
-                          DTW_PLOT_SCRIPT + "'";
-  if (std::system(cmd.c_str()) != 0) {
-    std::printf("# gnuplot failed: %s\n", cmd.c_str());
-    return;
-  }
+  DTW_CHECK(plot.ok(), Error, "--plot: gnuplot " << plot.describe() << ": " << plot.failure_lines());
   std::printf("# wrote %s (data: %s)\n", o.plot_path.c_str(), dat.c_str());
 }
 

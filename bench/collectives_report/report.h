@@ -40,6 +40,7 @@ struct Series {
   double bus_factor = 1; // busbw = algbw * bus_factor (nccl-tests)
   std::string note;      // why a row was skipped or what it measures
   std::vector<Sample> samples;
+  bool failed = false;   // its run failed (a peer process died): the report exits non-zero
 };
 
 // --backend nccl: the GPUs, and reduce_into against a device copy on GPU 0.

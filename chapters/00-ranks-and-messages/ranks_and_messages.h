@@ -96,7 +96,7 @@ std::int64_t token_ring(Comm& comm, std::int64_t token, int laps = 1);
 ///
 /// @throws InvalidArgument (naming both ranks) if a receive buffer's size
 ///         differs from what the neighbour sends.
-template <class T>
+template <NumericElement T>
 void exchange_with_neighbors(Comm& comm, std::span<const T> to_left, std::span<const T> to_right,
                              std::span<T> from_left, std::span<T> from_right);
 
@@ -105,7 +105,7 @@ void exchange_with_neighbors(Comm& comm, std::span<const T> to_left, std::span<c
 /// for a neighbour that is itself waiting in `send`: it deadlocks on every
 /// run, and the threads backend raises DeadlockError with the wait-for cycle.
 /// Kept for the text and the `deadlock` demo; never call it for real work.
-template <class T>
+template <NumericElement T>
 void exchange_unsafe(Comm& comm, std::span<const T> to_left, std::span<const T> to_right,
                      std::span<T> from_left, std::span<T> from_right);
 

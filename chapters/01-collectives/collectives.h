@@ -9,9 +9,12 @@
 /// types). Chunked results follow `dtw::Chunks(count, comm.size())`: the
 /// first count % p ranks hold one element more.
 ///
+/// T is float, double, std::int32_t or std::int64_t (the library is compiled
+/// for those four; another type is a compile-time error naming them).
+///
 /// Bad input (a root out of range, buffers of the wrong size, counts that
-/// differ between ranks) raises dtw::InvalidArgument naming the rank and the
-/// values; with the fingerprint check on (`Comm::verify_collective`) ranks
+/// differ between ranks, an op or algorithm cast from an integer outside its
+/// enum) raises dtw::InvalidArgument naming the rank and the values; with the fingerprint check on (`Comm::verify_collective`) ranks
 /// that disagree raise dtw::CollectiveMismatch instead of hanging.
 
 #include <cstdint>
@@ -69,47 +72,47 @@ std::string_view name_of(ReduceScatterAlgo algo);
 AllreduceAlgo parse_allreduce_algo(std::string_view name);
 
 /// Every rank's `data` becomes root's `data`.
-template <class T>
+template <NumericElement T>
 void broadcast(Comm& comm, std::span<T> data, int root, BroadcastAlgo algo = BroadcastAlgo::kBinomial);
 
 /// Root's `data` becomes op over every rank's `data`; other ranks' `data` is
 /// scratch (unspecified afterwards).
-template <class T>
+template <NumericElement T>
 void reduce(Comm& comm, std::span<T> data, ReduceOp op, int root, ReduceAlgo algo = ReduceAlgo::kBinomial);
 
 /// Root's `out` (p × in.size() elements) receives every rank's `in` in rank order;
 /// `out` is ignored on other ranks (may be empty).
-template <class T>
+template <NumericElement T>
 void gather(Comm& comm, std::span<const T> in, std::span<T> out, int root);
 
 /// Block i of root's `in` (p × out.size() elements) goes to rank i's `out`;
 /// `in` is ignored on other ranks (may be empty).
-template <class T>
+template <NumericElement T>
 void scatter(Comm& comm, std::span<const T> in, std::span<T> out, int root);
 
 /// `out` (p × in.size() elements) receives every rank's `in` in rank order.
-template <class T>
+template <NumericElement T>
 void allgather(Comm& comm, std::span<const T> in, std::span<T> out,
                AllgatherAlgo algo = AllgatherAlgo::kRing);
 
 /// Reduces `data` over all ranks and leaves chunk rank() of the result in `out`
 /// (Chunks(data.size(), p).size(rank()) elements). `data` is scratch afterwards.
-template <class T>
+template <NumericElement T>
 void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op,
                     ReduceScatterAlgo algo = ReduceScatterAlgo::kRing);
 
 /// Block j of `in` (in.size() / p elements) goes to rank j; block i of `out`
 /// comes from rank i. in.size() == out.size() and divisible by p.
-template <class T>
+template <NumericElement T>
 void alltoall(Comm& comm, std::span<const T> in, std::span<T> out,
               AlltoallAlgo algo = AlltoallAlgo::kPairwise);
 
 /// Every rank's `data` becomes op over every rank's `data` (in place).
-template <class T>
+template <NumericElement T>
 void allreduce(Comm& comm, std::span<T> data, ReduceOp op, AllreduceAlgo algo = AllreduceAlgo::kRing);
 
 /// Out-of-place allreduce: `out` becomes op over every rank's `in`; `in` is untouched.
-template <class T>
+template <NumericElement T>
 void allreduce(Comm& comm, std::span<const T> in, std::span<T> out, ReduceOp op,
                AllreduceAlgo algo = AllreduceAlgo::kRing);
 

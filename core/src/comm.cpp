@@ -69,10 +69,24 @@ void Comm::check_count(std::int64_t count, const char* op) const {
                                     << ": count is negative");
 }
 
+void Comm::check_op(ReduceOp op, const char* call) const {
+  DTW_CHECK_ARG(is_valid(op), who(rank_, world_rank())
+                                  << ": " << call << " with op " << static_cast<int>(op)
+                                  << ": not a ReduceOp (sum, prod, min, max, avg = 0..4)");
+}
+
+void Comm::check_type(DataType type, const char* call) const {
+  DTW_CHECK_ARG(is_valid(type),
+                who(rank_, world_rank())
+                    << ": " << call << " with element type " << static_cast<int>(type)
+                    << ": not a DataType (byte, int32, int64, float32, float64 = 0..4)");
+}
+
 Request Comm::post_send(ConstBuffer data, int peer, int tag, const char* call) {
   check_peer(peer, call);
   check_tag(tag, call);
   check_count(data.count, call);
+  check_type(data.type, call);
   auto state = start_send(data, peer, tag, call);
   state->op = call;
   state->is_send = true;
@@ -87,6 +101,7 @@ Request Comm::post_recv(Buffer data, int peer, int tag, const char* call) {
   check_peer(peer, call);
   check_tag(tag, call);
   check_count(data.count, call);
+  check_type(data.type, call);
   auto state = start_recv(data, peer, tag, call);
   state->op = call;
   state->elem_bytes = static_cast<std::int64_t>(size_of(data.type));
@@ -159,6 +174,8 @@ void Comm::recv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag) {
   check_peer(src, "recv_reduce");
   check_tag(tag, "recv_reduce");
   check_count(inout.count, "recv_reduce");
+  check_type(inout.type, "recv_reduce");
+  check_op(op, "recv_reduce");
   DTW_CHECK_ARG(inout.type != DataType::kByte,
                 "rank " << rank_ << ": recv_reduce from rank " << src << ": cannot reduce raw bytes");
   const double start = tracer_->enabled() ? tracer_->now_us() : 0;
@@ -190,6 +207,7 @@ void Comm::copy_local(Buffer dst, ConstBuffer src) {
   DTW_CHECK_ARG(dst.count == src.count, who(rank_, world_rank()) << ": copy_local: dst has " << dst.count
                                             << " elements but src has " << src.count);
   check_count(dst.count, "copy_local");
+  check_type(dst.type, "copy_local");
   if (dst.count == 0 || dst.data == src.data) return;
   do_copy_local(dst, src);
 }
@@ -204,6 +222,7 @@ void Comm::divide_local(Buffer data, int divisor) {
   DTW_CHECK_ARG(data.type != DataType::kByte,
                 who(rank_, world_rank()) << ": divide_local: cannot divide raw bytes");
   check_count(data.count, "divide_local");
+  check_type(data.type, "divide_local");
   if (data.count == 0 || divisor == 1) return;
   do_divide_local(data, divisor);
 }

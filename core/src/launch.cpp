@@ -25,63 +25,52 @@ bool goes_to_mpi(const LaunchOptions& options) {
   return false;
 #endif
 }
+
+// Every option is checked here, before any backend sees it, for launch and
+// launch_collecting alike.
+void validate(int world_size, const LaunchOptions& options) {
+  DTW_CHECK_ARG(world_size >= 1 || (world_size == 0 && goes_to_mpi(options)),
+                "launch: world size " << world_size << " must be at least 1");
+  DTW_CHECK_ARG(options.timeout > std::chrono::milliseconds::zero() &&
+                    options.timeout <= kMaxLaunchTimeout,
+                "launch: timeout " << options.timeout.count() << " ms is outside (0, "
+                                   << kMaxLaunchTimeout.count() << "] ms (up to 30 days)");
+  DTW_CHECK_ARG(options.memory_cap >= 0,
+                "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
+  const bool known = options.backend == "threads" || (options.backend == "mpi" && DTW_HAVE_MPI) ||
+                     (options.backend == "nccl" && DTW_HAVE_NCCL);
+  DTW_CHECK_ARG(known || options.backend != "nccl",
+                "launch: backend 'nccl': this build has no NCCL backend (configure where the CUDA "
+                "toolkit and NCCL are installed, with -DDTW_ENABLE_CUDA=ON)");
+  DTW_CHECK_ARG(known, "launch: unknown backend '"
+                           << options.backend << "' (this build has: threads"
+                           << (DTW_HAVE_MPI ? ", mpi" : "") << (DTW_HAVE_NCCL ? ", nccl" : "") << ")");
+}
+
+// Runs the launch on its backend; `first` receives the error launch() rethrows.
+Report dispatch(int world_size, const LaunchOptions& options, const RankFunction& fn,
+                std::exception_ptr* first) {
+  validate(world_size, options);
+#if DTW_HAVE_MPI
+  if (goes_to_mpi(options)) return mpi::launch(world_size, options, fn, first);
+#endif
+#if DTW_HAVE_NCCL
+  if (options.backend == "nccl") return nccl::launch(world_size, options, fn, first);
+#endif
+  return threads::launch(world_size, options, fn, first);
+}
+
 }  // namespace
 
 Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn) {
-  DTW_CHECK_ARG(world_size >= 1 || (world_size == 0 && goes_to_mpi(options)),
-                "launch: world size " << world_size << " must be at least 1");
-  DTW_CHECK_ARG(options.timeout.count() > 0,
-                "launch: timeout " << options.timeout.count() << " ms must be positive");
-  DTW_CHECK_ARG(options.memory_cap >= 0,
-                "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
-#if DTW_HAVE_MPI
-  if (goes_to_mpi(options)) return mpi::launch(world_size, options, fn, nullptr);
-#endif
-  if (options.backend == "threads") return threads::launch(world_size, options, fn, nullptr);
-#if DTW_HAVE_NCCL
-  if (options.backend == "nccl") return nccl::launch(world_size, options, fn, nullptr);
-#endif
-  DTW_CHECK_ARG(options.backend != "nccl",
-                "launch: backend 'nccl': this build has no NCCL backend (configure where the CUDA "
-                "toolkit and NCCL are installed, with -DDTW_ENABLE_CUDA=ON)");
-  DTW_CHECK_ARG(false, "launch: unknown backend '"
-                           << options.backend << "' (this build has: threads"
-                           << (DTW_HAVE_MPI ? ", mpi" : "") << (DTW_HAVE_NCCL ? ", nccl" : "") << ")");
-  return {};
+  return dispatch(world_size, options, fn, nullptr);
 }
 
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn) {
-  DTW_CHECK_ARG(world_size >= 1 || (world_size == 0 && goes_to_mpi(options)),
-                "launch: world size " << world_size << " must be at least 1");
-  DTW_CHECK_ARG(options.memory_cap >= 0,
-                "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
-#if DTW_HAVE_MPI
-  if (goes_to_mpi(options)) {
-    DTW_CHECK_ARG(options.timeout.count() > 0,
-                  "launch: timeout " << options.timeout.count() << " ms must be positive");
-    std::exception_ptr first;
-    Report report = mpi::launch(world_size, options, fn, &first);
-    if (first) std::rethrow_exception(first);
-    return report;
-  }
-#endif
-  if (options.backend == "threads") {
-    std::exception_ptr first;
-    Report report = threads::launch(world_size, options, fn, &first);
-    if (first) std::rethrow_exception(first);
-    return report;
-  }
-#if DTW_HAVE_NCCL
-  if (options.backend == "nccl") {
-    DTW_CHECK_ARG(options.timeout.count() > 0,
-                  "launch: timeout " << options.timeout.count() << " ms must be positive");
-    std::exception_ptr first;
-    Report report = nccl::launch(world_size, options, fn, &first);
-    if (first) std::rethrow_exception(first);
-    return report;
-  }
-#endif
-  return launch_collecting(world_size, options, fn);
+  std::exception_ptr first;
+  Report report = dispatch(world_size, options, fn, &first);
+  if (first) std::rethrow_exception(first);
+  return report;
 }
 
 Report launch(int world_size, const RankFunction& fn) { return launch(world_size, {}, fn); }

@@ -95,7 +95,9 @@ std::int64_t Comm::internal_recv(Buffer data, int src, int tag, const char* op_n
 void Comm::reference_reduce(Buffer data, ReduceOp op, int root) {
   check_root(rank_, size_, "reduce", root);
   check_nonnegative(rank_, "reduce", data.count);
+  check_type(data.type, "reference reduce");
   check_reducible(rank_, "reduce", data.type);
+  check_op(op, "reference reduce");
   if (rank_ == 0) {
     // Rank 0's own data is the accumulator; contributions arrive in rank order.
     std::vector<std::byte> scratch(static_cast<std::size_t>(data.bytes()));
@@ -115,6 +117,7 @@ void Comm::reference_reduce(Buffer data, ReduceOp op, int root) {
 }
 
 void Comm::reference_broadcast(Buffer data, int root) {
+  check_type(data.type, "reference broadcast");
   check_root(rank_, size_, "broadcast", root);
   check_nonnegative(rank_, "broadcast", data.count);
   if (rank_ == root) {
@@ -134,6 +137,7 @@ void Comm::reference_allreduce(Buffer data, ReduceOp op) {
 }
 
 void Comm::reference_gather(ConstBuffer in, Buffer out, int root) {
+  check_type(in.type, "reference gather");
   check_root(rank_, size_, "gather", root);
   check_nonnegative(rank_, "gather", in.count);
   if (rank_ != root) {
@@ -155,6 +159,7 @@ void Comm::reference_gather(ConstBuffer in, Buffer out, int root) {
 }
 
 void Comm::reference_scatter(ConstBuffer in, Buffer out, int root) {
+  check_type(out.type, "reference scatter");
   check_root(rank_, size_, "scatter", root);
   check_nonnegative(rank_, "scatter", out.count);
   if (rank_ != root) {
@@ -177,6 +182,7 @@ void Comm::reference_scatter(ConstBuffer in, Buffer out, int root) {
 }
 
 void Comm::reference_allgather(ConstBuffer in, Buffer out) {
+  check_type(in.type, "reference allgather");
   check_nonnegative(rank_, "allgather", in.count);
   check_same_type(rank_, "allgather", in.type, out.type);
   DTW_CHECK_ARG(out.count == size_ * in.count,
@@ -188,8 +194,10 @@ void Comm::reference_allgather(ConstBuffer in, Buffer out) {
 
 void Comm::reference_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op) {
   check_nonnegative(rank_, "reduce_scatter", in.count);
+  check_type(in.type, "reference reduce_scatter");
   check_same_type(rank_, "reduce_scatter", in.type, out.type);
   check_reducible(rank_, "reduce_scatter", in.type);
+  check_op(op, "reference reduce_scatter");
   const Chunks chunks(in.count, size_);
   DTW_CHECK_ARG(out.count == chunks.size(rank_),
                 "rank " << rank_ << ": reference reduce_scatter of " << in.count
@@ -217,6 +225,7 @@ void Comm::reference_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op) {
 }
 
 void Comm::reference_alltoall(ConstBuffer in, Buffer out) {
+  check_type(in.type, "reference alltoall");
   check_nonnegative(rank_, "alltoall", in.count);
   check_same_type(rank_, "alltoall", in.type, out.type);
   DTW_CHECK_ARG(in.count == out.count && in.count % size_ == 0,

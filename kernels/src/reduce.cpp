@@ -43,6 +43,8 @@ void run(T* dst, const T* src, std::int64_t count) {
 template <class T>
 void reduce_into(T* dst, const T* src, std::int64_t count, ReduceOp op) {
   DTW_CHECK_ARG(count >= 0, "reduce_into: count " << count << " is negative");
+  DTW_CHECK_ARG(is_valid(op), "reduce_into: op " << static_cast<int>(op)
+                                                 << " is not a ReduceOp (sum, prod, min, max, avg)");
   if (count == 0) return;
   ensure_kokkos_initialized();
   switch (op) {

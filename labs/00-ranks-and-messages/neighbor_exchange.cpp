@@ -43,7 +43,7 @@ void check_arrived(const Comm& comm, std::int64_t got, std::size_t expected, int
 
 }  // namespace
 
-template <class T>
+template <NumericElement T>
 void exchange_with_neighbors(Comm& comm, std::span<const T> to_left, std::span<const T> to_right,
                              std::span<T> from_left, std::span<T> from_right) {
   const int p = comm.size(), r = comm.rank();
@@ -60,7 +60,7 @@ void exchange_with_neighbors(Comm& comm, std::span<const T> to_left, std::span<c
 // is blocked and raises DeadlockError with the cycle. (Under MPI the same code
 // often "works" for small messages because MPI buffers them eagerly, and then
 // hangs in production once the halo grows: the worst kind of bug.)
-template <class T>
+template <NumericElement T>
 void exchange_unsafe(Comm& comm, std::span<const T> to_left, std::span<const T> to_right,
                      std::span<T> from_left, std::span<T> from_right) {
   const int p = comm.size(), r = comm.rank();

@@ -34,10 +34,20 @@ void check_root(const Comm& comm, const char* what, int root) {
                                                          << comm.size() << ")");
 }
 
-// An enum value cast from an out-of-range integer would index past the names.
-void check_algo(const Comm& comm, const char* what, int algo, std::size_t count) {
-  DTW_CHECK_ARG(algo >= 0 && static_cast<std::size_t>(algo) < count,
-                "rank " << comm.rank() << ": " << what << ": unknown algorithm " << algo);
+// An enum value cast from an out-of-range integer would index past the names
+// or fall through every case of a switch: refuse it before any message moves.
+template <class Algo>
+void check_algo(const Comm& comm, const char* what, Algo algo, std::size_t count) {
+  const int value = static_cast<int>(algo);
+  DTW_CHECK_ARG(value >= 0 && static_cast<std::size_t>(value) < count,
+                "rank " << comm.rank() << ": " << what << ": unknown algorithm " << value
+                        << " (valid: 0.." << count - 1 << ")");
+}
+
+void check_op(const Comm& comm, const char* what, ReduceOp op) {
+  DTW_CHECK_ARG(is_valid(op), "rank " << comm.rank() << ": " << what << ": unknown ReduceOp "
+                                      << static_cast<int>(op)
+                                      << " (valid: sum, prod, min, max, avg = 0..4)");
 }
 
 // Averages are sums divided by the group size (integer division for integers).
@@ -56,6 +66,11 @@ constexpr std::array<const char*, 5> kAllreduceCalls{"allreduce:naive", "allredu
                                                      "allreduce:direct"};
 constexpr std::array<const char*, 3> kBroadcastCalls{"broadcast:linear", "broadcast:binomial",
                                                      "broadcast:scatter-allgather"};
+constexpr std::array<const char*, 2> kReduceCalls{"reduce:linear", "reduce:binomial"};
+constexpr std::array<const char*, 2> kAllgatherCalls{"allgather:ring",
+                                                     "allgather:recursive-doubling"};
+constexpr std::array<const char*, 2> kReduceScatterCalls{"reduce_scatter:ring",
+                                                         "reduce_scatter:recursive-halving"};
 template <std::size_t N, class Algo>
 const char* call_name(const std::array<const char*, N>& calls, Algo algo) {
   const auto i = static_cast<std::size_t>(algo);
@@ -74,13 +89,13 @@ std::string_view name_of(BroadcastAlgo a) {
   return after_colon(call_name(kBroadcastCalls, a));
 }
 std::string_view name_of(ReduceAlgo a) {
-  return a == ReduceAlgo::kLinear ? "linear" : "binomial";
+  return after_colon(call_name(kReduceCalls, a));
 }
 std::string_view name_of(AllgatherAlgo a) {
-  return a == AllgatherAlgo::kRing ? "ring" : "recursive-doubling";
+  return after_colon(call_name(kAllgatherCalls, a));
 }
 std::string_view name_of(ReduceScatterAlgo a) {
-  return a == ReduceScatterAlgo::kRing ? "ring" : "recursive-halving";
+  return after_colon(call_name(kReduceScatterCalls, a));
 }
 
 AllreduceAlgo parse_allreduce_algo(std::string_view name) {
@@ -94,9 +109,9 @@ AllreduceAlgo parse_allreduce_algo(std::string_view name) {
   return AllreduceAlgo::kRing;  // not reached
 }
 
-template <class T>
+template <NumericElement T>
 void broadcast(Comm& comm, std::span<T> data, int root, BroadcastAlgo algo) {
-  check_algo(comm, "broadcast", static_cast<int>(algo), kBroadcastCalls.size());
+  check_algo(comm, "broadcast", algo, kBroadcastCalls.size());
   announce<T>(comm, call_name(kBroadcastCalls, algo), std::ssize(data), -1, root);
   check_root(comm, "broadcast", root);
   switch (algo) {
@@ -107,10 +122,11 @@ void broadcast(Comm& comm, std::span<T> data, int root, BroadcastAlgo algo) {
   }
 }
 
-template <class T>
+template <NumericElement T>
 void reduce(Comm& comm, std::span<T> data, ReduceOp op, int root, ReduceAlgo algo) {
-  announce<T>(comm, algo == ReduceAlgo::kLinear ? "reduce:linear" : "reduce:binomial",
-              std::ssize(data), static_cast<int>(op), root);
+  check_algo(comm, "reduce", algo, kReduceCalls.size());
+  check_op(comm, "reduce", op);
+  announce<T>(comm, call_name(kReduceCalls, algo), std::ssize(data), static_cast<int>(op), root);
   check_root(comm, "reduce", root);
   if (algo == ReduceAlgo::kLinear) {
     detail::reduce_linear(comm, data, sum_if_avg(op), root);
@@ -120,7 +136,7 @@ void reduce(Comm& comm, std::span<T> data, ReduceOp op, int root, ReduceAlgo alg
   if (comm.rank() == root) divide_if_avg(comm, data, op);
 }
 
-template <class T>
+template <NumericElement T>
 void gather(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
   announce<T>(comm, "gather", std::ssize(in), -1, root);
   check_root(comm, "gather", root);
@@ -131,7 +147,7 @@ void gather(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
   detail::gather_linear(comm, in, out, root);
 }
 
-template <class T>
+template <NumericElement T>
 void scatter(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
   announce<T>(comm, "scatter", std::ssize(out), -1, root);
   check_root(comm, "scatter", root);
@@ -142,11 +158,10 @@ void scatter(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
   detail::scatter_linear(comm, in, out, root);
 }
 
-template <class T>
+template <NumericElement T>
 void allgather(Comm& comm, std::span<const T> in, std::span<T> out, AllgatherAlgo algo) {
-  announce<T>(comm,
-              algo == AllgatherAlgo::kRing ? "allgather:ring" : "allgather:recursive-doubling",
-              std::ssize(in), -1, -1);
+  check_algo(comm, "allgather", algo, kAllgatherCalls.size());
+  announce<T>(comm, call_name(kAllgatherCalls, algo), std::ssize(in), -1, -1);
   const int p = comm.size();
   const std::int64_t m = std::ssize(in);
   DTW_CHECK_ARG(std::ssize(out) == p * m,
@@ -162,13 +177,13 @@ void allgather(Comm& comm, std::span<const T> in, std::span<T> out, AllgatherAlg
   }
 }
 
-template <class T>
+template <NumericElement T>
 void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op,
                     ReduceScatterAlgo algo) {
-  announce<T>(
-      comm,
-      algo == ReduceScatterAlgo::kRing ? "reduce_scatter:ring" : "reduce_scatter:recursive-halving",
-      std::ssize(data), static_cast<int>(op), -1);
+  check_algo(comm, "reduce_scatter", algo, kReduceScatterCalls.size());
+  check_op(comm, "reduce_scatter", op);
+  announce<T>(comm, call_name(kReduceScatterCalls, algo), std::ssize(data), static_cast<int>(op),
+              -1);
   const Chunks chunks(std::ssize(data), comm.size());
   const std::int64_t mine = chunks.size(comm.rank());
   DTW_CHECK_ARG(std::ssize(out) == mine,
@@ -184,8 +199,9 @@ void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op
   divide_if_avg(comm, out, op);
 }
 
-template <class T>
-void alltoall(Comm& comm, std::span<const T> in, std::span<T> out, AlltoallAlgo /*algo*/) {
+template <NumericElement T>
+void alltoall(Comm& comm, std::span<const T> in, std::span<T> out, AlltoallAlgo algo) {
+  check_algo(comm, "alltoall", algo, 1);
   announce<T>(comm, "alltoall:pairwise", std::ssize(in), -1, -1);
   const int p = comm.size();
   DTW_CHECK_ARG(in.size() == out.size() && std::ssize(in) % p == 0,
@@ -198,9 +214,10 @@ void alltoall(Comm& comm, std::span<const T> in, std::span<T> out, AlltoallAlgo 
   detail::alltoall_pairwise(comm, in, out);
 }
 
-template <class T>
+template <NumericElement T>
 void allreduce(Comm& comm, std::span<T> data, ReduceOp op, AllreduceAlgo algo) {
-  check_algo(comm, "allreduce", static_cast<int>(algo), kAllreduceCalls.size());
+  check_algo(comm, "allreduce", algo, kAllreduceCalls.size());
+  check_op(comm, "allreduce", op);
   announce<T>(comm, call_name(kAllreduceCalls, algo), std::ssize(data), static_cast<int>(op), -1);
   const ReduceOp sum_op = sum_if_avg(op);
   switch (algo) {
@@ -213,7 +230,7 @@ void allreduce(Comm& comm, std::span<T> data, ReduceOp op, AllreduceAlgo algo) {
   divide_if_avg(comm, data, op);
 }
 
-template <class T>
+template <NumericElement T>
 void allreduce(Comm& comm, std::span<const T> in, std::span<T> out, ReduceOp op,
                AllreduceAlgo algo) {
   DTW_CHECK_ARG(in.size() == out.size(), "rank " << comm.rank() << ": allreduce: in has "
@@ -223,7 +240,8 @@ void allreduce(Comm& comm, std::span<const T> in, std::span<T> out, ReduceOp op,
   allreduce(comm, out, op, algo);
 }
 
-void barrier(Comm& comm, BarrierAlgo /*algo*/) {
+void barrier(Comm& comm, BarrierAlgo algo) {
+  check_algo(comm, "barrier", algo, 1);
   comm.verify_collective({.name = "barrier:dissemination", .count = 0, .type = DataType::kByte});
   detail::barrier_dissemination(comm);
 }

@@ -243,6 +243,71 @@ TEST(BadInputTest, DifferentAlgorithmsAreAMismatch) {
                CollectiveMismatch);
 }
 
+// An op or algorithm cast from an integer outside its enum is refused by every
+// collective before a message moves, naming the rank and the value; name_of
+// says "?" for it instead of reading past its table.
+TEST(BadInputTest, EnumOutOfRangeIsRejectedByEveryCollective) {
+  const auto op = static_cast<ReduceOp>(7);
+  const std::vector<std::pair<std::string, std::function<void(Comm&)>>> cases{
+      {"allreduce: unknown ReduceOp 7",
+       [&](Comm& c) {
+         std::vector<float> d(6, 1.0f);
+         allreduce(c, std::span<float>(d), op);
+       }},
+      {"reduce: unknown ReduceOp 7",
+       [&](Comm& c) {
+         std::vector<float> d(6, 1.0f);
+         reduce(c, std::span<float>(d), op, 0);
+       }},
+      {"reduce_scatter: unknown ReduceOp 7",
+       [&](Comm& c) {
+         std::vector<float> d(6, 1.0f), out(2);
+         reduce_scatter(c, std::span<float>(d), std::span<float>(out), op);
+       }},
+      {"reduce: unknown algorithm 5",
+       [](Comm& c) {
+         std::vector<float> d(6, 1.0f);
+         reduce(c, std::span<float>(d), ReduceOp::kSum, 0, static_cast<ReduceAlgo>(5));
+       }},
+      {"allgather: unknown algorithm 2",
+       [](Comm& c) {
+         std::vector<float> in(2), out(6);
+         allgather(c, std::span<const float>(in), std::span<float>(out),
+                   static_cast<AllgatherAlgo>(2));
+       }},
+      {"reduce_scatter: unknown algorithm -1",
+       [](Comm& c) {
+         std::vector<float> d(6, 1.0f), out(2);
+         reduce_scatter(c, std::span<float>(d), std::span<float>(out), ReduceOp::kSum,
+                        static_cast<ReduceScatterAlgo>(-1));
+       }},
+      {"alltoall: unknown algorithm 3",
+       [](Comm& c) {
+         std::vector<float> in(6), out(6);
+         alltoall(c, std::span<const float>(in), std::span<float>(out),
+                  static_cast<AlltoallAlgo>(3));
+       }},
+      {"barrier: unknown algorithm 1", [](Comm& c) { barrier(c, static_cast<BarrierAlgo>(1)); }},
+      {"allreduce: unknown algorithm 11",
+       [](Comm& c) {
+         std::vector<float> d(6, 1.0f);
+         allreduce(c, std::span<float>(d), ReduceOp::kSum, static_cast<AllreduceAlgo>(11));
+       }},
+  };
+  for (const auto& [expected, call] : cases) {
+    try {
+      dtw::testing::launch_bounded(3, [&, &call = call](Comm& comm) { call(comm); });
+      ADD_FAILURE() << "accepted: " << expected;
+    } catch (const InvalidArgument& e) {
+      EXPECT_TRUE(contains(e.what(), expected) && contains(e.what(), "rank ")) << e.what();
+    }
+  }
+  EXPECT_EQ(name_of(static_cast<ReduceAlgo>(9)), "?");
+  EXPECT_EQ(name_of(static_cast<AllgatherAlgo>(9)), "?");
+  EXPECT_EQ(name_of(static_cast<ReduceScatterAlgo>(9)), "?");
+  EXPECT_EQ(name_of(static_cast<AllreduceAlgo>(9)), "?");
+}
+
 TEST(BadInputTest, UnknownAlgorithmNameListsTheValidOnes) {
   try {
     parse_allreduce_algo("butterfly");

@@ -162,6 +162,64 @@ TEST(ErrorsTest, LaunchRejectsBadWorldAndBackend) {
   EXPECT_THROW(launch_collecting(2, options, [](Comm&) {}), InvalidArgument);
 }
 
+// launch and launch_collecting share one validation: a negative or zero
+// timeout, one past kMaxLaunchTimeout and a negative memory cap are refused by
+// both, on every backend, before any rank runs.
+TEST(ErrorsTest, LaunchValidatesEveryOption) {
+  for (const auto& [what, options] : std::vector<std::pair<std::string, LaunchOptions>>{
+           {"timeout -5 ms", {.timeout = std::chrono::milliseconds(-5)}},
+           {"timeout 0 ms", {.timeout = std::chrono::milliseconds(0)}},
+           {"timeout", {.timeout = kMaxLaunchTimeout + std::chrono::milliseconds(1)}},
+           {"memory cap -1", {.memory_cap = -1}}}) {
+    bool ran = false;
+    for (bool collecting : {false, true}) {
+      try {
+        if (collecting) launch_collecting(2, options, [&](Comm&) { ran = true; });
+        else launch(2, options, [&](Comm&) { ran = true; });
+        ADD_FAILURE() << what << " accepted by " << (collecting ? "launch_collecting" : "launch");
+      } catch (const InvalidArgument& e) {
+        EXPECT_THAT(std::string(e.what()), HasSubstr(what));
+      }
+    }
+    EXPECT_FALSE(ran) << what;
+  }
+}
+
+// An enum cast from an integer outside its range is refused where it enters,
+// naming the rank and the value, instead of reducing garbage.
+TEST(ErrorsTest, ReduceOpOutOfRangeIsRejected) {
+  const auto bad = static_cast<ReduceOp>(9);
+  const std::string recv_reduce = invalid_argument_of(2, [&](Comm& comm) {
+    std::vector<float> acc(3, 1.0f);
+    if (comm.rank() == 1) comm.recv_reduce(acc, 0, bad);
+  });
+  EXPECT_THAT(recv_reduce, HasSubstr("rank 1: recv_reduce with op 9"));
+  EXPECT_THAT(recv_reduce, HasSubstr("not a ReduceOp"));
+  const std::string reference = invalid_argument_of(3, [&](Comm& comm) {
+    std::vector<double> data(4, 1.0);
+    comm.reference_allreduce(as_buffer(std::span<double>(data)), bad);
+  });
+  EXPECT_THAT(reference, HasSubstr("op 9"));
+  EXPECT_THAT(reference, HasSubstr("not a ReduceOp"));
+  const std::string scatter = invalid_argument_of(2, [&](Comm& comm) {
+    std::vector<std::int32_t> in(4, 1), out(2);
+    comm.reference_reduce_scatter(as_buffer(std::span<const std::int32_t>(in)),
+                                  as_buffer(std::span<std::int32_t>(out)), bad);
+  });
+  EXPECT_THAT(scatter, HasSubstr("op 9"));
+}
+
+TEST(ErrorsTest, DataTypeOutOfRangeIsRejected) {
+  const std::string what = invalid_argument_of(2, [](Comm& comm) {
+    float x[2] = {};
+    const auto bad = static_cast<DataType>(12);
+    if (comm.rank() == 0) comm.send_buffer(ConstBuffer{x, 2, bad}, 1, 0);
+    if (comm.rank() == 1) comm.recv_buffer(Buffer{x, 2, bad}, 0, 0);
+  });
+  EXPECT_THAT(what, HasSubstr("element type 12"));
+  EXPECT_THAT(what, HasSubstr("not a DataType"));
+}
+
 TEST(ErrorsTest, ErrorCarriesLocationAndRank) {
   try {
     launch_bounded(2, [](Comm& comm) {

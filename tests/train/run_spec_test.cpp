@@ -2,7 +2,11 @@
 // batch that concatenate to the whole batch, even when it does not divide.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dtw/errors.h"
 #include "dtw/train/run_spec.h"
@@ -54,6 +58,71 @@ TEST(RunSpecTest, BadFieldsAreNamed) {
   EXPECT_THROW(standard_run("gpt-huge"), InvalidArgument);
   EXPECT_THROW(dtype_from_name("bf16"), InvalidArgument);
   EXPECT_EQ(dtype_from_name("double"), DType::kFloat64);
+}
+
+// Every hyper-parameter in force is checked: NaN and infinity fail every
+// range (a NaN learning rate used to pass through a CLI that kept the default
+// unless lr > 0), and so do enums cast from integers outside their range.
+TEST(RunSpecTest, EveryHyperParameterInForceIsValidated) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<std::string, std::function<void(RunSpec&)>>> cases{
+      {"learning rate -1", [](RunSpec& s) { s.set_lr(-1); }},
+      {"learning rate nan", [&](RunSpec& s) { s.set_lr(nan); }},
+      {"learning rate inf", [&](RunSpec& s) { s.set_lr(inf); }},
+      {"learning rate 0", [](RunSpec& s) { s.set_lr(0); }},
+      {"adamw beta1 1 must be in [0, 1)", [](RunSpec& s) { s.adamw.beta1 = 1; }},
+      {"adamw beta2 nan", [&](RunSpec& s) { s.adamw.beta2 = nan; }},
+      {"adamw eps 0", [](RunSpec& s) { s.adamw.eps = 0; }},
+      {"adamw weight_decay -0.1", [](RunSpec& s) { s.adamw.weight_decay = -0.1; }},
+      {"sgd momentum 1.5",
+       [](RunSpec& s) {
+         s.optimizer = model::Optimizer::kSgd;
+         s.sgd.momentum = 1.5;
+       }},
+      {"sgd weight_decay nan",
+       [&](RunSpec& s) {
+         s.optimizer = model::Optimizer::kSgd;
+         s.sgd.weight_decay = nan;
+       }},
+      {"clip_norm nan", [&](RunSpec& s) { s.clip_norm = nan; }},
+      {"warmup_steps -1", [](RunSpec& s) { s.warmup_steps = -1; }},
+      {"steps -1", [](RunSpec& s) { s.steps = -1; }},
+      {"optimizer 7", [](RunSpec& s) { s.optimizer = static_cast<model::Optimizer>(7); }},
+      {"task 9", [](RunSpec& s) { s.task = static_cast<model::TokenTask>(9); }},
+      {"dtype 3", [](RunSpec& s) { s.dtype = static_cast<DType>(3); }},
+  };
+  for (const auto& [expected, change] : cases) {
+    RunSpec s = standard_run("gpt-tiny");
+    change(s);
+    try {
+      s.validate();
+      ADD_FAILURE() << "accepted: " << expected;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+  // The optimizer not in force is not checked: its fields are unused.
+  RunSpec s = standard_run("gpt-tiny");
+  s.sgd.momentum = nan;
+  EXPECT_NO_THROW(s.validate());
+}
+
+TEST(RunSpecTest, HyperParametersNameEveryOneInForce) {
+  RunSpec s = standard_run("gpt-tiny");
+  s.set_lr(0.0125);
+  const std::string adamw = s.hyperparameters();
+  for (const char* part : {"gpt-tiny", "200 steps", "batch 8 x 32 tokens", "corpus text",
+                           "adamw lr 0.0125", "beta1 0.9", "beta2 0.95", "eps 1e-08",
+                           "weight decay 0.1", "warm-up 30 steps", "clip 1", "seed 1234",
+                           "float32"})
+    EXPECT_NE(adamw.find(part), std::string::npos) << part << " missing from: " << adamw;
+  s.optimizer = model::Optimizer::kSgd;
+  s.clip_norm = 0;
+  const std::string sgd = s.hyperparameters();
+  for (const char* part : {"sgd lr 0.1", "momentum 0.9", "clip 0 (none)"})
+    EXPECT_NE(sgd.find(part), std::string::npos) << part << " missing from: " << sgd;
+  EXPECT_EQ(sgd.find("beta1"), std::string::npos) << sgd;
 }
 
 TEST(RunSpecTest, ShardsSplitTheBatchNearlyEvenly) {

@@ -2,6 +2,7 @@
 // The subcommands of the dtw program; main.cpp wires them to CLI11.
 // Each returns the process exit status.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,7 @@ struct TrainCommandOptions {
   std::string task = "corpus";
   std::string optimizer = "adamw";
   std::string dtype = "float32";
-  double lr = 0;  // 0: the optimizer's default in the RunSpec
+  std::optional<double> lr;  // empty: the optimizer's default in the RunSpec
   std::string strategy = "single";
   int ranks = 1;
   std::string backend = "threads";

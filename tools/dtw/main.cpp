@@ -3,9 +3,12 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <functional>
 
+#include "cli_values.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "dtw/errors.h"
 #include "style.h"
 
@@ -27,6 +30,7 @@ int run_main(int argc, char** argv) {
       "labs/NN-*/, and let `dtw check NN` tell you where you stand.",
       "dtw"};
   app.set_version_flag("--version", std::string("dtw ") + DTW_VERSION);
+  app.footer(kExitCodesHelp);
   app.require_subcommand(0, 1);
   std::function<int()> action;
 
@@ -39,8 +43,8 @@ int run_main(int argc, char** argv) {
       "Rebuild chapter NN's lab, run its tests, and show each step: pass / fail / not started.\n"
       "Exit status 0 only when every step passes.");
   check_cmd->add_option("chapter", check.chapter, "Chapter number (00) or folder name")->required();
-  check_cmd->add_option("--ranks", check.ranks, "World size for tests that honour DTW_TEST_RANKS")
-      ->check(CLI::Range(1, 4096));
+  add_int(*check_cmd, "--ranks", check.ranks, "World size for tests that honour DTW_TEST_RANKS",
+          {1, kMaxRanks});
   check_cmd->add_option("--backend", check.backend,
                         "Backend for tests that honour DTW_TEST_BACKEND (threads)");
   check_cmd->callback([&] { action = [&] { return check_command(load_context(), check); }; });
@@ -67,8 +71,8 @@ int run_main(int argc, char** argv) {
                       "the field that the workbench must catch (`pitfall` alone lists them)")
       ->expected(0, 2);
   run_cmd->add_flag("--list", run.list, "List the demos");
-  run_cmd->add_option("--ranks", run.ranks, "World size (default: the demo's)")
-      ->check(CLI::Range(1, 4096));
+  add_int(*run_cmd, "--ranks", run.ranks, "World size (default: the demo's)", {1, kMaxRanks})
+      ->default_str("");
   run_cmd->add_option("--backend", run.backend,
                       "threads (default), or mpi / nccl where built; mpi starts mpirun itself");
   run_cmd->add_option("--hostfile", run.hostfile,
@@ -92,31 +96,28 @@ int run_main(int argc, char** argv) {
   train_cmd->add_option("--strategy", train.strategy, "Strategy name (--list shows them)")
       ->capture_default_str();
   train_cmd->add_flag("--list", train.list, "List the registered strategies");
-  train_cmd->add_option("--ranks", train.ranks, "World size")->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+  add_int(*train_cmd, "--ranks", train.ranks, "World size", {1, kMaxRanks});
   train_cmd->add_option("--backend", train.backend, "threads")->capture_default_str();
   train_cmd->add_option("--set", train.knobs, "Strategy parameter key=value (repeatable)");
-  train_cmd->add_option("--memory-cap", train.memory_cap,
-                        "Per-rank memory cap in bytes (0: none); past it, OutOfMemory");
+  add_int(*train_cmd, "--memory-cap", train.memory_cap,
+          "Per-rank memory cap in bytes (0: none); past it, OutOfMemory", {0});
   train_cmd->add_flag("--compare", train.compare,
                       "Also run the reference and report max |θ − θ_ref| (exit 1 on mismatch)");
   train_cmd->add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")
       ->capture_default_str();
-  train_cmd->add_option("--steps", spec.steps, "Optimizer steps")->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  train_cmd->add_option("--batch", spec.batch, "Global batch (sequences, or rows for the MLP)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  train_cmd->add_option("--seq-len", spec.seq_len, "Tokens per sequence (default: the context)");
+  // Numbers are parsed by dtw (cli_values.h): no clamping, finite reals; the
+  // ranges of the run's fields are RunSpec::validate's, shared by every entry point.
+  add_int(*train_cmd, "--steps", spec.steps, "Optimizer steps");
+  add_int(*train_cmd, "--batch", spec.batch, "Global batch (sequences, or rows for the MLP)");
+  add_int(*train_cmd, "--seq-len", spec.seq_len, "Tokens per sequence (0: the context)");
   train_cmd->add_option("--task", train.task, "corpus (built-in text) or synthetic")
       ->capture_default_str();
   train_cmd->add_option("--optimizer", train.optimizer, "adamw or sgd")->capture_default_str();
-  train_cmd->add_option("--lr", train.lr, "Learning rate (default: the optimizer's)");
-  train_cmd->add_option("--clip", spec.clip_norm, "Gradient-norm clip, 0 for none")
-      ->capture_default_str();
-  train_cmd->add_option("--warmup", spec.warmup_steps, "Steps of linear learning-rate warm-up")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  train_cmd->add_option("--seed", spec.seed, "Seed of the initial weights and the data")
-      ->capture_default_str();
+  add_real(*train_cmd, "--lr", train.lr,
+           "Learning rate (default: the optimizer's: adamw 0.003, sgd 0.1)");
+  add_real(*train_cmd, "--clip", spec.clip_norm, "Gradient-norm clip, 0 for none");
+  add_int(*train_cmd, "--warmup", spec.warmup_steps, "Steps of linear learning-rate warm-up");
+  add_uint(*train_cmd, "--seed", spec.seed, "Seed of the initial weights and the data");
   train_cmd->add_option("--dtype", train.dtype, "float32 or float64")->capture_default_str();
   train_cmd->add_option("--out", train.out,
                         "File stem of the loss curve (STEM.csv, STEM.svg); default train-MODEL");
@@ -133,12 +134,18 @@ int run_main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (105, 109, ...) would break the one convention.
+    const std::string command =
+        app.get_subcommands().empty() ? "dtw" : "dtw " + app.get_subcommands()[0]->get_name();
+    print_error(fmt::format("{} ({} --help lists the options)", e.what(), command));
+    return kExitUsage;
   }
   if (!action) {
     fmt::print("{}", app.help());
-    return 0;
+    return kExitOk;
   }
   return action();
 }
@@ -147,17 +154,20 @@ int run_main(int argc, char** argv) {
 }  // namespace dtw::cli
 
 int main(int argc, char** argv) {
-  using dtw::cli::print_error;
+  using namespace dtw::cli;
+  // Progress lines must reach a pipe (`dtw train ... | tee log`) as they are
+  // printed, not when a 4 KiB block fills or the program ends.
+  std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);
   try {
-    return dtw::cli::run_main(argc, argv);
-  } catch (const dtw::cli::UsageError& e) {
+    return run_main(argc, argv);
+  } catch (const UsageError& e) {
     print_error(e.what());
-    return 2;
+    return kExitUsage;
   } catch (const dtw::InvalidArgument& e) {
     print_error(e.what());
-    return 2;
+    return kExitUsage;
   } catch (const std::exception& e) {
     print_error(e.what());
-    return 1;
+    return kExitRunFailed;
   }
 }

@@ -13,6 +13,8 @@
 
 #include "dtw/config.h"
 #include "dtw/results.h"
+#include "exit_codes.h"
+#include "process.h"
 #include "manifest.h"
 #include "style.h"
 #if DTW_HAVE_MPI
@@ -108,7 +110,7 @@ std::vector<std::string> mpirun_command(const MpiRunRequest& request, std::vecto
   return cmd;
 }
 
-void exec_mpirun(const MpiRunRequest& request) {
+int run_mpirun(const MpiRunRequest& request) {
   std::vector<std::string> notes;
   const std::vector<std::string> cmd = mpirun_command(request, notes);
   for (const std::string& note : notes) fmt::print("dtw: {}\n", note);
@@ -116,11 +118,14 @@ void exec_mpirun(const MpiRunRequest& request) {
   for (const std::string& arg : cmd) line += (line.empty() ? "" : " ") + arg;
   fmt::print("dtw: {}\n", line);
   std::fflush(stdout);
-  std::vector<char*> argv;
-  for (const std::string& arg : cmd) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  execv(cmd[0].c_str(), argv.data());
-  throw UsageError(fmt::format("could not start {}: {}", cmd[0], std::strerror(errno)));
+  // A child like every other (process.h), not an exec: mpirun's own status
+  // (137 when a rank was killed) must not become dtw's.
+  const ProcessResult result = run_process(cmd, {});
+  if (result.signal == 0 && !result.timed_out && result.exit_code >= kExitOk &&
+      result.exit_code <= kExitRunFailed)
+    return result.exit_code;
+  print_error(fmt::format("mpirun -np {} ended with {}", request.ranks, result.describe()));
+  return kExitRunFailed;
 }
 
 void share_checks_over_mpi(std::vector<std::optional<DemoCheck>>& checks) {

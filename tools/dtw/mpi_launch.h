@@ -24,9 +24,12 @@ bool inside_mpirun();
 /// dtw added on its own (run as root, more ranks than cores) and why.
 std::vector<std::string> mpirun_command(const MpiRunRequest& request, std::vector<std::string>& notes);
 
-/// Prints the notes and the command, then replaces this process with mpirun
-/// (its exit status becomes dtw's). Throws UsageError if mpirun is missing.
-[[noreturn]] void exec_mpirun(const MpiRunRequest& request);
+/// Prints the notes and the command, runs mpirun (its output goes straight to
+/// the terminal, OpenMPI's lines naming a failed rank included) and returns
+/// dtw's exit status: the ranks' own (0-3, dtw's convention) when mpirun
+/// passed it on, else kExitRunFailed after saying how mpirun ended (a rank
+/// killed by a signal is decoded). Throws UsageError if mpirun is missing.
+int run_mpirun(const MpiRunRequest& request);
 
 /// Under mpirun: merges every process's demo checks (each fills only its own
 /// rank's slot). Collective: every process must call it. A no-op without MPI.

@@ -21,8 +21,32 @@ namespace dtw::cli {
 
 std::string ProcessResult::describe() const {
   if (timed_out) return "no result before the time limit";
-  if (signal != 0) return fmt::format("signal {} ({})", signal, strsignal(signal));
+  if (signal != 0) return fmt::format("killed by signal {} ({})", signal, strsignal(signal));
+  if (exit_code > 128 && exit_code < 128 + NSIG)
+    return fmt::format("exit status {} (128 + signal {}, {}: how mpirun and shells report a "
+                       "child killed by it)",
+                       exit_code, exit_code - 128, strsignal(exit_code - 128));
   return fmt::format("exit status {}", exit_code);
+}
+
+std::string ProcessResult::failure_lines(std::size_t max_lines) const {
+  std::vector<std::string> lines, telling;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(" -\t") == std::string::npos) continue;  // rules, blank lines
+    lines.push_back(line);
+    for (const char* word : {"rank", "signal", "Killed", "killed", "error", "Error", "exited",
+                             "abort", "Abort"})
+      if (line.find(word) != std::string::npos) {
+        telling.push_back(line);
+        break;
+      }
+  }
+  const std::vector<std::string>& pick = telling.empty() ? lines : telling;
+  const std::size_t first = pick.size() > max_lines ? pick.size() - max_lines : 0;
+  std::string out;
+  for (std::size_t i = first; i < pick.size(); ++i) out += (out.empty() ? "" : "\n") + pick[i];
+  return out;
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #pragma once
-// Running the programs dtw drives (cmake, test programs, diff, benchmarks).
+// Running the programs dtw drives (cmake, test programs, diff, mpirun,
+// gnuplot, benchmarks): the one place a child process is started and its wait
+// status decoded, shared by the dtw program and the benchmark programs.
 #include <chrono>
 #include <string>
 #include <utility>
@@ -14,8 +16,14 @@ struct ProcessResult {
   std::string output;  // stdout and stderr together, when captured
 
   bool ok() const { return signal == 0 && !timed_out && exit_code == 0; }
-  /// "exit status 1", "signal 11 (Segmentation fault)", "no result within 120 s".
+  /// "exit status 1", "killed by signal 9 (Killed)", "exit status 137 (128 +
+  /// signal 9, Killed: how mpirun and shells report a child killed by it)",
+  /// "no result before the time limit".
   std::string describe() const;
+  /// The lines of `output` that say which process failed and how (OpenMPI's
+  /// "process rank 2 with PID ... exited on signal 9", "Killed", "error"),
+  /// at most `max_lines` of them, else its last lines: what a report keeps.
+  std::string failure_lines(std::size_t max_lines = 8) const;
 };
 
 enum class Output { kInherit, kCapture, kDiscard };

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "demo_runner.h"
 #include "dtw/config.h"
+#include "dtw/output_file.h"
 #include "mpi_launch.h"
 #include "style.h"
 
@@ -40,6 +41,8 @@ int run_command(const RunOptions& options) {
   if (pitfall && demo.catches.empty())
     throw UsageError(fmt::format("'{}' is a demo, not a pitfall: dtw run {}; the pitfalls are:\n{}",
                                  demo.name, demo.name, demo_list(true)));
+  // An output that cannot be written fails now, not after the run.
+  if (!options.trace.empty()) check_writable(options.trace, "dtw run --trace");
   const bool on_mpi = options.backend == "mpi";
   if (!options.hostfile.empty() && !on_mpi)
     throw UsageError("--hostfile only applies to --backend mpi");
@@ -55,7 +58,7 @@ int run_command(const RunOptions& options) {
   if (on_mpi && !inside_mpirun()) {
     std::vector<std::string> forward;
     if (!options.trace.empty()) forward = {"--trace", options.trace};
-    exec_mpirun({demo.name, ranks, options.hostfile, forward});
+    return run_mpirun({demo.name, ranks, options.hostfile, forward});
   }
   // Under mpirun every process runs its rank; only rank 0 prints.
   const bool printing = is_printing_process();

@@ -14,11 +14,13 @@
 #include <utility>
 
 #include "commands.h"
+#include "process.h"
 #include "dtw/errors.h"
 #include "dtw/kernels/matmul.h"
 #include "dtw/model/config.h"
 #include "dtw/model/profile.h"
 #include "dtw/model/trainer.h"
+#include "dtw/output_file.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
 #include "style.h"
@@ -84,17 +86,21 @@ void write_csv(const std::string& path, const std::vector<double>& losses) {
   for (std::size_t i = 0; i < losses.size(); ++i) out << i + 1 << "," << losses[i] << "\n";
 }
 
-// gnuplot draws the CSV; without gnuplot the CSV alone is still useful.
+// gnuplot draws the CSV; without gnuplot the CSV alone is still useful. It
+// runs like every child process (process.h): no shell, its failure decoded.
 void write_plot(const std::string& csv, const std::string& svg, const std::string& title) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+  const ProcessResult plot = run_process(
+      {"gnuplot", "-e",
+       fmt::format("datafile='{}'; outfile='{}'; plottitle='{}'", csv, svg, title),
+       DTW_LOSS_PLOT_SCRIPT},
+      {.output = Output::kCapture});
+  if (plot.exit_code == 127 && plot.output.find("cannot run gnuplot") != std::string::npos) {
     fmt::print("no plot: gnuplot not found (apt-get install gnuplot-nox)\n");
     return;
   }
-  const std::string cmd = fmt::format(
-      "gnuplot -e \"datafile='{}'; outfile='{}'; plottitle='{}'\" '{}'", csv, svg, title,
-      DTW_LOSS_PLOT_SCRIPT);
-  if (std::system(cmd.c_str()) != 0) {
-    fmt::print("no plot: gnuplot failed ({})\n", cmd);
+  if (!plot.ok()) {
+    // The plot is an extra next to the CSV: say why it is missing, keep going.
+    fmt::print("no plot: gnuplot ended with {}: {}\n", plot.describe(), plot.failure_lines());
     return;
   }
   fmt::print("wrote {} (the loss curve)\n", svg);
@@ -134,20 +140,27 @@ int train_command(const TrainCommandOptions& options) {
     list_strategies();
     return 0;
   }
+  // Everything is checked before any work starts: the run, the strategy, the
+  // backend, and that the loss curve can be written where --out says.
   train::RunSpec spec = options.spec;
   const model::ModelConfig config = spec.config();
-  DTW_CHECK_ARG(spec.steps > 0, "dtw train: --steps must be positive, got " << spec.steps);
+  DTW_CHECK_ARG(spec.steps > 0, "dtw train: --steps must be at least 1, got " << spec.steps);
   spec.task = model::token_task_from_name(options.task);
   DTW_CHECK_ARG(options.optimizer == "adamw" || options.optimizer == "sgd",
                 "dtw train: --optimizer is adamw or sgd, got '" << options.optimizer << "'");
   spec.optimizer = options.optimizer == "sgd" ? model::Optimizer::kSgd : model::Optimizer::kAdamW;
-  if (options.lr > 0) spec.set_lr(options.lr);
+  // A given --lr is always used (and validated with the rest): never silently
+  // replaced by the default.
+  if (options.lr) spec.set_lr(*options.lr);
   spec.dtype = train::dtype_from_name(options.dtype);
   spec.validate();
   const train::Strategy& strategy = train::find_strategy(options.strategy);
   if (options.backend != "threads")
     throw UsageError("dtw train runs on the threads backend for now (got --backend " +
                      options.backend + ")");
+  const std::string stem = options.out.empty() ? "train-" + config.name : options.out;
+  check_writable(stem + ".csv", "dtw train --out (the loss curve)");
+  check_writable(stem + ".svg", "dtw train --out (the loss plot)");
 
   model::LayerTimes times;
   const bool gpt = config.kind == model::ModelKind::kGpt;
@@ -165,11 +178,11 @@ int train_command(const TrainCommandOptions& options) {
   harness.layer_times = &times;
   harness.on_step = [&](const model::StepInfo& s) { progress.update(s); };
 
-  fmt::print("{} {} with {} on {} rank{} ({}) for {} steps: batch {}, {} data, {} (warm-up {} "
-             "steps), seed {}, {}{}\n",
-             paint(Paint::kBold, "training"), config.name, strategy.name, options.ranks,
-             options.ranks == 1 ? "" : "s", options.backend, spec.steps, spec.batch, data,
-             options.optimizer, spec.warmup_steps, spec.seed, train::name_of(spec.dtype),
+  // The header names every hyper-parameter in force, so a log says exactly what ran.
+  fmt::print("{} with {} on {} rank{} ({}{}): {}{}\n", paint(Paint::kBold, "training"),
+             strategy.name, options.ranks, options.ranks == 1 ? "" : "s", options.backend,
+             options.memory_cap > 0 ? ", memory cap " + human_bytes(static_cast<double>(options.memory_cap)) : "",
+             spec.hyperparameters(),
              harness.knobs.describe().empty() ? "" : ", " + harness.knobs.describe());
   const train::RunOutcome out = train::run_strategy(strategy, spec, harness);
   DTW_CHECK(!out.losses.empty(), Error,
@@ -192,7 +205,6 @@ int train_command(const TrainCommandOptions& options) {
   fmt::print("\n{}\n{}", paint(Paint::kBold, "memory per rank (the ledger: peak by category)"),
              out.report.memory_table());
 
-  const std::string stem = options.out.empty() ? "train-" + config.name : options.out;
   write_csv(stem + ".csv", out.losses);
   fmt::print("\nwrote {}.csv (step,loss)\n", stem);
   write_plot(stem + ".csv", stem + ".svg",

@@ -1,6 +1,7 @@
 // RunSpec: the canonical run, its validation and the data each shard reads.
 #include "dtw/train/run_spec.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "dtw/errors.h"
@@ -70,6 +71,15 @@ std::int64_t RunSpec::sequence() const {
 
 std::int64_t RunSpec::tokens_per_step() const { return batch * sequence(); }
 
+namespace {
+// A hyper-parameter must be a finite number inside its range: NaN fails every
+// comparison, so each check is written as "inside", never as "not outside".
+void check_real(double value, bool inside, std::string_view name, std::string_view range) {
+  DTW_CHECK_ARG(std::isfinite(value) && inside,
+                "RunSpec: " << name << " " << value << " must be " << range);
+}
+}  // namespace
+
 void RunSpec::validate() const {
   const model::ModelConfig c = config();  // unknown model: InvalidArgument listing the known ones
   DTW_CHECK_ARG(steps >= 0, "RunSpec: steps " << steps << " must not be negative");
@@ -77,10 +87,47 @@ void RunSpec::validate() const {
   DTW_CHECK_ARG((seq_len >= 0 && seq_len <= c.context) || c.kind != model::ModelKind::kGpt,
                 "RunSpec: seq_len " << seq_len << " is outside [0, context " << c.context
                                     << "] of model " << c.name);
-  DTW_CHECK_ARG(lr() > 0, "RunSpec: learning rate " << lr() << " must be positive");
+  DTW_CHECK_ARG(task == model::TokenTask::kCorpus || task == model::TokenTask::kSynthetic,
+                "RunSpec: task " << static_cast<int>(task) << " is not a TokenTask");
+  DTW_CHECK_ARG(optimizer == model::Optimizer::kAdamW || optimizer == model::Optimizer::kSgd,
+                "RunSpec: optimizer " << static_cast<int>(optimizer) << " is not an Optimizer");
+  DTW_CHECK_ARG(dtype == DType::kFloat32 || dtype == DType::kFloat64,
+                "RunSpec: dtype " << static_cast<int>(dtype) << " is not a DType");
+  // Only the chosen optimizer's hyper-parameters are in force, so only they are checked.
+  check_real(lr(), lr() > 0, "learning rate", "positive");
+  if (optimizer == model::Optimizer::kAdamW) {
+    check_real(adamw.beta1, adamw.beta1 >= 0 && adamw.beta1 < 1, "adamw beta1", "in [0, 1)");
+    check_real(adamw.beta2, adamw.beta2 >= 0 && adamw.beta2 < 1, "adamw beta2", "in [0, 1)");
+    check_real(adamw.eps, adamw.eps > 0, "adamw eps", "positive");
+    check_real(adamw.weight_decay, adamw.weight_decay >= 0, "adamw weight_decay", ">= 0");
+  } else {
+    check_real(sgd.momentum, sgd.momentum >= 0 && sgd.momentum < 1, "sgd momentum", "in [0, 1)");
+    check_real(sgd.weight_decay, sgd.weight_decay >= 0, "sgd weight_decay", ">= 0");
+  }
   DTW_CHECK_ARG(warmup_steps >= 0,
                 "RunSpec: warmup_steps " << warmup_steps << " must not be negative");
-  DTW_CHECK_ARG(clip_norm >= 0, "RunSpec: clip_norm " << clip_norm << " must not be negative");
+  check_real(clip_norm, clip_norm >= 0, "clip_norm", ">= 0 (0: no clipping)");
+}
+
+std::string RunSpec::hyperparameters() const {
+  const model::ModelConfig c = config();
+  std::ostringstream s;
+  s << model << ", " << steps << " steps, batch " << batch;
+  if (c.kind == model::ModelKind::kGpt)
+    s << " x " << sequence() << " tokens, "
+      << (task == model::TokenTask::kCorpus ? "corpus" : "synthetic") << " text";
+  else
+    s << " rows, synthetic classification";
+  if (optimizer == model::Optimizer::kAdamW)
+    s << ", adamw lr " << adamw.lr << " (beta1 " << adamw.beta1 << ", beta2 " << adamw.beta2
+      << ", eps " << adamw.eps << ", weight decay " << adamw.weight_decay << ")";
+  else
+    s << ", sgd lr " << sgd.lr << " (momentum " << sgd.momentum << ", weight decay "
+      << sgd.weight_decay << ")";
+  s << ", warm-up " << warmup_steps << " steps, clip " << clip_norm;
+  if (clip_norm == 0) s << " (none)";
+  s << ", seed " << seed << ", " << name_of(dtype);
+  return s.str();
 }
 
 std::string RunSpec::describe() const {

@@ -370,6 +370,11 @@ class Comm {
   std::shared_ptr<Tracer> tracer_ptr() const { return tracer_; }
   /// World ranks of the group's members, indexed by group rank.
   const std::vector<int>& members() const { return members_; }
+  /// Raises InvalidArgument naming this rank and `call` unless `op` is a
+  /// ReduceOp enumerator (an integer cast out of range would reduce garbage).
+  void check_op(ReduceOp op, const char* call) const;
+  /// Likewise for an element type (a Buffer whose `type` was cast from an integer).
+  void check_type(DataType type, const char* call) const;
 
  private:
   // A device Array must live where this communicator runs (host Arrays are

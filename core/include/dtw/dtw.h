@@ -10,5 +10,6 @@
 #include "dtw/exec.h"
 #include "dtw/launch.h"
 #include "dtw/memory.h"
+#include "dtw/output_file.h"
 #include "dtw/reference.h"
 #include "dtw/types.h"

@@ -14,12 +14,17 @@
 
 namespace dtw {
 
-/// How a world is launched.
+/// The longest `LaunchOptions::timeout` a launch accepts: 30 days.
+inline constexpr std::chrono::milliseconds kMaxLaunchTimeout{30LL * 24 * 3600 * 1000};
+
+/// How a world is launched. `launch` checks every field first and raises
+/// InvalidArgument naming it and its value.
 struct LaunchOptions {
   /// "threads" (ranks are threads of this process) or, when built, "mpi"/"nccl".
   std::string backend = "threads";
   /// A rank blocked in one call for longer than this fails with TimeoutError
   /// (for a peer that never arrives; true deadlocks are detected at once).
+  /// Must be in (0, kMaxLaunchTimeout].
   std::chrono::milliseconds timeout{60'000};
   /// Record every communication call and phase for `Report::write_trace`.
   bool trace = false;

@@ -25,21 +25,64 @@ constexpr std::size_t size_of(DataType type) {
   return 0;
 }
 
-/// Short name of `type` as printed in messages and tables ("float32", "int64", ...).
+/// Short name of `type` as printed in messages and tables ("float32", "int64",
+/// ...; "?" for a value outside the enum).
 std::string_view name_of(DataType type);
+/// True when `type` is one of the enumerators (not an integer cast out of range).
+constexpr bool is_valid(DataType type) {
+  return static_cast<unsigned>(type) <= static_cast<unsigned>(DataType::kFloat64);
+}
 
 /// The element-wise reductions. `kAvg` is a sum divided by the group size
 /// afterwards; local kernels see it as `kSum` and the caller divides.
 enum class ReduceOp : std::uint8_t { kSum, kProd, kMin, kMax, kAvg };
 
-/// Short name of `op` ("sum", "prod", "min", "max", "avg").
+/// Short name of `op` ("sum", "prod", "min", "max", "avg"; "?" outside the enum).
 std::string_view name_of(ReduceOp op);
+/// True when `op` is one of the enumerators (not an integer cast out of range).
+constexpr bool is_valid(ReduceOp op) {
+  return static_cast<unsigned>(op) <= static_cast<unsigned>(ReduceOp::kAvg);
+}
 
 /// True for the C++ types a `Comm` can send: std::byte, int32_t, int64_t, float, double.
 template <class T>
 inline constexpr bool kIsElement =
     std::is_same_v<T, std::byte> || std::is_same_v<T, std::int32_t> ||
     std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+/// True for the number types the workbench's typed templates are built for:
+/// int32_t, int64_t, float, double (a Comm also sends std::byte, which is not a number).
+template <class T>
+inline constexpr bool kIsNumeric = std::is_same_v<T, std::int32_t> ||
+                                   std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+                                   std::is_same_v<T, double>;
+
+namespace detail {
+// Checked by NumericElement: a static_assert rather than a plain constraint,
+// so that another T stops the compile with this sentence instead of a list of
+// candidates, or (the definitions live in a library) an undefined reference at link time.
+// A const T is only ever deduced while overload resolution tries a read-only
+// argument against a writable parameter; it fails quietly so that the
+// overload meant (allreduce's out-of-place form) is found.
+template <class T>
+constexpr bool numeric_element() {
+  if constexpr (!std::is_same_v<T, std::remove_cv_t<T>>) {
+    return false;
+  } else {
+    static_assert(kIsNumeric<T>,
+                  "dtw: this template is built (explicitly instantiated in its library) for "
+                  "float, double, std::int32_t and std::int64_t only; convert the data to one "
+                  "of them");
+    return true;
+  }
+}
+}  // namespace detail
+
+/// The element type of a template whose definitions are compiled once, in a
+/// library, for float, double, int32_t and int64_t (chapter 00's and 01's
+/// collectives). Any other T is a compile-time error naming these four.
+template <class T>
+concept NumericElement = detail::numeric_element<T>();
 
 /// The DataType tag of element type `T`.
 template <class T>

@@ -69,6 +69,10 @@ void check_root(int rank, int size, const char* what, int root) {
 }
 
 void check_types(int rank, const char* what, DataType in, DataType out, bool reduces) {
+  DTW_CHECK_ARG(is_valid(in) && is_valid(out),
+                "rank " << rank << ": reference " << what << ": element type "
+                        << static_cast<int>(is_valid(in) ? out : in)
+                        << " is not a DataType (byte, int32, int64, float32, float64 = 0..4)");
   DTW_CHECK_ARG(in == out, "rank " << rank << ": reference " << what << ": input is "
                                    << name_of(in) << " but output is " << name_of(out));
   DTW_CHECK_ARG(!reduces || in != DataType::kByte,
@@ -108,6 +112,7 @@ void MpiComm::agree(const char* what, std::int64_t count, int root) {
 void MpiComm::run_collective(const char* what, int rc) { check_mpi(rc, what, world_rank()); }
 
 void MpiComm::reference_allreduce(Buffer data, ReduceOp op) {
+  check_op(op, "reference allreduce");
   const int n = as_int(rank(), "allreduce", data.count);
   check_types(rank(), "allreduce", data.type, data.type, true);
   agree("allreduce", n, -1);
@@ -119,6 +124,7 @@ void MpiComm::reference_allreduce(Buffer data, ReduceOp op) {
 
 void MpiComm::reference_broadcast(Buffer data, int root) {
   check_root(rank(), size(), "broadcast", root);
+  check_type(data.type, "reference broadcast");
   const int n = as_int(rank(), "broadcast", data.count);
   agree("broadcast", n, root);
   const BlockedScope blocked("MPI_Bcast");
@@ -126,6 +132,7 @@ void MpiComm::reference_broadcast(Buffer data, int root) {
 }
 
 void MpiComm::reference_reduce(Buffer data, ReduceOp op, int root) {
+  check_op(op, "reference reduce");
   check_root(rank(), size(), "reduce", root);
   const int n = as_int(rank(), "reduce", data.count);
   check_types(rank(), "reduce", data.type, data.type, true);
@@ -150,6 +157,7 @@ void MpiComm::reference_allgather(ConstBuffer in, Buffer out) {
 }
 
 void MpiComm::reference_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op) {
+  check_op(op, "reference reduce_scatter");
   as_int(rank(), "reduce_scatter", in.count);
   check_types(rank(), "reduce_scatter", in.type, out.type, true);
   const Chunks chunks(in.count, size());
@@ -185,6 +193,7 @@ void MpiComm::reference_alltoall(ConstBuffer in, Buffer out) {
 void MpiComm::reference_gather(ConstBuffer in, Buffer out, int root) {
   check_root(rank(), size(), "gather", root);
   const int n = as_int(rank(), "gather", in.count);
+  check_type(in.type, "reference gather");
   if (rank() == root) {
     check_types(rank(), "gather", in.type, out.type, false);
     DTW_CHECK_ARG(out.count == size() * in.count,
@@ -201,6 +210,7 @@ void MpiComm::reference_gather(ConstBuffer in, Buffer out, int root) {
 void MpiComm::reference_scatter(ConstBuffer in, Buffer out, int root) {
   check_root(rank(), size(), "scatter", root);
   const int n = as_int(rank(), "scatter", out.count);
+  check_type(out.type, "reference scatter");
   if (rank() == root) {
     check_types(rank(), "scatter", in.type, out.type, false);
     DTW_CHECK_ARG(in.count == size() * out.count,

@@ -48,6 +48,8 @@ void check_reducible(int rank, const char* what, Buffer data) {
 }  // namespace
 
 void NcclComm::reference_allreduce(Buffer data, ReduceOp op) {
+  check_type(data.type, "reference allreduce");
+  check_op(op, "reference allreduce");
   check_reducible(rank(), "allreduce", data);
   check_device_memory(data.data, data.bytes(), "reference allreduce");
   verify_collective({"allreduce", data.count, data.type, static_cast<int>(op), -1});
@@ -57,6 +59,7 @@ void NcclComm::reference_allreduce(Buffer data, ReduceOp op) {
 }
 
 void NcclComm::reference_broadcast(Buffer data, int root) {
+  check_type(data.type, "reference broadcast");
   check_root(rank(), size(), "broadcast", root);
   check_device_memory(data.data, data.bytes(), "reference broadcast");
   verify_collective({"broadcast", data.count, data.type, -1, root});
@@ -66,6 +69,8 @@ void NcclComm::reference_broadcast(Buffer data, int root) {
 }
 
 void NcclComm::reference_reduce(Buffer data, ReduceOp op, int root) {
+  check_type(data.type, "reference reduce");
+  check_op(op, "reference reduce");
   check_root(rank(), size(), "reduce", root);
   check_reducible(rank(), "reduce", data);
   check_device_memory(data.data, data.bytes(), "reference reduce");
@@ -76,6 +81,7 @@ void NcclComm::reference_reduce(Buffer data, ReduceOp op, int root) {
 }
 
 void NcclComm::reference_allgather(ConstBuffer in, Buffer out) {
+  check_type(in.type, "reference allgather");
   check_same_type(in, out, "allgather");
   DTW_CHECK_EQ(out.count, size() * in.count, "rank " << rank() << ": reference allgather: output size");
   check_device_memory(in.data, in.bytes(), "reference allgather");
@@ -87,6 +93,8 @@ void NcclComm::reference_allgather(ConstBuffer in, Buffer out) {
 }
 
 void NcclComm::reference_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op) {
+  check_type(in.type, "reference reduce_scatter");
+  check_op(op, "reference reduce_scatter");
   check_same_type(in, out, "reduce_scatter");
   check_reducible(rank(), "reduce_scatter", out);
   const Chunks chunks(in.count, size());
@@ -111,6 +119,7 @@ void NcclComm::reference_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op)
 }
 
 void NcclComm::reference_alltoall(ConstBuffer in, Buffer out) {
+  check_type(in.type, "reference alltoall");
   check_same_type(in, out, "alltoall");
   DTW_CHECK_EQ(in.count % size(), 0, "rank " << rank() << ": reference alltoall: input not divisible by size");
   DTW_CHECK_EQ(out.count, in.count, "rank " << rank() << ": reference alltoall: output size");
@@ -128,6 +137,7 @@ void NcclComm::reference_alltoall(ConstBuffer in, Buffer out) {
 }
 
 void NcclComm::reference_gather(ConstBuffer in, Buffer out, int root) {
+  check_type(in.type, "reference gather");
   check_root(rank(), size(), "gather", root);
   if (rank() == root) {
     check_same_type(in, out, "gather");
@@ -149,6 +159,7 @@ void NcclComm::reference_gather(ConstBuffer in, Buffer out, int root) {
 }
 
 void NcclComm::reference_scatter(ConstBuffer in, Buffer out, int root) {
+  check_type(in.type, "reference scatter");
   check_root(rank(), size(), "scatter", root);
   if (rank() == root) {
     check_same_type(in, out, "scatter");

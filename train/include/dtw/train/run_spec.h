@@ -66,8 +66,17 @@ struct RunSpec {
   std::int64_t sequence() const;
   /// Tokens (GPT: batch·sequence()) or rows (MLP) per step.
   std::int64_t tokens_per_step() const;
-  /// Checks every field; InvalidArgument naming the field and its value.
+  /// Checks every field in force: counts in range, enums inside their enum,
+  /// and the chosen optimizer's hyper-parameters finite and in range (lr > 0,
+  /// betas and momentum in [0, 1), eps > 0, weight decay and clip >= 0);
+  /// InvalidArgument naming the field and its value. Every entry point (the
+  /// dtw program, the harness, the reference trainer, Replica) calls it.
   void validate() const;
+  /// One line naming every hyper-parameter in force, for a run's header:
+  /// "gpt-tiny, 200 steps, batch 8 x 64 tokens, corpus text, adamw lr 0.003
+  /// (beta1 0.9, beta2 0.95, eps 1e-08, weight decay 0.1), warm-up 30 steps,
+  /// clip 1, seed 1234, float32".
+  std::string hyperparameters() const;
   /// One line naming every field, e.g. for logs and as the reference's memo key.
   std::string describe() const;
 };

@@ -1,0 +1,18 @@
+#pragma once
+/// @file
+/// Checking, before any work starts, that a program's output files can be written.
+
+#include <string>
+#include <string_view>
+
+namespace dtw {
+
+/// Raises InvalidArgument naming `what` (e.g. "--out: the loss curve"), the
+/// path and the reason unless a file can be written at `path`: its folder
+/// exists and is writable, and `path` is not a folder. An existing file is
+/// left as it is; a file the check had to create is removed again. Call it
+/// where the option enters, so a run never computes for an hour and then
+/// fails to save its result.
+void check_writable(const std::string& path, std::string_view what);
+
+}  // namespace dtw

@@ -1,0 +1,34 @@
+#include "dtw/output_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "dtw/errors.h"
+
+namespace dtw {
+
+void check_writable(const std::string& path, std::string_view what) {
+  namespace fs = std::filesystem;
+  DTW_CHECK_ARG(!path.empty(), what << ": the file name is empty");
+  std::error_code ec;
+  DTW_CHECK_ARG(!fs::is_directory(path, ec),
+                what << ": cannot write " << path << ": it is a folder");
+  const fs::path folder = fs::path(path).parent_path();
+  DTW_CHECK_ARG(folder.empty() || fs::is_directory(folder, ec),
+                what << ": cannot write " << path << ": the folder " << folder.string()
+                     << " does not exist");
+  const bool existed = fs::exists(path, ec);
+  // O_APPEND without O_TRUNC: an existing file keeps its contents until the
+  // program really writes it.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int error = errno;
+  DTW_CHECK_ARG(fd >= 0, what << ": cannot write " << path << ": " << std::strerror(error));
+  ::close(fd);
+  if (!existed) ::unlink(path.c_str());
+}
+
+}  // namespace dtw

@@ -1,0 +1,139 @@
+// The dtw program as a user drives it: bad values are refused where they
+// enter with a readable message and exit status 2, before any work; the run's
+// header names every hyper-parameter in force; progress reaches a pipe line by
+// line; and `dtw --help` documents the exit codes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "program.h"
+
+namespace dtw {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::Finished;
+using testing::run_program;
+
+// The program under test: this build's, or DTW_CLI_PROGRAM (to run these
+// checks against another build, e.g. to see them fail on an older one).
+std::string program() {
+  const char* other = std::getenv("DTW_CLI_PROGRAM");
+  return other && *other ? other : DTW_PROGRAM;
+}
+
+// A scratch folder per test, so outputs never land in the build tree.
+class DtwCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dtw-cli-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+            "-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  Finished dtw(std::vector<std::string> args) {
+    args.insert(args.begin(), program());
+    return run_program(args, dir_.string());
+  }
+  // `dtw train` on the tiny MLP, its outputs in the scratch folder.
+  Finished train(std::vector<std::string> args) {
+    args.insert(args.begin(), {"train", "--model", "mlp-tiny", "--out", (dir_ / "curve").string()});
+    return dtw(args);
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(DtwCliTest, HelpDocumentsTheExitCodes) {
+  const Finished help = dtw({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.output, HasSubstr("Exit status:"));
+  for (const char* line : {"0  success", "1  a check failed", "2  bad usage", "3  a run failed"})
+    EXPECT_THAT(help.output, HasSubstr(line));
+}
+
+TEST_F(DtwCliTest, ParseErrorsExitWithTheUsageStatus) {
+  // CLI11's own codes were 109 (unknown option) and 105 (bad value).
+  const Finished unknown = train({"--bogus"});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("--bogus"));
+  const Finished word = train({"--steps", "ten"});
+  EXPECT_EQ(word.exit_code, 2) << word.output;
+  EXPECT_THAT(word.output, HasSubstr("--steps takes an integer, got ten"));
+}
+
+TEST_F(DtwCliTest, BadLearningRatesAreRefusedNotReplaced) {
+  for (const char* lr : {"-1", "0", "nan", "inf"}) {
+    const Finished run = train({"--steps", "2", "--lr", lr});
+    EXPECT_EQ(run.exit_code, 2) << "--lr " << lr << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr(lr)) << "--lr " << lr;
+    EXPECT_THAT(run.output, Not(HasSubstr("1/2 ["))) << "--lr " << lr << " trained";
+  }
+}
+
+TEST_F(DtwCliTest, RangeErrorsAreReadableAndNothingIsClamped) {
+  const struct {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--steps", "-1"}, "--steps must be at least 1, got -1"},
+      {{"--steps", "0"}, "--steps must be at least 1, got 0"},
+      {{"--steps", "99999999999999999999"}, "--steps 99999999999999999999 is too large"},
+      {{"--batch", "0"}, "batch 0 must be at least 1"},
+      {{"--warmup", "-1"}, "warmup_steps -1 must not be negative"},
+      {{"--clip", "-2"}, "clip_norm -2"},
+      {{"--seed", "-1"}, "--seed takes a non-negative integer, got -1"},
+      {{"--ranks", "0"}, "--ranks must be between 1 and 4096, got 0"},
+      {{"--memory-cap", "-5"}, "--memory-cap must be at least 0, got -5"},
+  };
+  for (const auto& c : cases) {
+    const Finished run = train(c.args);
+    EXPECT_EQ(run.exit_code, 2) << c.args[0] << " " << c.args[1] << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr(c.message)) << c.args[0] << " " << c.args[1];
+    EXPECT_LT(run.output.size(), 400u) << "unreadably long: " << run.output;
+  }
+}
+
+TEST_F(DtwCliTest, HeaderNamesEveryHyperParameterInForce) {
+  const Finished run = train({"--steps", "2", "--lr", "0.0125", "--clip", "0.5"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string header = run.output.substr(0, run.output.find('\n'));
+  for (const char* part : {"mlp-tiny", "2 steps", "batch 8", "adamw lr 0.0125", "beta1 0.9",
+                           "beta2 0.95", "eps 1e-08", "weight decay 0.1", "warm-up 30 steps",
+                           "clip 0.5", "seed 1234", "float32"})
+    EXPECT_THAT(header, HasSubstr(part));
+}
+
+TEST_F(DtwCliTest, AnUnwritableOutputFailsBeforeTraining) {
+  // A billion steps: if the check came after training, this would never end.
+  const Finished run = dtw({"train", "--model", "mlp-tiny", "--steps", "1000000000", "--out",
+                            (dir_ / "missing" / "curve").string()});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("does not exist"));
+  EXPECT_THAT(run.output, Not(HasSubstr("/1000000000 [")));
+  const Finished folder = dtw({"run", "token-ring", "--trace", dir_.string()});
+  EXPECT_EQ(folder.exit_code, 2) << folder.output;
+  EXPECT_THAT(folder.output, HasSubstr("it is a folder"));
+}
+
+TEST_F(DtwCliTest, ProgressReachesAPipeAsItIsPrinted) {
+  // A run far too long to finish: the first progress line must arrive while it
+  // is still running, not when a block buffer fills or the program exits.
+  testing::Running run({program(), "train", "--model", "mlp-tiny", "--steps", "1000000000",
+                        "--out", (dir_ / "curve").string()});
+  ASSERT_TRUE(run.wait_for_line("1/1000000000 [", std::chrono::seconds(60)))
+      << "no progress line on the pipe; got: " << run.seen();
+  EXPECT_TRUE(run.alive());
+}
+
+}  // namespace
+}  // namespace dtw

@@ -1,0 +1,46 @@
+#pragma once
+// Numbers from the command line, parsed by dtw rather than by CLI11: an
+// integer that does not fit its type is an error, never clamped (CLI11 keeps
+// strtoll's LLONG_MAX) or wrapped (strtoull reads -1 as 2^64-1); a real must
+// be finite; and a range is said in words ("--batch must be at least 1, got 0"),
+// not as "Value 0 not in range 0.000000 to 1797...".
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dtw::cli {
+
+struct IntRange {
+  std::int64_t min = std::numeric_limits<std::int64_t>::min();
+  std::int64_t max = std::numeric_limits<std::int64_t>::max();
+};
+struct RealRange {
+  double min = -std::numeric_limits<double>::infinity();
+  bool min_exclusive = false;  // true: the value must be greater than min
+  double max = std::numeric_limits<double>::infinity();
+};
+
+// Parse `text` given to `flag`; CLI::ValidationError with a readable message
+// (naming the flag, the text and the range) otherwise.
+std::int64_t parse_int(std::string_view flag, std::string_view text, IntRange range);
+std::uint64_t parse_uint(std::string_view flag, std::string_view text);
+double parse_real(std::string_view flag, std::string_view text, RealRange range);
+
+// Options that parse with the functions above; the help shows the default.
+CLI::Option* add_int(CLI::App& app, const std::string& flag, std::int64_t& target,
+                     const std::string& help, IntRange range = {});
+CLI::Option* add_int(CLI::App& app, const std::string& flag, int& target, const std::string& help,
+                     IntRange range = {});
+CLI::Option* add_uint(CLI::App& app, const std::string& flag, std::uint64_t& target,
+                      const std::string& help);
+CLI::Option* add_real(CLI::App& app, const std::string& flag, double& target,
+                      const std::string& help, RealRange range = {});
+// Left empty unless given: the caller can tell "not given" from any value.
+CLI::Option* add_real(CLI::App& app, const std::string& flag, std::optional<double>& target,
+                      const std::string& help, RealRange range = {});
+
+}  // namespace dtw::cli

@@ -1,0 +1,23 @@
+#pragma once
+// The dtw program's one exit-code convention, shown by `dtw --help`. Every
+// subcommand returns one of these; a child program's own status is decoded
+// and reported, never passed through as if it were dtw's.
+namespace dtw::cli {
+
+inline constexpr int kExitOk = 0;           // everything ran and every check passed
+inline constexpr int kExitCheckFailed = 1;  // it ran, but a check failed (a test, a result)
+inline constexpr int kExitUsage = 2;        // bad usage: unknown option, value out of range, bad path
+inline constexpr int kExitRunFailed = 3;    // a run failed: an error, a deadlock, a child that died
+
+// Rank counts dtw accepts on the command line.
+inline constexpr int kMaxRanks = 4096;
+
+inline constexpr const char* kExitCodesHelp =
+    "Exit status:\n"
+    "  0  success: everything ran and every check passed\n"
+    "  1  a check failed: a test, a demo's result, a comparison with the reference\n"
+    "  2  bad usage: an unknown option, a value out of range, an output that cannot be written\n"
+    "  3  a run failed: an error or deadlock in a run, a child process that crashed or was killed\n"
+    "     (also the MPI watchdog's status when it aborts a hung job)";
+
+}  // namespace dtw::cli
