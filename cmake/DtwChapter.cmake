@@ -1,16 +1,26 @@
-# dtw_add_chapter: one call per chapter in chapters/CMakeLists.txt builds the
-# chapter's lab and solution from the same contract and the same tests.
+# dtw_add_chapter: one call per chapter, in the chapter's own
+# chapters/NN-x/chapter.cmake (chapters/CMakeLists.txt includes every one), builds
+# the chapter's lab and solution from the same contract and the same tests.
 #
-#   dtw_add_chapter(00-ranks-and-messages
-#     TITLE "Ranks and messages"
-#     SOURCES ping_pong.cpp token_ring.cpp       # in solutions/NN-x and labs/NN-x
-#     DEMOS demos.cpp                            # in solutions/NN-x, solution only
-#     TESTS ping_pong_test.cpp token_ring_test.cpp   # in tests/NN-x
-#     STEPS "00.1:PingPongTest" "00.2:TokenRingTest,TokenRingErrorsTest")
+#   dtw_add_chapter(02-data-parallelism
+#     TITLE "Data parallelism"
+#     SOURCES dp_allreduce.cpp ddp.cpp           # in solutions/NN-x and labs/NN-x
+#     DEMOS demos.cpp                            # in solutions/NN-x, solution only:
+#                                                #   demos and DTW_REGISTER_STRATEGY
+#     TESTS dp_test.cpp                          # in tests/NN-x
+#     STEPS "02.1:DpAllreduceTest" "02.2:DdpTest,DdpErrorsTest"
+#     LIBS dtw::train                            # more libraries lab and solution link
+#     DEPENDS 01                                 # chapters whose SOLUTION they link
+#     BACKENDS threads mpi                       # mpi: an MPI twin of the solution tests
+#     MPI_TWIN "-*Deadlock*"                     # gtest filter of the twin (default *)
+#     MPI_TIMEOUT 300                            # seconds per twin run (default 300)
+#     MPI_SUBSET "Ddp*" MPI_SUBSET_NPS 3         # at np 3 run only these (bounds the time)
+#     BENCH ddp_bench.cpp)                       # in solutions/NN-x: build/bench/dtw_bench_<topic>
 #
 # Targets: dtw_chNN_solution, dtw_chNN_lab (static libraries), dtw_chNN_demos
-# (object library the dtw program links, so the demos' static registration
-# survives), chNN_solution_tests and chNN_lab_tests (GoogleTest programs).
+# (object library the dtw program and dtw_bench_train link, so the demos' and
+# strategies' static registration survives), chNN_solution_tests and
+# chNN_lab_tests (GoogleTest programs), dtw_bench_<topic> with BENCH.
 # CTest labels: `solution` (must pass) and `lab` (fails until the learner is done).
 # The chapter's manifest, ${CMAKE_BINARY_DIR}/chapters/NN.json, tells the dtw
 # program the title, the steps and where the test programs are.
@@ -53,7 +63,8 @@ function(_dtw_chapter_files out chapter dir kind)
 endfunction()
 
 function(dtw_add_chapter name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TITLE" "SOURCES;DEMOS;TESTS;STEPS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TITLE;MPI_TWIN;MPI_TIMEOUT;MPI_SUBSET"
+    "SOURCES;DEMOS;TESTS;STEPS;LIBS;DEPENDS;BACKENDS;BENCH;MPI_SUBSET_NPS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "dtw_add_chapter(${name}): unexpected arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -77,6 +88,22 @@ function(dtw_add_chapter name)
   set(lab_dir "${root}/labs/${name}")
   set(tests_dir "${root}/tests/${name}")
   set(_dtw_hint_lab "\n(labs/ is generated: run tools/gen-labs)")
+  if(NOT ARG_BACKENDS)
+    set(ARG_BACKENDS threads)
+  endif()
+  foreach(backend IN LISTS ARG_BACKENDS)
+    if(NOT backend MATCHES "^(threads|mpi|nccl)$")
+      message(FATAL_ERROR "dtw_add_chapter(${name}): BACKENDS takes threads, mpi and nccl, not '${backend}'")
+    endif()
+  endforeach()
+  # Chapters 02+ build on earlier chapters' solutions, never on a learner's lab.
+  set(dep_libs "")
+  foreach(dep IN LISTS ARG_DEPENDS)
+    if(NOT TARGET dtw_ch${dep}_solution)
+      message(FATAL_ERROR "dtw_add_chapter(${name}): DEPENDS ${dep}, but no chapter ${dep} is registered before it")
+    endif()
+    list(APPEND dep_libs dtw_ch${dep}_solution)
+  endforeach()
   _dtw_chapter_files(solution_sources ${name} "${solution_dir}" solution ${ARG_SOURCES})
   _dtw_chapter_files(lab_sources ${name} "${lab_dir}" lab ${ARG_SOURCES})
   _dtw_chapter_files(demo_sources ${name} "${solution_dir}" demo ${ARG_DEMOS})
@@ -101,7 +128,7 @@ function(dtw_add_chapter name)
     set(lib dtw_ch${id}_${variant})
     add_library(${lib} STATIC ${${variant}_sources})
     target_include_directories(${lib} PUBLIC "${contract_dir}")
-    target_link_libraries(${lib} PUBLIC dtw::core)
+    target_link_libraries(${lib} PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
     dtw_target_warnings(${lib})
   endforeach()
   # A lab region replaced by DTW_TODO leaves names unused; that is expected, not a defect.
@@ -131,6 +158,19 @@ function(dtw_add_chapter name)
         DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60)
       list(APPEND test_programs "\"${variant}_tests\": \"$<TARGET_FILE:${exe}>\"")
     endforeach()
+    if("mpi" IN_LIST ARG_BACKENDS)
+      # tests/mpi/CMakeLists.txt (included last) makes the twin: the same
+      # sources under mpiexec with 2, 3 and 4 processes.
+      if(NOT ARG_MPI_TWIN)
+        set(ARG_MPI_TWIN "*")
+      endif()
+      if(NOT ARG_MPI_TIMEOUT)
+        set(ARG_MPI_TIMEOUT 300)
+      endif()
+      string(REPLACE ";" "," subset_nps "${ARG_MPI_SUBSET_NPS}")
+      set_property(GLOBAL APPEND PROPERTY DTW_CHAPTER_MPI_TWINS
+        "ch${id}_solution_tests|${ARG_MPI_TWIN}|${ARG_MPI_TIMEOUT}|${ARG_MPI_SUBSET}|${subset_nps}")
+    endif()
     if(DTW_LAB_INVARIANT)
       # The untouched lab must fail, quickly, without crashing, naming
       # NotImplemented and every step (tests/invariant/lab_fails_cleanly.sh).
@@ -138,6 +178,23 @@ function(dtw_add_chapter name)
         COMMAND bash "${root}/tests/invariant/lab_fails_cleanly.sh" $<TARGET_FILE:ch${id}_lab_tests> ${step_ids})
       set_tests_properties(ch${id}.invariant.lab_fails_cleanly PROPERTIES LABELS solution TIMEOUT 300)
     endif()
+  endif()
+
+  # A chapter's own benchmark program, next to the others in build/bench so
+  # `dtw bench <topic>` finds it.
+  set(bench_name "")
+  if(ARG_BENCH AND DTW_BUILD_BENCH)
+    _dtw_chapter_files(bench_sources ${name} "${solution_dir}" bench ${ARG_BENCH})
+    string(REGEX REPLACE "^[0-9][0-9]-" "" topic "${name}")
+    set(bench_name "${topic}")
+    add_executable(dtw_bench_${topic} ${bench_sources})
+    target_link_libraries(dtw_bench_${topic} PRIVATE dtw_ch${id}_solution benchmark::benchmark
+      CLI11::CLI11 fmt::fmt)
+    if(demo_sources)
+      target_link_libraries(dtw_bench_${topic} PRIVATE dtw_ch${id}_demos)
+    endif()
+    set_target_properties(dtw_bench_${topic} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")
+    dtw_target_warnings(dtw_bench_${topic})
   endif()
 
   set_property(GLOBAL APPEND PROPERTY DTW_CHAPTER_IDS ${id})
@@ -152,6 +209,9 @@ function(dtw_add_chapter name)
   _dtw_json_list(sources_json ${ARG_SOURCES})
   _dtw_json_list(demos_json ${ARG_DEMOS})
   _dtw_json_list(tests_json ${ARG_TESTS})
+  _dtw_json_list(backends_json ${ARG_BACKENDS})
+  _dtw_json_list(depends_json ${ARG_DEPENDS})
+  _dtw_json_string(bench_json "${bench_name}")
   list(JOIN step_json ",\n    " steps_joined)
   list(JOIN test_programs ",\n  " programs_joined)
   if(programs_joined)
@@ -166,6 +226,9 @@ function(dtw_add_chapter name)
   \"sources\": ${sources_json},
   \"demos\": ${demos_json},
   \"tests\": ${tests_json},
+  \"backends\": ${backends_json},
+  \"depends\": ${depends_json},
+  \"bench\": ${bench_json},
   \"steps\": [
     ${steps_joined}
   ]${programs_joined}

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "dtw/model/config.h"
 #include "dtw/model/trainer.h"
+#include "dtw/train/run_spec.h"
 #include "demo_runner.h"
 #include "process.h"
 #include "style.h"
@@ -39,7 +40,12 @@ Row reference_training_row() {
   Row row{"--", "train gpt-tiny", "1", "", "", "-", "-", ""};
   try {
     const auto start = std::chrono::steady_clock::now();
-    const auto result = model::train_reference<float>(model::model_config("gpt-tiny"), kSteps);
+    // The standard run, on the synthetic task without warm-up: learnable in 20 steps.
+    train::RunSpec spec = train::standard_run("gpt-tiny");
+    spec.steps = kSteps;
+    spec.task = model::TokenTask::kSynthetic;
+    spec.warmup_steps = 0;
+    const auto result = model::train_reference<float>(spec.config(), spec.steps, spec.options());
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const bool fell = result.losses.back() < 0.7 * result.losses.front();
