@@ -1,0 +1,13 @@
+# Chapter 04's registration (included by chapters/CMakeLists.txt; see
+# cmake/DtwChapter.cmake and docs/adding-a-chapter.md).
+dtw_add_chapter(04-zero
+  TITLE "ZeRO and FSDP"
+  SOURCES sharding.cpp zero_run.cpp zero1.cpp zero2.cpp zero3.cpp zero3_prefetch.cpp
+    checkpoint.cpp checkpoint_io.cpp pitfalls.cpp
+  DEMOS demos.cpp
+  TESTS zero1_test.cpp zero2_test.cpp zero3_test.cpp
+  STEPS "04.1:Zero1Test" "04.2:Zero2Test" "04.3:Zero3Test,Zero3PitfallTest"
+  LIBS dtw::train
+  DEPENDS 01
+  BACKENDS threads mpi
+  MPI_TIMEOUT 300)
