@@ -111,5 +111,83 @@ DTW_REGISTER_STRATEGY({
           return peak_figures(in, 3, static_cast<int>(in.knobs.get_int("prefetch", 0)));
         }});
 
+// The run every demo here trains: gpt-tiny in double, so that it can be
+// compared with the single-device reference element by element.
+train::RunSpec demo_run(std::int64_t steps) {
+  train::RunSpec spec = train::standard_run("gpt-tiny");
+  spec.steps = steps;
+  spec.batch = 12;
+  spec.warmup_steps = 2;
+  spec.dtype = train::DType::kFloat64;
+  return spec;
+}
+
+// The first divergence from the reference of what `run` reported, or "".
+std::string divergence(train::RankRun<double>& run) {
+  for (const auto& [begin, values] : run.reported()) {
+    const train::ReferenceCheck c = train::compare_to_reference<double>(
+        run.comm().rank(), run.spec(), run.losses(), values, begin);
+    if (!c.ok) return c.message;
+  }
+  return "";
+}
+
+DTW_REGISTER_DEMO({
+    .name = "zero3-memory",
+    .chapter = "04",
+    .description = "ZeRO-3 trains gpt-tiny exactly as one device does, on a fraction of DDP's memory",
+    .default_ranks = 4,
+    .min_ranks = 1,
+    .run = [](Comm& comm) {
+      const train::RunSpec spec = demo_run(3);
+      const train::Knobs knobs;
+      train::RankRun<double> run(comm, spec, knobs);
+      zero3(run);
+      const std::string why = divergence(run);
+      const MemorySnapshot m = comm.exec().ledger()->snapshot();
+      const std::int64_t state = m.peak_of(MemoryCategory::kParameters) +
+                                 m.peak_of(MemoryCategory::kGradients) +
+                                 m.peak_of(MemoryCategory::kOptimizerState);
+      const std::int64_t ddp = 4 * 8 * model::param_layout(spec.config()).size();  // p, g, m, v
+      return DemoCheck{why.empty(),
+                       why.empty() ? "model state " + format_bytes(state) + " per rank, DDP's " +
+                                         format_bytes(ddp) + "; matches the reference"
+                                   : why};
+    }});
+
+DTW_REGISTER_DEMO({
+    .name = "zero3-uneven-layers",
+    .chapter = "04",
+    .description = "ZeRO-3, rank 1 runs a layer once more (DeepSpeed#7998, #8262: a hang); "
+                   "the unit fingerprint names the ranks and layers",
+    .default_ranks = 3,
+    .min_ranks = 2,
+    .catches = "zero3 gather",
+    .run = [](Comm& comm) {
+      const train::RunSpec spec = demo_run(1);
+      const train::Knobs knobs;
+      train::RankRun<double> run(comm, spec, knobs);
+      zero3_rank_runs_a_layer_twice(run);
+      return DemoCheck{false, "the gathers of different layers were not caught"};
+    }});
+
+DTW_REGISTER_DEMO({
+    .name = "zero2-early-reduce",
+    .chapter = "04",
+    .description = "ZeRO-2 reduce-scatters during the first micro-batch only (InfiniTrain#213); "
+                   "the reference names the first wrong parameter",
+    .default_ranks = 2,
+    .min_ranks = 1,
+    .catches = "diverged from the single-device run",
+    .run = [](Comm& comm) {
+      const train::RunSpec spec = demo_run(2);
+      const train::Knobs knobs = train::Knobs::parse({"micro_batches=2"});
+      train::RankRun<double> run(comm, spec, knobs);
+      zero2_reduces_before_accumulation_ends(run);
+      const std::string why = divergence(run);
+      DTW_CHECK(why.empty(), ::dtw::Error, "ZeRO-2 diverged from the single-device run: " << why);
+      return DemoCheck{false, "the lost micro-batches went unnoticed"};
+    }});
+
 }  // namespace
 }  // namespace dtw::ch04

@@ -94,5 +94,18 @@ TEST(Zero2Test, BuffersAreFreedAtTheirUnitsHook) {
   });
 }
 
+TEST(Zero2PitfallTest, ReducingBeforeAccumulationEndsIsNamedByTheReference) {
+  // InfiniTensor/InfiniTrain#213: the hook reduce-scatters during the first
+  // micro-batch only. The run goes on silently; the comparison with the
+  // single-device run names the first parameter that drifted.
+  const train::RunSpec spec = tiny("gpt-tiny", 2);
+  const train::RunOutcome out = train::run_ranks<double>(
+      spec, on(2, {"micro_batches=2"}),
+      [](train::RankRun<double>& run) { zero2_reduces_before_accumulation_ends(run); });
+  EXPECT_FALSE(out.matches);
+  EXPECT_NE(out.mismatch.find("rank 0, after 2 steps: "), std::string::npos) << out.mismatch;
+  EXPECT_NE(out.mismatch.find("> tolerance"), std::string::npos) << out.mismatch;
+}
+
 }  // namespace
 }  // namespace dtw::ch04
