@@ -30,7 +30,7 @@ int hint_command(const Context& context, const std::string& chapter, const std::
 int diff_command(const Context& context, const std::string& chapter);
 
 struct RunOptions {
-  std::string demo;
+  std::vector<std::string> words;  // "DEMO", or "pitfall" [NAME]
   int ranks = 0;  // 0: the demo's default
   std::string backend = "threads";
   std::string trace;  // Chrome trace output file, empty: none

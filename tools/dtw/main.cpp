@@ -62,7 +62,10 @@ int run_main(int argc, char** argv) {
   RunOptions run;
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run a chapter demo with the solution (dtw run --list names them)");
-  run_cmd->add_option("demo", run.demo, "Demo name, e.g. ping-pong");
+  run_cmd->add_option("demo", run.words,
+                      "Demo name, e.g. ping-pong; or `pitfall NAME` for a broken variant from "
+                      "the field that the workbench must catch (`pitfall` alone lists them)")
+      ->expected(0, 2);
   run_cmd->add_flag("--list", run.list, "List the demos");
   run_cmd->add_option("--ranks", run.ranks, "World size (default: the demo's)")
       ->check(CLI::Range(1, 4096));

@@ -24,6 +24,7 @@ struct Row {
 // The one-line story of a run: a rank's detail, or what went wrong.
 std::string detail_of(const Demo& demo, const DemoOutcome& outcome) {
   if (demo.expects_deadlock && outcome.deadlock) return "detector reported the wait-for cycle";
+  if (const RankError* caught = pitfall_catch(demo, outcome)) return "caught: " + caught->message;
   if (!outcome.failures.empty())
     return outcome.failures.front().kind + ": " + outcome.failures.front().message;
   for (const std::optional<DemoCheck>& c : outcome.checks)
@@ -97,9 +98,9 @@ int tour_command() {
             human_bytes(static_cast<double>(outcome.report.total_bytes())),
             outcome.busbw_gbps() > 0 ? fmt::format("{:.2f} GB/s", outcome.busbw_gbps()) : "-",
             clip(detail_of(demo, outcome), 60)};
-    row.check_paint = !intended               ? Paint::kRed
-                      : demo.expects_deadlock ? Paint::kYellow
-                                              : Paint::kGreen;
+    row.check_paint = !intended                                       ? Paint::kRed
+                      : demo.expects_deadlock || !demo.catches.empty() ? Paint::kYellow
+                                                                        : Paint::kGreen;
     rows.push_back(std::move(row));
   }
   rows.push_back(reference_training_row());
