@@ -181,28 +181,30 @@ class GatheredParams {
 
 /// The model's view of a ZeRO rank (model::UnitAccess): gradients from a
 /// ShardedGrads, parameters either from the replica's full copy (ZeRO-2) or
-/// gathered (ZeRO-3).
+/// gathered (ZeRO-3). It also marks each unit's compute as a phase of the
+/// timeline (with its FLOPs, for the modeled fabric), between the gathers,
+/// so that waiting for a gather never counts as compute.
 template <class T>
 class ZeroAccess final : public model::UnitAccess<T> {
  public:
   /// ZeRO-2: every parameter is in `replica`.
-  ZeroAccess(train::Replica<T>& replica, ShardedGrads<T>& grads) : replica_(&replica), grads_(grads) {}
+  ZeroAccess(train::Replica<T>& replica, ShardedGrads<T>& grads);
   /// ZeRO-3: parameters come from `params`.
-  ZeroAccess(GatheredParams<T>& params, ShardedGrads<T>& grads) : gathered_(&params), grads_(grads) {}
-  const T* params(int unit) override {
-    if (gathered_ != nullptr) return gathered_->params(unit);
-    const model::Unit& u = replica_->units()[static_cast<std::size_t>(unit)];
-    return replica_->params(u.begin, u.end).data();
-  }
-  void release_params(int unit) override {
-    if (gathered_ != nullptr) gathered_->release(unit);
-  }
+  ZeroAccess(train::Replica<T>& replica, GatheredParams<T>& params, ShardedGrads<T>& grads);
+  ~ZeroAccess() override;
+  /// Before each forward: the pass's rows (for the phases' FLOPs), its
+  /// micro-batch, and where phases are recorded (nullptr: none).
+  void begin_pass(train::RankRun<T>* run, const train::Batch& batch, int micro_batch);
+  const T* params(int unit) override;
+  void release_params(int unit) override;
   T* grads(int unit) override { return grads_.grads(unit); }
 
  private:
-  train::Replica<T>* replica_ = nullptr;
+  struct Phases;
+  train::Replica<T>& replica_;
   GatheredParams<T>* gathered_ = nullptr;
   ShardedGrads<T>& grads_;
+  std::unique_ptr<Phases> phases_;
 };
 
 // ---- step 04.5: sharded checkpoints ------------------------------------------------

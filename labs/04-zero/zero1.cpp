@@ -52,12 +52,12 @@ void run_zero1(ZeroRun<T>& z) {
     double loss = 0;
     for (int k = 0; k < z.options().micro_batches; ++k) loss += z.micro_batch(replica, step, k);
     {
-      auto phase = z.run().phase("reduce-scatter");
+      auto phase = z.run().phase("reduce-scatter", {.compute = false});
       reduce_scatter_grads(z.comm(), z.sharding(), replica);
     }
     z.end_step(replica, step, loss);  // steps the shards only
     {
-      auto phase = z.run().phase("allgather");
+      auto phase = z.run().phase("allgather", {.compute = false});
       allgather_params(z.comm(), z.sharding(), replica);
     }
   }

@@ -99,14 +99,12 @@ void run_zero3(ZeroRun<T>& z) {
   replica.set_times(z.run().layer_times());
   ShardedGrads<T> grads(z.comm(), z.sharding(), replica);
   GatheredParams<T> params(z.comm(), z.sharding(), replica, z.options().prefetch);
-  ZeroAccess<T> access(params, grads);
+  ZeroAccess<T> access(replica, params, grads);
   const model::GradReady ready = [&](std::int64_t b, std::int64_t e) { grads.ready(b, e); };
   for (std::int64_t step = z.start(replica); step < spec.steps; ++step) {
     double loss = 0;
-    for (int k = 0; k < z.options().micro_batches; ++k) {
-      params.begin_pass();
+    for (int k = 0; k < z.options().micro_batches; ++k)
       loss += z.micro_batch(replica, step, k, ready, &access);
-    }
     z.end_step(replica, step, loss);  // no allgather: parameters stay sharded
   }
   z.finish(replica);

@@ -30,10 +30,13 @@ class ZeroRun {
   std::int64_t start(train::Replica<T>& replica);
   /// Forward and backward of micro-batch k of `step`: rows shard_rows(r·m + k
   /// of p·m), its gradient added with the weight of its rows. Returns the
-  /// weighted loss (its share of the global mean).
+  /// weighted loss (its share of the global mean). Without an access the
+  /// replica's own buffers are used and the pass is one compute phase; with
+  /// one, the access marks each unit's phase (`model_access`, if given, is
+  /// what the model calls instead: a wrapper around `access`).
   double micro_batch(train::Replica<T>& replica, std::int64_t step, int k,
-                     const model::GradReady& on_ready = {},
-                     model::UnitAccess<T>* access = nullptr);
+                     const model::GradReady& on_ready = {}, ZeroAccess<T>* access = nullptr,
+                     model::UnitAccess<T>* model_access = nullptr);
   /// The end of a step, once this rank's shard of the gradient is final:
   /// one allreduce of {loss, Σ g² of the shard}, the clip by the global
   /// norm, the optimizer step of the shard, record_loss, and a checkpoint

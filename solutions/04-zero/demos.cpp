@@ -81,6 +81,11 @@ MemoryFigures peak_figures(const FormulaInput& in, int stage, int prefetch) {
   f[static_cast<std::size_t>(MemoryCategory::kGradients)] = b * (stage == 1 ? psi : shard + grad_buffers);
   f[static_cast<std::size_t>(MemoryCategory::kOptimizerState)] = b * moments * shard;
   f[static_cast<std::size_t>(MemoryCategory::kCommBuffers)] = 0;
+  // Activations are not sharded: those of rank 0's micro-batch, the largest.
+  const int m = static_cast<int>(in.knobs.get_int("micro_batches", 1));
+  f[static_cast<std::size_t>(MemoryCategory::kActivations)] =
+      in.activation_bytes_per_row *
+      static_cast<double>(train::shard_rows(in.spec, 0, in.ranks * m).size());
   return f;
 }
 

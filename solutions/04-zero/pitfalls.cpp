@@ -42,12 +42,11 @@ void zero3_rank_runs_a_layer_twice(train::RankRun<T>& run) {
   train::Replica<T> replica(z.spec(), run.exec(), z.plan());
   ShardedGrads<T> grads(z.comm(), z.sharding(), replica);
   GatheredParams<T> params(z.comm(), z.sharding(), replica);
-  ZeroAccess<T> zero(params, grads);
+  ZeroAccess<T> zero(replica, params, grads);
   ExtraLayerOnRankOne<T> access(zero, z.comm().rank());
   const model::GradReady ready = [&](std::int64_t b, std::int64_t e) { grads.ready(b, e); };
   for (std::int64_t step = 0; step < z.spec().steps; ++step) {
-    params.begin_pass();
-    const double loss = z.micro_batch(replica, step, 0, ready, &access);
+    const double loss = z.micro_batch(replica, step, 0, ready, &zero, &access);
     z.end_step(replica, step, loss);
   }
   z.finish(replica);

@@ -94,7 +94,7 @@ void run_zero2(ZeroRun<T>& z) {
     for (int k = 0; k < z.options().micro_batches; ++k)
       loss += z.micro_batch(replica, step, k, ready, &access);
     z.end_step(replica, step, loss);
-    auto phase = z.run().phase("allgather");
+    auto phase = z.run().phase("allgather", {.compute = false});
     allgather_params(z.comm(), z.sharding(), replica);
   }
   z.finish(replica);

@@ -49,25 +49,35 @@ std::int64_t ZeroRun<T>::start(train::Replica<T>& replica) {
 
 template <class T>
 double ZeroRun<T>::micro_batch(train::Replica<T>& replica, std::int64_t step, int k,
-                               const model::GradReady& on_ready, model::UnitAccess<T>* access) {
+                               const model::GradReady& on_ready, ZeroAccess<T>* access,
+                               model::UnitAccess<T>* model_access) {
   const int m = options_.micro_batches;
   const std::int64_t shard = static_cast<std::int64_t>(comm().rank()) * m + k;
   const std::int64_t shards = static_cast<std::int64_t>(comm().size()) * m;
-  const double weight = train::make_batch(spec(), step, shard, shards).weight;
-  auto phase = run_.phase("forward-backward", {.micro_batch = k});
-  return weight * replica.forward_backward(step, shard, shards, static_cast<T>(weight), on_ready,
-                                           access);
+  const train::Batch rows = train::make_batch(spec(), step, shard, shards);
+  const T weight = static_cast<T>(rows.weight);
+  if (access != nullptr) {
+    // Each unit's compute is its own phase, between the gathers (zero_access.cpp).
+    access->begin_pass(&run_, rows, k);
+    model::UnitAccess<T>* through = model_access != nullptr ? model_access : access;
+    return rows.weight * replica.forward_backward(step, shard, shards, weight, on_ready, through);
+  }
+  const train::Cost cost = replica.pass_cost(replica.network().all(), rows, true);
+  auto phase =
+      run_.phase("forward-backward", {.micro_batch = k, .flops = cost.flops, .bytes = cost.bytes});
+  return rows.weight * replica.forward_backward(step, shard, shards, weight, on_ready);
 }
 
 template <class T>
 void ZeroRun<T>::end_step(train::Replica<T>& replica, std::int64_t step, double loss) {
   std::array<double, 2> global = {loss, replica.local_sum_of_squares()};
   {
-    auto phase = run_.phase("allreduce loss and norm");
+    auto phase = run_.phase("allreduce loss and norm", {.compute = false});
     ch01::allreduce(comm(), std::span<double>(global), ReduceOp::kSum);
   }
   {
-    auto phase = run_.phase("optimizer");
+    const train::Cost cost = replica.optimizer_cost();
+    auto phase = run_.phase("optimizer", {.flops = cost.flops, .bytes = cost.bytes});
     replica.clip(global[1]);
     replica.step(step);  // the optimizer ranges: this rank's shards
   }
