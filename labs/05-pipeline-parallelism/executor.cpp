@@ -107,12 +107,24 @@ struct Executor<T>::State : StepContext<T> {
     }
   }
 
+  // The forward, written out as the model for the rest: a pass from the
+  // pool runs the chunk's units on the micro-batch, from the received input
+  // (chunk 0 reads the batch's tokens), inside a timeline phase that names
+  // the chunk, the micro-batch and the FLOPs; the last chunk's pass returns
+  // the micro-batch's mean loss, which enters the step's loss with the
+  // micro-batch's weight (its share of the batch's rows).
   void forward(const Action& a, Slot& slot) {
     const train::Batch& batch = this->batch(a.mb);
     const model::UnitRange range = this->map.chunks[a.chunk];
     DTW_CHECK_ARG(a.chunk == 0 || slot.input.size() > 0,
                   "rank " << this->rank << ": " << to_string(a) << " before its input arrived");
-    DTW_TODO("05.3: Forward the chunk's units on the micro-batch (from slot.input unless chunk 0) in a StagePass from take_pass(), inside run.phase(\"forward\", {stage, micro-batch, flops}); the last chunk adds weight × loss to this->loss.");
+    slot.pass = take_pass();
+    {
+      const double flops = this->net().forward_flops(range, batch);
+      auto phase = this->run.phase("forward", {.stage = a.chunk, .micro_batch = a.mb, .flops = flops});
+      const T mb_loss = slot.pass->forward(range, batch, slot.input.span());
+      if (a.chunk == this->map.chunk_count() - 1) this->loss += batch.weight * static_cast<double>(mb_loss);
+    }
     slot.forwarded = true;
     if (!this->options.checkpoint) {
       slot.input = Array<T>();  // the pass keeps its own copy of the input
@@ -130,11 +142,11 @@ struct Executor<T>::State : StepContext<T> {
                           << (slot.forwarded ? "output gradient arrived" : "forward"));
     const double flops = this->net().forward_flops(range, batch);
     if (this->options.checkpoint) {
-      DTW_TODO("05.5: Recompute: forward the chunk again from the kept input (phase \"recompute\"), in a pass from take_pass(); then free the kept input.");
+      DTW_TODO("05.5: Recompute: forward the chunk again from the kept input (phase recompute), in a pass from take_pass(); then free the kept input.");
     } else {
       collect(false, a.chunk, a.mb);  // backward frees the output a send may still read
     }
-    DTW_TODO("05.3: Backward from slot.dy (empty on the last chunk: from the loss) with the micro-batch's weight as loss scale, inside run.phase(\"backward\", {stage, micro-batch, 2 × flops}); free slot.dy.");
+    DTW_TODO("05.3: Backward from slot.dy (empty on the last chunk: from the loss) with the micro-batch's weight as loss scale, inside run.phase(backward, {stage, micro-batch, 2 × flops}); free slot.dy.");
     slot.backwarded = true;
     if (a.chunk == 0) give_back(std::move(slot.pass));  // no gradient to send
   }

@@ -16,6 +16,16 @@ using testing::knobs;
 using testing::on;
 using testing::tiny;
 
+TEST(CheckpointTest, RecomputingGivesTheSameTraining) {
+  // On its own (the given naive schedule on hand-built stages), one rank
+  // first, then gpt-tiny on 2 ranks and mlp-tiny on 3.
+  for (const auto& [model, p] : std::vector<std::pair<const char*, int>>{
+           {"gpt-tiny", 1}, {"gpt-tiny", 2}, {"mlp-tiny", 3}}) {
+    const train::RunOutcome out = testing::run_hand_built(tiny(model), p, 3, {.checkpoint = true});
+    EXPECT_TRUE(out.matches) << model << ", p = " << p << ": " << out.mismatch;
+  }
+}
+
 TEST(CheckpointTest, EverySchedulesMatchesTheReference) {
   for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
     for (const auto& [p, m] : testing::kGrid)

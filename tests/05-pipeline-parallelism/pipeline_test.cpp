@@ -18,6 +18,19 @@ using testing::knobs;
 using testing::on;
 using testing::tiny;
 
+TEST(ExecutorTest, RunsTheNaiveScheduleOnHandBuiltStages) {
+  // gpt-tiny's 2 blocks on 1 and 2 ranks (the tied embedding on both ends),
+  // mlp-tiny's 3 layers on 1 and 3, with 1 and 3 micro-batches of 8 rows.
+  for (const auto& [model, p] : std::vector<std::pair<const char*, int>>{
+           {"gpt-tiny", 1}, {"gpt-tiny", 2}, {"mlp-tiny", 1}, {"mlp-tiny", 3}})
+    for (int m : {1, 3}) {
+      const train::RunOutcome out = testing::run_hand_built(tiny(model), p, m, {});
+      EXPECT_TRUE(out.matches) << model << ", p = " << p << ", m = " << m << ": " << out.mismatch;
+      for (const train::RankOutcome& r : out.ranks)
+        EXPECT_EQ(r.losses.size(), 3u) << model << ", p = " << p << ": every rank knows the loss";
+    }
+}
+
 TEST(PipelineTest, NaiveGPipeAndOneFOneBMatchTheReference) {
   for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
     for (const auto& [p, m] : kGrid)

@@ -16,6 +16,7 @@
 
 #include "dtw/errors.h"
 #include "dtw/model/config.h"
+#include "dtw/model/params.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
 #include "pipeline_parallelism.h"
@@ -92,6 +93,35 @@ inline void expect_matches(ScheduleKind kind, const std::string& model, int p, i
   EXPECT_TRUE(out.matches) << what << ": " << out.mismatch;
   for (const train::RankOutcome& r : out.ranks)
     EXPECT_EQ(r.losses.size(), static_cast<std::size_t>(spec.steps)) << what << ", rank " << r.rank;
+}
+
+/// Trains `spec` on p ranks through the Executor alone, with nothing of
+/// steps 05.1, 05.2 and 05.6: Megatron's equal-blocks split (balance=blocks),
+/// each rank's replica plan written out here (its chunk's units, and wte on
+/// the tied head's rank), and the given naive schedule. So step 05.3 (and
+/// 05.5 with checkpointing) can be tested on its own.
+inline train::RunOutcome run_hand_built(const train::RunSpec& spec, int p, int m,
+                                        ExecutorOptions options) {
+  return train::run_ranks<double>(spec, on(p), [&](train::RankRun<double>& run) {
+    const int r = run.comm().rank();
+    const StageMap map = make_stage_map(spec, Balance::kBlocks, p, 1, m, nullptr);
+    const model::ParamLayout layout = model::param_layout(spec.config());
+    const auto units = model::model_units(spec.config(), layout);
+    const model::UnitRange mine = map.chunks[static_cast<std::size_t>(r)];
+    train::ReplicaPlan plan = train::ReplicaPlan::range(units[mine.begin].begin, units[mine.end - 1].end);
+    const model::ModelConfig c = spec.config();
+    if (c.kind == model::ModelKind::kGpt && c.tied_head && p > 1 && r == p - 1) {
+      const std::int64_t wte = layout.find("wte").size;
+      plan.params.insert(plan.params.begin(), {0, wte});
+      plan.grads.insert(plan.grads.begin(), {0, wte});
+    }
+    train::Replica<double> replica(spec, run.exec(), plan);
+    Executor<double> executor(run, replica, map, options);
+    const Schedule s = naive_schedule(p, m);
+    for (std::int64_t step = 0; step < spec.steps; ++step)
+      run.record_loss(step, executor.step(s.actions[static_cast<std::size_t>(r)], step, m));
+    run.report(replica);
+  });
 }
 
 /// What an oracle found wrong with a schedule ("" when it can run): every
