@@ -1,27 +1,28 @@
 // A schedule is data: for every rank, the ordered list of what it does in one
-// training step. Three schedules for one chunk per rank (v = 1), drawn for
-// p = 4 stages and m = 4 micro-batches (F = forward, B = backward, one column
-// per time slot, a backward taking two):
+// training step. Three schedules for one chunk per rank (v = 1), for p = 4
+// stages, as they run when every forward takes one time slot, every backward
+// two, and messages are free (F3 = forward of micro-batch 3, one column per
+// slot; `dtw bench train` draws the measured ones):
 //
-//   naive: one micro-batch in the pipe at a time. Bubble (p−1)/p whatever m.
-//     s0  F0                  B0B0 F1 ...
-//     s1     F0            B0B0       F1 ...
-//     s2        F0      B0B0
-//     s3           F0B0B0
+//   naive, m = 2: one micro-batch in the pipe at a time. Bubble (p−1)/p.
+//     s0  F0                  B0B0F1                  B1B1
+//     s1    F0            B0B0      F1            B1B1
+//     s2      F0      B0B0            F1      B1B1
+//     s3        F0B0B0                  F1B1B1
 //
-//   GPipe: all forwards, a flush, all backwards. Bubble (p−1)/(m+p−1).
+//   GPipe, m = 4: all forwards, a flush, all backwards. Bubble (p−1)/(m+p−1).
 //     s0  F0F1F2F3                  B3B3B2B2B1B1B0B0
-//     s1     F0F1F2F3            B3B3B2B2B1B1B0B0
-//     s2        F0F1F2F3      B3B3B2B2B1B1B0B0
-//     s3           F0F1F2F3B3B3B2B2B1B1B0B0
+//     s1    F0F1F2F3            B3B3B2B2B1B1B0B0
+//     s2      F0F1F2F3      B3B3B2B2B1B1B0B0
+//     s3        F0F1F2F3B3B3B2B2B1B1B0B0
 //
-//   1F1B: warm up with p−s−1 forwards, then one forward one backward, then
-//   cool down. The same bubble, but stage s never holds more than p−s
-//   micro-batches' activations instead of m.
-//     s0  F0F1F2      F3    B0B0  B1B1  B2B2  B3B3
-//     s1     F0F1    F2  B0B0F3  B1B1  B2B2B3B3
-//     s2        F0  F1 B0B0F2B1B1F3B2B2  B3B3
-//     s3           F0B0B0F1B1B1F2B2B2F3B3B3
+//   1F1B, m = 4: warm up with p−s−1 forwards, then one forward one backward,
+//   then cool down. The same length, but stage s never holds more than p−s
+//   micro-batches' activations, where GPipe holds all m.
+//     s0  F0F1F2F3            B0B0  B1B1  B2B2  B3B3
+//     s1    F0F1F2        B0B0F3B1B1  B2B2  B3B3
+//     s2      F0F1    B0B0F2B1B1F3B2B2  B3B3
+//     s3        F0B0B0F1B1B1F2B2B2F3B3B3
 //
 // Each compute action comes with its messages (Schedule::forward/backward):
 // a forward of chunk c receives its input from c−1 first and sends its output
