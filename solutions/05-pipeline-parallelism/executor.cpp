@@ -120,8 +120,9 @@ struct Executor<T>::State : StepContext<T> {
                   "rank " << this->rank << ": " << to_string(a) << " before its input arrived");
     slot.pass = take_pass();
     {
-      const double flops = this->net().forward_flops(range, batch);
-      auto phase = this->run.phase("forward", {.stage = a.chunk, .micro_batch = a.mb, .flops = flops});
+      const train::Cost c = this->replica.pass_cost(range, batch, false);
+      auto phase = this->run.phase(
+          "forward", {.stage = a.chunk, .micro_batch = a.mb, .flops = c.flops, .bytes = c.bytes});
       const T mb_loss = slot.pass->forward(range, batch, slot.input.span());
       if (a.chunk == this->map.chunk_count() - 1) this->loss += batch.weight * static_cast<double>(mb_loss);
     }
@@ -147,19 +148,23 @@ struct Executor<T>::State : StepContext<T> {
     DTW_CHECK_ARG(slot.forwarded && (last || slot.dy.size() > 0),
                   "rank " << this->rank << ": " << to_string(a) << " before its "
                           << (slot.forwarded ? "output gradient arrived" : "forward"));
-    const double flops = this->net().forward_flops(range, batch);
+    // A forward's work, and a backward's: twice the forward's (pass_cost with
+    // backward counts both, three times the forward).
+    const train::Cost fwd = this->replica.pass_cost(range, batch, false);
     if (this->options.checkpoint) {
       // @lab 05.5: Recompute: forward the chunk again from the kept input (phase recompute), in a pass from take_pass(); then free the kept input.
       slot.pass = take_pass();
-      auto phase = this->run.phase("recompute", {.stage = a.chunk, .micro_batch = a.mb, .flops = flops});
+      auto phase = this->run.phase(
+          "recompute", {.stage = a.chunk, .micro_batch = a.mb, .flops = fwd.flops, .bytes = fwd.bytes});
       slot.pass->forward(range, batch, slot.input.span());
       slot.input = Array<T>();
       // @end
     } else {
       collect(false, a.chunk, a.mb);  // backward frees the output a send may still read
     }
-    // @lab 05.3: Backward from slot.dy (empty on the last chunk: from the loss) with the micro-batch's weight as loss scale, inside run.phase(backward, {stage, micro-batch, 2 × flops}); free slot.dy.
-    auto phase = this->run.phase("backward", {.stage = a.chunk, .micro_batch = a.mb, .flops = 2 * flops});
+    // @lab 05.3: Backward from slot.dy (empty on the last chunk: from the loss) with the micro-batch's weight as loss scale, inside run.phase(backward, {stage, micro-batch, twice fwd's flops and bytes}); free slot.dy.
+    auto phase = this->run.phase("backward", {.stage = a.chunk, .micro_batch = a.mb,
+                                              .flops = 2 * fwd.flops, .bytes = 2 * fwd.bytes});
     slot.pass->backward(slot.dy.span(), static_cast<T>(batch.weight));
     slot.dy = Array<T>();
     // @end

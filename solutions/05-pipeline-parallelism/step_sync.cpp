@@ -95,9 +95,8 @@ double StepContext<T>::finish_step() {
   sums = {replica.local_sum_of_squares(), loss};
   ch01::allreduce(comm, std::span<double>(sums), ReduceOp::kSum);
   {
-    // AdamW reads p, g, m, v and writes p, m, v: about 7 values per element.
-    const double bytes = 7.0 * static_cast<double>(replica.params().size() * sizeof(T));
-    auto phase = run.phase("optimizer", {.bytes = bytes});
+    const train::Cost c = replica.optimizer_cost();
+    auto phase = run.phase("optimizer", {.flops = c.flops, .bytes = c.bytes});
     replica.clip(sums[0]);
     replica.step(step);
   }
