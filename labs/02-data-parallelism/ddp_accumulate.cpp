@@ -57,7 +57,7 @@ void ddp_accumulate(train::RankRun<T>& run) {
       DTW_TODO("02.4: Accumulate micro-batch k (shard shards[k] of p*m, scaled by weights[k]); give the reducer's hook only to the last micro-batch's backward, so each bucket is allreduced once with all m gradients in it.");
     }
     {
-      auto phase = run.phase("wait-buckets", {.compute = false});
+      auto phase = run.phase("wait-buckets");
       reducer.finish();
       ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
     }

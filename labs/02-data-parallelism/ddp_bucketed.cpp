@@ -57,7 +57,7 @@ void ddp_bucketed(train::RankRun<T>& run) {
     {
       // Outside the compute phase: what is left to wait for here is the
       // communication backward could not hide.
-      auto phase = run.phase("wait-buckets", {.compute = false});
+      auto phase = run.phase("wait-buckets");
       reducer.finish();
       ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
     }

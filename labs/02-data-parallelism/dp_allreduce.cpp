@@ -50,7 +50,7 @@ void dp_allreduce(train::RankRun<T>& run) {
       loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight));
     }
     {
-      auto phase = run.phase("allreduce", {.compute = false});
+      auto phase = run.phase("allreduce");
       DTW_TODO("02.2: Sum the weighted gradients (replica.grads()) and the weighted loss over the ranks with chapter 01's ring allreduce (ch01::allreduce).");
     }
     {

@@ -63,7 +63,7 @@ void dp_server(train::RankRun<T>& run) {
       loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight));
     }
     {
-      auto phase = run.phase("push-gradients", {.compute = false});
+      auto phase = run.phase("push-gradients");
       DTW_TODO("02.1: Workers send their gradients (replica.grads()) and weighted loss to the server; the server adds them into its own, one worker after the other (comm.recv_reduce).");
     }
     if (server) {
@@ -75,7 +75,7 @@ void dp_server(train::RankRun<T>& run) {
       replica.zero_grads();  // a worker's gradient is sent; the next step starts from zero
     }
     {
-      auto phase = run.phase("pull-parameters", {.compute = false});
+      auto phase = run.phase("pull-parameters");
       DTW_TODO("02.1: The server sends the new parameters (replica.params()) to every worker (isend to each, then wait for all); a worker receives them into its own.");
     }
     if (server) run.record_loss(step, loss);  // only the server knows the global loss
