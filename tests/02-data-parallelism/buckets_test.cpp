@@ -7,7 +7,6 @@
 #include <set>
 
 #include "dp_test.h"
-#include "dtw_test.h"
 
 namespace dtw::ch02 {
 namespace {
@@ -85,14 +84,13 @@ TEST(BucketsTest, BucketsCompleteInTheirOrderDuringBackward) {
     std::vector<std::int64_t> missing;
     for (const auto& b : buckets) missing.push_back(b.size());
     std::vector<std::size_t> completed;
-    dtw::testing::launch_bounded(1, [&](Comm& comm) {
-      train::Replica<double> replica(spec, comm.exec(), train::ReplicaPlan::whole(spec));
-      replica.forward_backward(0, 0, 1, 1.0, [&](std::int64_t begin, std::int64_t end) {
-        for (std::size_t i = 0; i < buckets.size(); ++i) {
-          const std::int64_t lo = std::max(begin, buckets[i].begin), hi = std::min(end, buckets[i].end);
-          if (lo < hi && (missing[i] -= hi - lo) == 0) completed.push_back(i);
-        }
-      });
+    // One replica on the host, no launch: every MPI process runs it alike.
+    train::Replica<double> replica(spec, Exec::host(), train::ReplicaPlan::whole(spec));
+    replica.forward_backward(0, 0, 1, 1.0, [&](std::int64_t begin, std::int64_t end) {
+      for (std::size_t i = 0; i < buckets.size(); ++i) {
+        const std::int64_t lo = std::max(begin, buckets[i].begin), hi = std::min(end, buckets[i].end);
+        if (lo < hi && (missing[i] -= hi - lo) == 0) completed.push_back(i);
+      }
     });
     ASSERT_EQ(completed.size(), buckets.size()) << name;
     for (std::size_t i = 0; i < completed.size(); ++i) EXPECT_EQ(completed[i], i) << name;

@@ -17,7 +17,7 @@ train::Knobs micro(std::int64_t m) {
 TEST(SkipBroadcastPitfallTest, CaughtAtTheFirstFingerprint) {
   testing::expect_error(
       [&] {
-        train::run_ranks<double>(tiny("gpt-tiny", 2, 8), testing::on(3), [](train::RankRun<double>& run) {
+        train::run_ranks<double>(tiny("gpt-tiny", 2, 12), testing::on(3), [](train::RankRun<double>& run) {
           pitfalls::skip_initial_broadcast(run);
         });
       },
