@@ -15,4 +15,11 @@ dtw_add_chapter(02-data-parallelism
   LIBS dtw::train
   DEPENDS 01
   BACKENDS threads mpi
-  MPI_TIMEOUT 300)
+  # The twin runs what processes change: the strategies and the replica
+  # check (2, 3 and 4 processes; at 3 only the matches, the check and the
+  # allreduce count). Pure functions of the plan (buckets, micro-batch and
+  # shard splits) and the 5-rank world, which runs on threads under np <= 4
+  # anyway, stay on the threads run.
+  MPI_TWIN "-BucketsTest.*:MicroBatchShardsTest.*:ShardWeightTest.*:UnevenShardsTest.EveryStrategy*"
+  MPI_TIMEOUT 300
+  MPI_SUBSET "*MatchesTheReference*:ReplicaCheckTest.*:DdpBucketedTest.StartsOne*" MPI_SUBSET_NPS 3)
