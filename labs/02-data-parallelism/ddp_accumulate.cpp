@@ -46,6 +46,11 @@ void ddp_accumulate(train::RankRun<T>& run) {
   for (const std::int64_t s : shards) weights.push_back(shard_weight(spec, s, p * m));
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::whole(spec));
   replica.set_times(run.layer_times());
+  // The work of each compute phase, which the modeled fabric times on other devices.
+  std::vector<train::Cost> passes;
+  for (const std::int64_t s : shards)
+    passes.push_back(replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, s, p * m), true));
+  const train::Cost update = replica.optimizer_cost();
   BucketReducer<T> reducer(comm, replica,
                            make_buckets(replica.layout(), options.bucket_bytes, sizeof(T)));
   broadcast_parameters(comm, replica);
@@ -53,16 +58,18 @@ void ddp_accumulate(train::RankRun<T>& run) {
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
     for (std::int64_t k = 0; k < m; ++k) {
-      auto phase = run.phase("forward-backward", {.micro_batch = static_cast<int>(k)});
+      const train::Cost& pass = passes[static_cast<std::size_t>(k)];
+      auto phase = run.phase("forward-backward",
+                             {.micro_batch = static_cast<int>(k), .flops = pass.flops, .bytes = pass.bytes});
       DTW_TODO("02.4: Accumulate micro-batch k (shard shards[k] of p*m, scaled by weights[k]); give the reducer's hook only to the last micro-batch's backward, so each bucket is allreduced once with all m gradients in it.");
     }
     {
-      auto phase = run.phase("wait-buckets");
+      auto phase = run.phase("wait-buckets", {.compute = false});
       reducer.finish();
       ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
     }
     {
-      auto phase = run.phase("optimizer");
+      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);
     }

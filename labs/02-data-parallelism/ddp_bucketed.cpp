@@ -42,6 +42,9 @@ void ddp_bucketed(train::RankRun<T>& run) {
   const double weight = shard_weight(spec, r, p);
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::whole(spec));
   replica.set_times(run.layer_times());
+  // The work of each compute phase, which the modeled fabric times on other devices.
+  const train::Cost pass = replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, r, p), true);
+  const train::Cost update = replica.optimizer_cost();
   // The same layout and cap on every rank give the same buckets, so every
   // rank starts the same allreduces in the same order.
   BucketReducer<T> reducer(comm, replica,
@@ -51,18 +54,18 @@ void ddp_bucketed(train::RankRun<T>& run) {
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
     {
-      auto phase = run.phase("forward-backward");
+      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
       DTW_TODO("02.3: Run forward and backward with the reducer's hook (reducer.hook()), so that each bucket's allreduce starts as soon as backward has finished its gradients.");
     }
     {
       // Outside the compute phase: what is left to wait for here is the
       // communication backward could not hide.
-      auto phase = run.phase("wait-buckets");
+      auto phase = run.phase("wait-buckets", {.compute = false});
       reducer.finish();
       ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
     }
     {
-      auto phase = run.phase("optimizer");
+      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);
     }

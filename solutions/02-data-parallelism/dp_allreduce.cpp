@@ -40,24 +40,27 @@ void dp_allreduce(train::RankRun<T>& run) {
   const double weight = shard_weight(spec, r, p);
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::whole(spec));
   replica.set_times(run.layer_times());
+  // The work of each compute phase, which the modeled fabric times on other devices.
+  const train::Cost pass = replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, r, p), true);
+  const train::Cost update = replica.optimizer_cost();
   broadcast_parameters(comm, replica);  // start equal, and check it
 
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
     {
-      auto phase = run.phase("forward-backward");
+      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
       // Scaled by the weight, so the sum over the ranks is the batch's mean.
       loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight));
     }
     {
-      auto phase = run.phase("allreduce");
+      auto phase = run.phase("allreduce", {.compute = false});
       // @lab 02.2: Sum the weighted gradients (replica.grads()) and the weighted loss over the ranks with chapter 01's ring allreduce (ch01::allreduce).
       ch01::allreduce(comm, replica.grads(), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
       ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
       // @end
     }
     {
-      auto phase = run.phase("optimizer");
+      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
       // Every rank holds the whole summed gradient: its local norm is global.
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);

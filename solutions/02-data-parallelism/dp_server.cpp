@@ -55,15 +55,18 @@ void dp_server(train::RankRun<T>& run) {
   replica.set_times(run.layer_times());
   // The shard's share of the batch (02.5): the weighted gradients sum to the mean.
   const double weight = shard_weight(spec, r, p);
+  // The work of each compute phase, which the modeled fabric times on other devices.
+  const train::Cost pass = replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, r, p), true);
+  const train::Cost update = replica.optimizer_cost();
 
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
     {
-      auto phase = run.phase("forward-backward");
+      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
       loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight));
     }
     {
-      auto phase = run.phase("push-gradients");
+      auto phase = run.phase("push-gradients", {.compute = false});
       // @lab 02.1: Workers send their gradients (replica.grads()) and weighted loss to the server; the server adds them into its own, one worker after the other (comm.recv_reduce).
       if (server) {
         // One worker at a time, in rank order: the server has one link, and
@@ -81,7 +84,7 @@ void dp_server(train::RankRun<T>& run) {
       // @end
     }
     if (server) {
-      auto phase = run.phase("optimizer");
+      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
       // The server holds the whole summed gradient: its norm is the global one.
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);  // also zeroes the gradients
@@ -89,7 +92,7 @@ void dp_server(train::RankRun<T>& run) {
       replica.zero_grads();  // a worker's gradient is sent; the next step starts from zero
     }
     {
-      auto phase = run.phase("pull-parameters");
+      auto phase = run.phase("pull-parameters", {.compute = false});
       // @lab 02.1: The server sends the new parameters (replica.params()) to every worker (isend to each, then wait for all); a worker receives them into its own.
       if (server) {
         // All sends at once: on a real server they share one link and
