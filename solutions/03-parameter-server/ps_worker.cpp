@@ -1,0 +1,124 @@
+// The worker: pull, compute, push — the same loop under every server.
+//
+// A worker owns no part of the model. It keeps a full copy of the parameters
+// only to compute with, a full gradient buffer, and no optimizer state: the
+// servers step, the worker never does. Each step k:
+//
+//   pull   from every server s, its shard's parameters into our copy
+//   compute the gradient of our rows of step k's batch (make_batch shard w of W)
+//   push   to every server s, a header (loss, Σ g²) and our gradient's shard s
+//
+//        server 0          server 1                worker w
+//           │── θ[0,5) ───────┼───────────────────────►│  pull
+//           │                 │── θ[5,10) ────────────►│
+//           │                 │                        │  forward + backward
+//           │◄── header, g[0,5) ───────────────────────│  push
+//           │                 │◄── header, g[5,10) ────│
+//
+// The pulls of the next step are posted together with this step's pushes,
+// before waiting for any of them. That is not an optimisation but what keeps
+// the asynchronous servers from deadlocking: a server that has taken our
+// push answers with parameters at once (a blocking send), and if we were
+// still blocked pushing to another server that is itself blocked answering
+// some other worker, the four would wait on each other in a cycle. With the
+// receive already posted, a server's answer never waits for us.
+//
+// Bytes per step: Ψ values in (the pulls), Ψ values + S headers out. Compare a
+// ring allreduce's 2Ψ(p−1)/p each way: the worker's link is not the problem;
+// the server's, which carries this for all W workers, is.
+//
+// Stragglers (step 03.5): a worker told it is f times slower sleeps (f − 1)
+// times its measured compute time after computing, so its step takes f times
+// as long, as a slower GPU or a busier machine would. Under `order=scripted`
+// it does not sleep: the servers already take pushes in the order the
+// factors imply, in virtual time, and a sleep would only slow the test down.
+#include <chrono>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "dtw/errors.h"
+#include "dtw/kernels/optim.h"
+#include "parameter_server.h"
+
+namespace dtw::ch03 {
+
+template <class T>
+PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions& options,
+                Push push) {
+  Comm& comm = run.comm();
+  const train::RunSpec& spec = run.spec();
+  const int w = layout.worker_of(comm.rank()), W = layout.workers;
+  PsLog log;
+  // Parameters and gradients of the whole model; no optimizer state.
+  train::ReplicaPlan plan = train::ReplicaPlan::whole(spec);
+  plan.optimizer.clear();
+  train::Replica<T> replica(spec, run.exec(), plan);
+  replica.set_times(run.layer_times());
+  // Our rows' share of each step's batch (rows/B): what a synchronous server's
+  // sum needs from us. An asynchronous server applies our push alone, so it
+  // gets our plain mean gradient and puts the 1/W in its learning rate.
+  const double weight = train::make_batch(spec, 0, w, W).weight;
+  const T scale = push == Push::kShare ? static_cast<T>(weight) : T(1);
+  const double slowdown = options.slowdown_of(w);
+
+  std::vector<Request> pulls;
+  // Posts the receives of one pull: every server's shard into our copy.
+  const auto post_pull = [&] {
+    pulls.clear();
+    for (int s = 0; s < layout.servers; ++s)
+      pulls.push_back(comm.irecv(replica.params(layout.shards[static_cast<std::size_t>(s)]),
+                                 layout.server_rank(s), kTagParams));
+  };
+  post_pull();
+  for (std::int64_t step = 0; step < spec.steps; ++step) {
+    comm.wait_all(pulls);  // the parameters of the version a server gave us
+
+    const auto start = std::chrono::steady_clock::now();
+    double loss = 0;
+    {
+      auto phase = run.phase("forward-backward");
+      loss = replica.forward_backward(step, w, W, scale);
+    }
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    log.compute_seconds += took.count();
+    if (slowdown > 1 && !options.scripted) {
+      auto phase = run.phase("straggling");
+      // @lab 03.5: Straggle: sleep (slowdown − 1) × this step's compute time (took), and add the time really slept, measured around the sleep, to log.straggle_seconds.
+      const auto asleep = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for((slowdown - 1) * took);
+      log.straggle_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - asleep).count();
+      // @end
+    }
+    DTW_CHECK(!(w == options.crash_worker && step == options.crash_step), Error,
+              "ps: worker " << w << " (rank " << comm.rank() << ") crashed before its push of step "
+                            << step << " (crash=" << w << ":" << step << ", a fault drill)");
+
+    // Σ g² of our whole gradient: an asynchronous server clips our push by
+    // it alone (it holds only a shard, and no other push shares this step).
+    const std::span<T> g = replica.grads();
+    const PushHeader header{
+        {weight * loss, kernels::sum_of_squares(g.data(), static_cast<std::int64_t>(g.size()))}};
+    std::vector<Request> pushes;
+    {
+      auto phase = run.phase("push");
+      // @lab 03.1: Push: to every server, isend the header (tag kTagHeader) and that server's shard of the gradient (kTagGrads); post the next step's pull (post_pull) before waiting for the pushes.
+      for (int s = 0; s < layout.servers; ++s) {
+        pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
+        pushes.push_back(comm.isend(replica.grads(layout.shards[static_cast<std::size_t>(s)]),
+                                    layout.server_rank(s), kTagGrads));
+      }
+      if (step + 1 < spec.steps) post_pull();
+      comm.wait_all(pushes);
+      // @end
+    }
+    replica.zero_grads();  // forward_backward adds: start the next step from zero
+  }
+  return log;
+}
+
+template PsLog ps_worker<float>(train::RankRun<float>&, const PsLayout&, const PsOptions&, Push);
+template PsLog ps_worker<double>(train::RankRun<double>&, const PsLayout&, const PsOptions&, Push);
+
+}  // namespace dtw::ch03

@@ -1,0 +1,137 @@
+// Step 03.2: the asynchronous server. With one worker it is the reference;
+// in scripted order every push lands on exactly the version the straggler
+// factors imply; in arrival order every push is applied once, in each
+// worker's order, with a staleness that is never negative; the loss of
+// gpt-tiny falls with 4 workers; and a divergence stops the run at the first
+// non-finite loss, naming the update, the worker and the staleness.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "dtw/errors.h"
+#include "ps_test.h"
+
+namespace dtw::ch03 {
+namespace {
+
+using testing::async_fn;
+using testing::knobs;
+using testing::run_ps;
+using testing::tiny;
+
+// The asynchronous server in virtual time, written here independently of
+// ArrivalScript: worker w needs f[w] time units per gradient; the server takes
+// the earliest push (ties: the lower worker), applies it, and serves that
+// worker the new version at once.
+std::vector<PsUpdate> simulate_async(const std::vector<double>& f, std::int64_t steps) {
+  const int W = static_cast<int>(f.size());
+  std::vector<double> due(f);
+  std::vector<std::int64_t> clock(f.size(), 0), pulled(f.size(), 0);
+  std::vector<PsUpdate> out;
+  for (std::int64_t version = 0; version < W * steps; ++version) {
+    int w = -1;
+    for (int v = 0; v < W; ++v)
+      if (clock[v] < steps && (w < 0 || due[v] < due[w])) w = v;
+    out.push_back({.worker = w, .clock = clock[w], .pulled = pulled[w], .applied = version});
+    if (++clock[w] < steps) {
+      pulled[w] = version + 1;
+      due[w] += f[w];
+    }
+  }
+  return out;
+}
+
+void expect_same_updates(const std::vector<PsUpdate>& want, const std::vector<PsUpdate>& got,
+                         const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].worker, want[i].worker) << what << ", update " << i;
+    EXPECT_EQ(got[i].clock, want[i].clock) << what << ", update " << i;
+    EXPECT_EQ(got[i].pulled, want[i].pulled) << what << ", update " << i;
+    EXPECT_EQ(got[i].applied, want[i].applied) << what << ", update " << i;
+  }
+}
+
+TEST(PsAsyncTest, OneWorkerIsTheReference) {
+  for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
+    const auto r = run_ps<double>(async_fn<double>(), tiny(model), 2, knobs({}));
+    EXPECT_TRUE(r.out.matches) << model << ": " << r.out.mismatch;
+    EXPECT_EQ(r.out.losses.size(), 3u) << model;
+  }
+}
+
+TEST(PsAsyncTest, TheWorkedExampleOfTheText) {
+  // Two workers, worker 1 three times slower, 4 steps each.
+  const std::vector<PsUpdate> want = {
+      {0, 0, 0, 0}, {0, 1, 1, 1}, {0, 2, 2, 2}, {1, 0, 0, 3},
+      {0, 3, 3, 4}, {1, 1, 4, 5}, {1, 2, 6, 6}, {1, 3, 7, 7}};
+  expect_same_updates(want, simulate_async({1, 3}, 4), "the test's own simulation");
+  const auto r = run_ps<double>(async_fn<double>(), tiny("mlp-tiny", 4, 6), 3,
+                                knobs({"straggler=1:3", "order=scripted"}), false);
+  expect_same_updates(want, r.updates[0], "the server");
+}
+
+TEST(PsAsyncTest, ScriptedArrivalsLandOnTheVersionsTheScriptImplies) {
+  for (const char* stragglers : {"", "2:3", "0:2,3:5"}) {
+    const auto r = run_ps<double>(async_fn<double>(), tiny("mlp-tiny", 5, 8), 5,
+                                  knobs({std::string("straggler=") + stragglers, "order=scripted"}),
+                                  false);
+    const PsOptions o = ps_options(knobs({std::string("straggler=") + stragglers}));
+    std::vector<double> f;
+    for (int w = 0; w < 4; ++w) f.push_back(o.slowdown_of(w));
+    expect_same_updates(simulate_async(f, 5), r.updates[0],
+                        std::string("straggler=") + stragglers);
+    EXPECT_EQ(r.out.losses.size(), 5u);
+  }
+}
+
+TEST(PsAsyncTest, InArrivalOrderEveryPushIsAppliedOnceInItsWorkersOrder) {
+  const int W = 3;
+  const std::int64_t steps = 6;
+  const auto r = run_ps<double>(async_fn<double>(), tiny("mlp-tiny", steps, 6), 1 + W,
+                                knobs({"straggler=0:2"}), false);
+  const std::vector<PsUpdate>& log = r.updates[0];
+  ASSERT_EQ(log.size(), static_cast<std::size_t>(W * steps));
+  std::vector<std::int64_t> next(W, 0), last_pull(W, -1);
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    const PsUpdate& u = log[i];
+    ASSERT_GE(u.worker, 0);
+    ASSERT_LT(u.worker, W);
+    EXPECT_EQ(u.applied, static_cast<std::int64_t>(i)) << "one version per update";
+    EXPECT_EQ(u.clock, next[u.worker]++) << "update " << i << ": a worker's steps in order";
+    EXPECT_GE(u.applied - u.pulled, 0) << "update " << i;
+    EXPECT_GT(u.pulled, last_pull[u.worker]) << "update " << i << ": a newer version each pull";
+    last_pull[u.worker] = u.pulled;
+  }
+  EXPECT_EQ(r.out.losses.size(), static_cast<std::size_t>(steps));
+}
+
+TEST(PsAsyncTest, TheLossOfGptTinyFallsWithFourWorkers) {
+  train::RunSpec spec = train::standard_run("gpt-tiny");
+  spec.steps = 100;
+  const auto r = run_ps<float>(async_fn<float>(), spec, 5, knobs({}), false);
+  ASSERT_EQ(r.out.losses.size(), 100u);
+  const double start = r.out.losses.front();
+  const double end = std::accumulate(r.out.losses.end() - 10, r.out.losses.end(), 0.0) / 10;
+  EXPECT_LT(end, 0.8 * start) << "loss " << start << " -> " << end << " (mean of the last 10)";
+}
+
+TEST(PsAsyncTest, ADivergenceStopsAtTheFirstNonFiniteLossNamingWorkerAndStaleness) {
+  // The pitfall: SGD at the synchronous rate (lr_scale=1) with 4 workers.
+  train::RunSpec spec = train::standard_run("gpt-tiny");
+  spec.steps = 60;
+  spec.optimizer = model::Optimizer::kSgd;
+  spec.sgd.lr = 0.5;
+  spec.warmup_steps = 0;
+  spec.clip_norm = 0;
+  testing::expect_error<Error, float>(async_fn<float>(), spec, 5,
+                                      knobs({"lr_scale=1", "order=scripted"}), "updates stale: diverged");
+  // The same run at lr/W trains.
+  const auto r = run_ps<float>(async_fn<float>(), spec, 5, knobs({"order=scripted"}), false);
+  EXPECT_LT(r.out.losses.back(), r.out.losses.front());
+}
+
+}  // namespace
+}  // namespace dtw::ch03
