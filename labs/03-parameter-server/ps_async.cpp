@@ -85,7 +85,7 @@ PsLog ps_async(train::RankRun<T>& run) {
     pulled[i] = version;
     script.released(w);
   };
-  for (int w = 0; w < W; ++w) serve(w);
+  DTW_TODO("03.2: Serve every worker the parameters of version 0 (serve(w)): until a worker has them it cannot compute.");
 
   std::map<std::int64_t, std::pair<double, int>> step_loss;  // step -> (Σ shares, pushes)
   std::int64_t recorded = 0;

@@ -85,7 +85,9 @@ PsLog ps_async(train::RankRun<T>& run) {
     pulled[i] = version;
     script.released(w);
   };
+  // @lab 03.2: Serve every worker the parameters of version 0 (serve(w)): until a worker has them it cannot compute.
   for (int w = 0; w < W; ++w) serve(w);
+  // @end
 
   std::map<std::int64_t, std::pair<double, int>> step_loss;  // step -> (Σ shares, pushes)
   std::int64_t recorded = 0;
@@ -105,8 +107,9 @@ PsLog ps_async(train::RankRun<T>& run) {
     log.updates.push_back({.worker = w, .clock = clock[i], .pulled = pulled[i], .applied = version});
     DTW_CHECK(std::isfinite(h.loss()) && std::isfinite(h.sum_of_squares()), Error,
               "ps-async: update " << version << ": worker " << w << " (rank "
-                                  << layout.worker_rank(w) << ") pushed a non-finite loss share "
-                                  << h.loss() << " (Σ g² " << h.sum_of_squares() << ") at its step "
+                                  << layout.worker_rank(w) << ") pushed a non-finite loss or "
+                                  << "gradient (loss share " << h.loss() << ", Σ g² "
+                                  << h.sum_of_squares() << ") at its step "
                                   << clock[i] << ", computed on parameters " << version - pulled[i]
                                   << " updates stale: diverged (asynchronous SGD takes W steps per "
                                      "round: divide the learning rate by W, lr_scale)");

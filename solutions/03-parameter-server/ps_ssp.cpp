@@ -99,7 +99,9 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     held[i] = 0;
     script.released(w);
   };
+  // @lab 03.3: Serve every worker the parameters of version 0 (serve(w)): until a worker has them it cannot compute.
   for (int w = 0; w < W; ++w) serve(w);
+  // @end
 
   while (version < spec.steps) {
     // @lab 03.3: Take the next push (as in 03.2) and recv_reduce its gradient into the sum of its clock (open[c], made on first use: an Array of the shard's size, kCommBuffers, zeroed); then step every complete clock in order (copy its sum into replica.grads(), clip by the servers' global norm, step(version), record its loss); then serve every held worker whose next clock is within s of version.
