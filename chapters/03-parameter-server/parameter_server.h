@@ -29,7 +29,8 @@
 /// | `workers=W` | worker ranks; must equal world − S | world − S |
 /// | `ranges=b-e,…` | explicit server shards, S of them, covering [0, Ψ) | even split |
 /// | `staleness=s` | ps-ssp's bound (`inf`: unbounded) | 2 |
-/// | `straggler=w:f,…` | worker w takes f× its compute time (sleeps (f−1)×) | none |
+/// | `straggler=w:f,…` | worker w takes f× its compute time, every step (sleeps (f−1)×) | none |
+/// | `jitter=f:p` | every worker takes f× on a share p of its steps (a hash of worker and step) | none |
 /// | `order=arrival\|scripted` | servers take pushes as they come, or in the order the straggler factors imply | arrival |
 /// | `lr_scale=x` | ps-async's learning-rate factor | 1/W |
 /// | `crash=w:k` | worker w fails before its push of step k (fault drill) | none |
@@ -61,6 +62,8 @@ struct PsOptions {
   std::vector<train::Range> ranges;  ///< explicit shards (empty: even split)
   std::int64_t staleness = 2;       ///< ps-ssp's bound s; kUnbounded: none
   std::vector<double> slowdown;     ///< per worker: its compute-time factor (≥ 1)
+  double jitter_factor = 1;         ///< jitter=f:p: the factor of a slow step
+  double jitter_odds = 0;           ///< jitter=f:p: the share of slow steps
   bool scripted = false;            ///< order=scripted
   double lr_scale = 0;              ///< ps-async's factor; 0: 1/W
   int crash_worker = -1;            ///< crash=w:k (−1: none)
@@ -70,6 +73,10 @@ struct PsOptions {
   static constexpr std::int64_t kUnbounded = std::int64_t{1} << 40;
   /// Worker w's compute-time factor (1 when not a straggler).
   double slowdown_of(int w) const;
+  /// Worker w's factor at its step `step`: its straggler factor, or the
+  /// jitter factor when (w, step) hashes below the jitter's odds, whichever
+  /// is larger. A pure function, so every rank and every run agree.
+  double factor(int w, std::int64_t step) const;
 };
 
 /// Parses the knobs; InvalidArgument naming the knob and its value for
@@ -130,23 +137,25 @@ struct PsLog {
   double straggle_seconds = 0;    ///< workers: time slept as a straggler
 };
 
-/// The order in which pushes reach a server when each worker takes exactly
-/// slowdown_of(w) units of virtual time per gradient (`order=scripted`): the
+/// The order in which pushes reach a server when worker w takes exactly
+/// factor(w, k) units of virtual time for its step k (`order=scripted`): the
 /// push due first comes first, ties to the lower worker. Reproducible on
 /// every run, so tests can predict which version each push was computed on.
 class ArrivalScript {
  public:
-  /// Workers 0 … W−1 with `slowdown` factors (missing: 1), all computing from time 0.
-  explicit ArrivalScript(int workers, const PsOptions& options);
+  /// Workers 0 … W−1, none computing until released.
+  ArrivalScript(int workers, const PsOptions& options);
   /// The worker whose push is due next among those computing; it stops computing.
   int next();
-  /// Worker w received parameters now: its next push is due now + its factor.
+  /// Worker w received parameters now: its next push is due now + its next step's factor.
   void released(int w);
   /// The virtual time of the last push taken.
   double now() const { return now_; }
 
  private:
-  std::vector<double> factor_, due_;  // due_ < 0: not computing
+  PsOptions options_;
+  std::vector<double> due_;         // < 0: not computing
+  std::vector<std::int64_t> step_;  // the step each worker is given next
   double now_ = 0;
 };
 
@@ -179,8 +188,8 @@ PsLog ps_sync(train::RankRun<T>& run);
 /// Asynchronous parameter server (step 03.2). W·steps updates, each one
 /// worker's mean gradient clipped alone and stepped at the learning rate ×
 /// lr_scale (default 1/W; warm-up stretched to W× as many updates). Records
-/// the loss of step k once all W workers pushed their k-th gradient. Matches
-/// the reference when W = 1. A non-finite loss stops the run with an Error
+/// a loss every W updates (a round: B rows' worth of pushes, whoever sent
+/// them): their mean, weighed by rows. Matches the reference when W = 1. A non-finite loss stops the run with an Error
 /// naming the update, the worker, its step and its staleness.
 template <class T>
 PsLog ps_async(train::RankRun<T>& run);

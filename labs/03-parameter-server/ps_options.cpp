@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dtw/errors.h"
+#include "dtw/model/random.h"
 #include "parameter_server.h"
 
 namespace dtw::ch03 {
@@ -58,6 +59,14 @@ double PsOptions::slowdown_of(int w) const {
                                                          : 1.0;
 }
 
+double PsOptions::factor(int w, std::int64_t step) const {
+  const bool slow = jitter_odds > 0 &&
+                    model::uniform01(model::hash_key(0x6a177e5, static_cast<std::uint64_t>(w),
+                                                     static_cast<std::uint64_t>(step))) <
+                        jitter_odds;
+  return std::max(slowdown_of(w), slow ? jitter_factor : 1.0);
+}
+
 PsOptions ps_options(const train::Knobs& knobs) {
   PsOptions o;
   o.servers = static_cast<int>(knobs.get_int("servers", 1));
@@ -94,6 +103,25 @@ PsOptions ps_options(const train::Knobs& knobs) {
     o.slowdown[static_cast<std::size_t>(w)] = factor;
   }
 
+  if (knobs.has("jitter")) {
+    const std::string jitter = knobs.get("jitter", "");
+    const std::size_t colon = jitter.find(':');
+    double f = 0, p = -1;
+    if (colon != std::string::npos) {
+      const std::string a = jitter.substr(0, colon), b = jitter.substr(colon + 1);
+      const auto ra = std::from_chars(a.data(), a.data() + a.size(), f);
+      const auto rb = std::from_chars(b.data(), b.data() + b.size(), p);
+      if (ra.ec != std::errc() || ra.ptr != a.data() + a.size() || rb.ec != std::errc() ||
+          rb.ptr != b.data() + b.size())
+        p = -1;
+    }
+    DTW_CHECK_ARG(p >= 0 && p <= 1 && std::isfinite(f) && f >= 1,
+                  "ps: jitter=" << jitter
+                                << ": must read FACTOR:SHARE, a factor >= 1 and a share in [0, 1]");
+    o.jitter_factor = f;
+    o.jitter_odds = p;
+  }
+
   const std::string order = knobs.get("order", "arrival");
   DTW_CHECK_ARG(order == "arrival" || order == "scripted",
                 "ps: order=" << order << ": use arrival (as pushes come) or scripted");
@@ -112,12 +140,10 @@ PsOptions ps_options(const train::Knobs& knobs) {
   return o;
 }
 
-ArrivalScript::ArrivalScript(int workers, const PsOptions& options) {
-  for (int w = 0; w < workers; ++w) {
-    factor_.push_back(options.slowdown_of(w));
-    due_.push_back(factor_.back());  // everyone starts computing at time 0
-  }
-}
+ArrivalScript::ArrivalScript(int workers, const PsOptions& options)
+    : options_(options),
+      due_(static_cast<std::size_t>(workers), -1.0),
+      step_(static_cast<std::size_t>(workers), 0) {}
 
 int ArrivalScript::next() {
   int best = -1;
@@ -133,7 +159,8 @@ int ArrivalScript::next() {
 }
 
 void ArrivalScript::released(int w) {
-  due_[static_cast<std::size_t>(w)] = now_ + factor_[static_cast<std::size_t>(w)];
+  const auto i = static_cast<std::size_t>(w);
+  due_[i] = now_ + options_.factor(w, step_[i]++);
 }
 
 }  // namespace dtw::ch03

@@ -58,9 +58,9 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
   // Our rows' share of each step's batch (rows/B): what a synchronous server's
   // sum needs from us. An asynchronous server applies our push alone, so it
   // gets our plain mean gradient and puts the 1/W in its learning rate.
-  const double weight = train::make_batch(spec, 0, w, W).weight;
+  const double weight =
+      static_cast<double>(train::shard_rows(spec, w, W).size()) / static_cast<double>(spec.batch);
   const T scale = push == Push::kShare ? static_cast<T>(weight) : T(1);
-  const double slowdown = options.slowdown_of(w);
 
   std::vector<Request> pulls;
   // Posts the receives of one pull: every server's shard into our copy.
@@ -82,6 +82,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
     }
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     log.compute_seconds += took.count();
+    const double slowdown = options.factor(w, step);
     if (slowdown > 1 && !options.scripted) {
       auto phase = run.phase("straggling");
       DTW_TODO("03.5: Straggle: sleep (slowdown − 1) × this step's compute time (took), and add the time really slept, measured around the sleep, to log.straggle_seconds.");

@@ -32,9 +32,12 @@
 // ps-async-sync-lr` shows it diverge and this loop stop it at the first
 // non-finite loss, naming the update, the worker and the staleness.
 //
-// Loss curve: the loss of step k is recorded once every worker has pushed its
-// k-th gradient (the sum of their shares), so the curve has spec.steps points
-// like every other strategy's, each measured on parameters of mixed ages.
+// Loss curve: every W updates (a *round*: B rows' worth of pushes, whoever
+// sent them) the server records their mean loss, so the curve has spec.steps
+// points like every other strategy's and its x axis is rows processed. With a
+// straggler a round holds more pushes of the fast workers than of the slow
+// one: the rounds go by at the rate the whole cluster works, not at the
+// straggler's (what the benchmark's tokens/s shows).
 //
 // Check yourself:
 // - Why wait on headers and not on the gradients themselves? Posting W
@@ -46,7 +49,6 @@
 // - `order=scripted`: the same loop with the ArrivalScript deciding who comes
 //   next instead of wait_any, so a test can predict every staleness.
 #include <cmath>
-#include <map>
 #include <vector>
 
 #include "dtw/errors.h"
@@ -89,8 +91,12 @@ PsLog ps_async(train::RankRun<T>& run) {
   for (int w = 0; w < W; ++w) serve(w);
   // @end
 
-  std::map<std::int64_t, std::pair<double, int>> step_loss;  // step -> (Σ shares, pushes)
-  std::int64_t recorded = 0;
+  // Each worker's share of a batch (rows/B): a round's mean loss weighs its pushes by it.
+  std::vector<double> weight(static_cast<std::size_t>(W));
+  for (int w = 0; w < W; ++w)
+    weight[static_cast<std::size_t>(w)] =
+        static_cast<double>(train::shard_rows(spec, w, W).size()) / static_cast<double>(spec.batch);
+  double round_loss = 0, round_weight = 0;  // Σ loss shares and Σ weights of this round's pushes
   while (version < W * spec.steps) {
     int w = 0;     // the worker whose push this update applies
     PushHeader h;  // its header (a copy: serving w posts the next receive into headers[w])
@@ -122,15 +128,13 @@ PsLog ps_async(train::RankRun<T>& run) {
     if (++clock[i] < spec.steps) serve(w);
     // @end
 
-    // Step k's loss is complete once every worker pushed its k-th gradient;
-    // steps complete in order (each worker pushes its steps in order).
-    auto& [sum, pushes] = step_loss[clock[static_cast<std::size_t>(w)] - 1];
-    sum += h.loss();
-    ++pushes;
-    for (auto it = step_loss.begin(); it != step_loss.end() && it->first == recorded &&
-                                      it->second.second == W;
-         it = step_loss.erase(it))
-      run.record_loss(recorded++, it->second.first);
+    // Every W updates, the round's mean loss (pushes weighed by their rows).
+    round_loss += h.loss();
+    round_weight += weight[static_cast<std::size_t>(w)];
+    if (version % W == 0) {
+      run.record_loss(version / W - 1, round_loss / round_weight);
+      round_loss = round_weight = 0;
+    }
   }
   run.report(replica);
   return log;

@@ -6,6 +6,7 @@
 // non-finite loss, naming the update, the worker and the staleness.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -22,13 +23,14 @@ using testing::run_ps;
 using testing::tiny;
 
 // The asynchronous server in virtual time, written here independently of
-// ArrivalScript: worker w needs f[w] time units per gradient; the server takes
-// the earliest push (ties: the lower worker), applies it, and serves that
-// worker the new version at once.
-std::vector<PsUpdate> simulate_async(const std::vector<double>& f, std::int64_t steps) {
-  const int W = static_cast<int>(f.size());
-  std::vector<double> due(f);
-  std::vector<std::int64_t> clock(f.size(), 0), pulled(f.size(), 0);
+// ArrivalScript: worker w needs f(w, k) time units for its step k; the server
+// takes the earliest push (ties: the lower worker), applies it, and serves
+// that worker the new version at once.
+using Factor = std::function<double(int, std::int64_t)>;
+std::vector<PsUpdate> simulate_async(int W, const Factor& f, std::int64_t steps) {
+  std::vector<double> due(static_cast<std::size_t>(W));
+  for (int w = 0; w < W; ++w) due[w] = f(w, 0);
+  std::vector<std::int64_t> clock(due.size(), 0), pulled(due.size(), 0);
   std::vector<PsUpdate> out;
   for (std::int64_t version = 0; version < W * steps; ++version) {
     int w = -1;
@@ -37,10 +39,14 @@ std::vector<PsUpdate> simulate_async(const std::vector<double>& f, std::int64_t 
     out.push_back({.worker = w, .clock = clock[w], .pulled = pulled[w], .applied = version});
     if (++clock[w] < steps) {
       pulled[w] = version + 1;
-      due[w] += f[w];
+      due[w] += f(w, clock[w]);
     }
   }
   return out;
+}
+
+Factor constant(std::vector<double> f) {
+  return [f](int w, std::int64_t) { return f[static_cast<std::size_t>(w)]; };
 }
 
 void expect_same_updates(const std::vector<PsUpdate>& want, const std::vector<PsUpdate>& got,
@@ -67,22 +73,19 @@ TEST(PsAsyncTest, TheWorkedExampleOfTheText) {
   const std::vector<PsUpdate> want = {
       {0, 0, 0, 0}, {0, 1, 1, 1}, {0, 2, 2, 2}, {1, 0, 0, 3},
       {0, 3, 3, 4}, {1, 1, 4, 5}, {1, 2, 6, 6}, {1, 3, 7, 7}};
-  expect_same_updates(want, simulate_async({1, 3}, 4), "the test's own simulation");
+  expect_same_updates(want, simulate_async(2, constant({1, 3}), 4), "the test's own simulation");
   const auto r = run_ps<double>(async_fn<double>(), tiny("mlp-tiny", 4, 6), 3,
                                 knobs({"straggler=1:3", "order=scripted"}), false);
   expect_same_updates(want, r.updates[0], "the server");
 }
 
 TEST(PsAsyncTest, ScriptedArrivalsLandOnTheVersionsTheScriptImplies) {
-  for (const char* stragglers : {"", "2:3", "0:2,3:5"}) {
+  for (const char* slow : {"straggler=", "straggler=2:3", "straggler=0:2,3:5", "jitter=4:0.3"}) {
     const auto r = run_ps<double>(async_fn<double>(), tiny("mlp-tiny", 5, 8), 5,
-                                  knobs({std::string("straggler=") + stragglers, "order=scripted"}),
-                                  false);
-    const PsOptions o = ps_options(knobs({std::string("straggler=") + stragglers}));
-    std::vector<double> f;
-    for (int w = 0; w < 4; ++w) f.push_back(o.slowdown_of(w));
-    expect_same_updates(simulate_async(f, 5), r.updates[0],
-                        std::string("straggler=") + stragglers);
+                                  knobs({slow, "order=scripted"}), false);
+    const PsOptions o = ps_options(knobs({slow}));
+    expect_same_updates(simulate_async(4, [&](int w, std::int64_t k) { return o.factor(w, k); }, 5),
+                        r.updates[0], slow);
     EXPECT_EQ(r.out.losses.size(), 5u);
   }
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,12 +24,13 @@ using testing::tiny;
 
 // SSP in virtual time, independently of ArrivalScript: the earliest push
 // comes first (ties: lower worker); a clock is stepped when all W pushed it;
-// a worker that pushed clock c − 1 is served clock c once version ≥ c − s.
-std::vector<PsUpdate> simulate_ssp(const std::vector<double>& f, std::int64_t steps,
-                                   std::int64_t s) {
-  const int W = static_cast<int>(f.size());
-  std::vector<double> due(f);  // < 0: waiting to be served
-  std::vector<std::int64_t> clock(f.size(), 0), pulled(f.size(), 0);
+// a worker that pushed clock c − 1 is served clock c once version ≥ c − s, and
+// then needs f(w, c) time units.
+std::vector<PsUpdate> simulate_ssp(int W, const std::function<double(int, std::int64_t)>& f,
+                                   std::int64_t steps, std::int64_t s) {
+  std::vector<double> due(static_cast<std::size_t>(W));  // < 0: waiting to be served
+  for (int w = 0; w < W; ++w) due[w] = f(w, 0);
+  std::vector<std::int64_t> clock(due.size(), 0), pulled(due.size(), 0);
   std::map<std::int64_t, int> pushes;
   std::vector<PsUpdate> out;
   std::int64_t version = 0;
@@ -44,11 +46,17 @@ std::vector<PsUpdate> simulate_ssp(const std::vector<double>& f, std::int64_t st
     for (int v = 0; v < W; ++v) {
       if (due[v] < 0 && clock[v] < steps && clock[v] - s <= version) {
         pulled[v] = version;
-        due[v] = now + f[v];
+        due[v] = now + f(v, clock[v]);
       }
     }
   }
   return out;
+}
+
+std::vector<PsUpdate> simulate_ssp(const std::vector<double>& f, std::int64_t steps,
+                                   std::int64_t s) {
+  return simulate_ssp(static_cast<int>(f.size()),
+                      [&](int w, std::int64_t) { return f[static_cast<std::size_t>(w)]; }, steps, s);
 }
 
 std::int64_t max_staleness(const std::vector<PsUpdate>& log) {
@@ -114,6 +122,17 @@ TEST(PsSspTest, InArrivalOrderEveryStalenessIsWithinTheBound) {
       EXPECT_TRUE(r.out.matches) << r.out.mismatch;
     }
   }
+}
+
+TEST(PsSspTest, JitterIsAbsorbedWithinTheBound) {
+  // Every worker is 4x slower on about a third of its steps: the others run
+  // ahead instead of waiting, never more than s clocks.
+  const PsOptions o = ps_options(knobs({"jitter=4:0.3"}));
+  const auto r = run_ps<double>(ssp_fn<double>(), tiny("mlp-tiny", 10, 6), 4,
+                                knobs({"staleness=2", "jitter=4:0.3", "order=scripted"}), false);
+  EXPECT_EQ(r.updates[0],
+            simulate_ssp(3, [&](int w, std::int64_t k) { return o.factor(w, k); }, 10, 2));
+  EXPECT_EQ(max_staleness(r.updates[0]), 2);
 }
 
 TEST(PsSspTest, AnUnboundedRunNeverHoldsAWorker) {

@@ -1,6 +1,7 @@
 // Step 03.5: stragglers. A worker told it is f times slower really sleeps
 // (f − 1) times its compute time (measured around the sleep, not taken from
-// the request), the others do not sleep, under order=scripted nobody sleeps
+// the request), the others do not sleep, jitter slows the share of steps it
+// names, under order=scripted nobody sleeps
 // (the order is decided in virtual time already), and a slow worker changes
 // the synchronous server's time, never its result. The workers here run
 // against a minimal server written in the test, so this step is checked on
@@ -94,6 +95,23 @@ TEST(PsStragglerTest, ASlowWorkerChangesTheTimeNeverTheResult) {
   EXPECT_TRUE(r.out.matches) << r.out.mismatch;
   EXPECT_EQ(r.straggle[1], 0.0) << "worker 0 is not a straggler";
   EXPECT_GE(r.straggle[2], 2 * r.compute[2] * 0.999);
+}
+
+TEST(PsStragglerTest, JitterSlowsTheShareOfStepsItNamesTheSameOnEveryRun) {
+  const PsOptions o = ps_options(knobs({"jitter=3:0.25", "straggler=1:5"}));
+  int slow = 0;
+  for (int w = 0; w < 4; ++w)
+    for (std::int64_t k = 0; k < 1000; ++k) {
+      const double f = o.factor(w, k);
+      EXPECT_EQ(f, o.factor(w, k));
+      if (w == 1) {
+        EXPECT_EQ(f, 5.0) << "a straggler's own factor wins when larger";
+      } else {
+        EXPECT_TRUE(f == 1.0 || f == 3.0);
+        slow += f == 3.0;
+      }
+    }
+  EXPECT_NEAR(slow / 3000.0, 0.25, 0.03);
 }
 
 }  // namespace
