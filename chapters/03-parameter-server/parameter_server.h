@@ -201,4 +201,22 @@ PsLog ps_async(train::RankRun<T>& run);
 template <class T>
 PsLog ps_ssp(train::RankRun<T>& run);
 
+// ---- pitfalls: broken on purpose (dtw run pitfall NAME) -------------------------
+
+/// Bugs from the field, each a strategy above with one thing done wrong, for
+/// `dtw run pitfall` and the tests that the workbench catches them.
+namespace pitfalls {
+/// ps_async at the synchronous learning rate (lr_scale = 1): W steps per
+/// round (ElasticDL #89, tensorflow #14494). With a rate the synchronous
+/// server trains at, it diverges, and ps_async stops at the first non-finite
+/// loss, naming the update, the worker and the staleness.
+template <class T>
+PsLog async_at_sync_lr(train::RankRun<T>& run);
+/// ps_sync whose worker 1 fails before its push of step 3 (tensorflow #5022:
+/// a synchronous server waiting for a worker that died): the run ends with
+/// an error naming that worker on every rank, not a hang.
+template <class T>
+PsLog dying_worker(train::RankRun<T>& run);
+}  // namespace pitfalls
+
 }  // namespace dtw::ch03

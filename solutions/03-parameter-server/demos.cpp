@@ -153,48 +153,46 @@ DTW_REGISTER_DEMO({.name = "ps-staleness",
 
 // ---- pitfalls ------------------------------------------------------------------
 
-// ElasticDL #89, tensorflow #14494: asynchronous SGD at the synchronous rate.
+// SGD with momentum at 0.1, a rate ps-sync trains gpt-tiny at (and up to 0.3),
+// no clipping: asynchronous with 4 workers at that same rate.
 DemoCheck run_async_at_sync_lr(Comm& comm) {
   train::RunSpec spec = train::standard_run("gpt-tiny");
   spec.steps = 60;
   spec.optimizer = model::Optimizer::kSgd;
-  spec.sgd.lr = 0.1;  // the synchronous server trains at 0.1 (and up to 0.3)
+  spec.sgd.lr = 0.1;
   spec.warmup_steps = 0;
   spec.clip_norm = 0;
-  Knobs knobs;
-  knobs.set("lr_scale", "1").set("order", "scripted");
+  const Knobs knobs = Knobs().set("order", "scripted");
   train::RankRun<float> run(comm, spec, knobs);
-  ps_async(run);
+  pitfalls::async_at_sync_lr(run);
   return {true, "trained without diverging (the pitfall did not trigger)"};
 }
 
-// tensorflow #5022: a synchronous server waits for a worker that died.
-DemoCheck run_dead_worker(Comm& comm) {
+DemoCheck run_dying_worker(Comm& comm) {
   train::RunSpec spec = train::standard_run("gpt-tiny");
   spec.steps = 6;
-  Knobs knobs;
-  knobs.set("crash", "1:3");
+  const Knobs knobs;
   train::RankRun<float> run(comm, spec, knobs);
-  ps_sync(run);
-  return {true, "finished (the worker did not crash)"};
+  pitfalls::dying_worker(run);
+  return {true, "finished (the worker did not die)"};
 }
 
-DTW_REGISTER_DEMO({.name = "ps-async-sync-lr",
+DTW_REGISTER_DEMO({.name = "ps-async-at-sync-lr",
                    .chapter = "03",
                    .description = "async SGD at the synchronous rate: W steps per round, diverges "
                                   "(ElasticDL #89, tensorflow #14494)",
                    .default_ranks = 5,
                    .min_ranks = 3,
-                   .catches = "diverged",
+                   .catches = "updates stale: diverged",
                    .run = run_async_at_sync_lr});
-DTW_REGISTER_DEMO({.name = "ps-dead-worker",
+DTW_REGISTER_DEMO({.name = "ps-dying-worker",
                    .chapter = "03",
                    .description = "a synchronous server waiting for a worker that died "
                                   "(tensorflow #5022): an error naming it, not a hang",
                    .default_ranks = 4,
                    .min_ranks = 3,
-                   .catches = "crashed before its push",
-                   .run = run_dead_worker});
+                   .catches = "worker 1 (rank 2) crashed before its push of step 3",
+                   .run = run_dying_worker});
 
 }  // namespace
 }  // namespace dtw::ch03
