@@ -72,6 +72,7 @@ PsLog ps_async(train::RankRun<T>& run) {
   own.warmup_steps = spec.warmup_steps * W;
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(own, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
+  const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric
 
   PsLog log;
   std::vector<PushHeader> headers(static_cast<std::size_t>(W));

@@ -82,6 +82,7 @@ PsLog ps_ssp(train::RankRun<T>& run) {
   const std::int64_t s = options.staleness;
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
+  const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric
 
   PsLog log;
   std::vector<PushHeader> headers(static_cast<std::size_t>(W));

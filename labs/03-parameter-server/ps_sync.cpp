@@ -63,6 +63,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
 
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
+  const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric
   PsLog log;
   std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
   for (std::int64_t step = 0; step < spec.steps; ++step) {
@@ -71,7 +72,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
     DTW_CHECK(std::isfinite(loss), Error,
               "ps-sync: step " << step << ": the loss is " << loss << " (not finite): diverged");
     {
-      auto phase = run.phase("optimizer");
+      auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
       replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
       replica.step(step);
     }

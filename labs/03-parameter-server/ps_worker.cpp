@@ -62,6 +62,9 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       static_cast<double>(train::shard_rows(spec, w, W).size()) / static_cast<double>(spec.batch);
   const T scale = push == Push::kShare ? static_cast<T>(weight) : T(1);
 
+  // The work of one forward + backward on our rows, for the modeled fabric.
+  const train::Cost pass = replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, w, W), true);
+
   std::vector<Request> pulls;
   // Posts the receives of one pull: every server's shard into our copy.
   const auto post_pull = [&] {
@@ -77,14 +80,17 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
     const auto start = std::chrono::steady_clock::now();
     double loss = 0;
     {
-      auto phase = run.phase("forward-backward");
+      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
       loss = replica.forward_backward(step, w, W, scale);
     }
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     log.compute_seconds += took.count();
     const double slowdown = options.factor(w, step);
     if (slowdown > 1 && !options.scripted) {
-      auto phase = run.phase("straggling");
+      // On a modeled fabric the sleep is (f − 1) passes' work: the straggler
+      // takes f times as long on any device, as it does here.
+      auto phase = run.phase("straggling", {.flops = (slowdown - 1) * pass.flops,
+                                            .bytes = (slowdown - 1) * pass.bytes});
       DTW_TODO("03.5: Straggle: sleep (slowdown − 1) × this step's compute time (took), and add the time really slept, measured around the sleep, to log.straggle_seconds.");
     }
     DTW_CHECK(!(w == options.crash_worker && step == options.crash_step), Error,
@@ -98,7 +104,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
         {weight * loss, kernels::sum_of_squares(g.data(), static_cast<std::int64_t>(g.size()))}};
     std::vector<Request> pushes;
     {
-      auto phase = run.phase("push");
+      auto phase = run.phase("push", {.compute = false});
       DTW_TODO("03.1: Push: to every server, isend the header (tag kTagHeader) and that server's shard of the gradient (kTagGrads); post the next step's pull (post_pull) before waiting for the pushes.");
     }
     replica.zero_grads();  // forward_backward adds: start the next step from zero

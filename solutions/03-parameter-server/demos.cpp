@@ -38,22 +38,36 @@ double ps_bytes(const FormulaInput& in) {
   return std::max(server, worker);
 }
 
-// Peak bytes per category of the busiest rank: workers hold whole parameters
-// and gradients; servers hold the optimizer state of their shard; ps-ssp's
-// servers up to min(s + 1, steps) clock sums of their shard.
+// Peak bytes per category of the busiest rank (the larger total): a worker
+// holds whole parameters and gradients and the activations of its rows; a
+// server its shard's parameters, gradients and optimizer state, and under
+// ps-ssp up to min(s + 1, steps) clock sums of its shard.
 train::MemoryFigures ps_peak(const FormulaInput& in, bool ssp) {
   const PsLayout l = layout_of(in);
   const double psi = static_cast<double>(in.params * in.element_bytes);
   const double shard = static_cast<double>(largest_shard(l) * in.element_bytes);
   const bool adam = in.spec.optimizer == model::Optimizer::kAdamW;
   const std::int64_t s = ps_options(in.knobs).staleness;
-  train::MemoryFigures f = train::no_memory_figures();
-  f[static_cast<std::size_t>(MemoryCategory::kParameters)] = psi;
-  f[static_cast<std::size_t>(MemoryCategory::kGradients)] = psi;
-  f[static_cast<std::size_t>(MemoryCategory::kOptimizerState)] = (adam ? 2 : 1) * shard;
-  f[static_cast<std::size_t>(MemoryCategory::kCommBuffers)] =
+  const double rows = static_cast<double>((in.spec.batch + l.workers - 1) / l.workers);
+  train::MemoryFigures worker = train::no_memory_figures(), server = worker;
+  const auto at = [](MemoryCategory c) { return static_cast<std::size_t>(c); };
+  worker[at(MemoryCategory::kParameters)] = psi;
+  worker[at(MemoryCategory::kGradients)] = psi;
+  worker[at(MemoryCategory::kOptimizerState)] = 0;
+  worker[at(MemoryCategory::kActivations)] = rows * in.activation_bytes_per_row;
+  worker[at(MemoryCategory::kCommBuffers)] = 0;
+  server[at(MemoryCategory::kParameters)] = shard;
+  server[at(MemoryCategory::kGradients)] = shard;
+  server[at(MemoryCategory::kOptimizerState)] = (adam ? 2 : 1) * shard;
+  server[at(MemoryCategory::kActivations)] = 0;
+  server[at(MemoryCategory::kCommBuffers)] =
       ssp ? static_cast<double>(std::min<std::int64_t>(s + 1, in.spec.steps)) * shard : 0;
-  return f;
+  const auto total = [](const train::MemoryFigures& f) {
+    double t = 0;
+    for (double x : f) t += std::isfinite(x) ? x : 0;
+    return t;
+  };
+  return total(worker) >= total(server) ? worker : server;
 }
 
 int workers_of(int ranks, const Knobs& knobs) {

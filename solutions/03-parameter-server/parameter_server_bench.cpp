@@ -125,11 +125,13 @@ int main(int argc, char** argv) {
                "dtw bench parameter-server"};
   std::string model = "gpt-tiny", json_path, plot_stem;
   int workers = 4;
-  std::int64_t steps = 150, staleness = 2;
+  std::int64_t steps = 150, staleness = 2, batch = 32;
   double factor = 3, target = 0;
   app.add_option("--model", model, "mlp-tiny, gpt-tiny or gpt-small")->capture_default_str();
   app.add_option("--workers", workers, "W")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--steps", steps, "steps of each run")->capture_default_str();
+  app.add_option("--batch", batch, "global batch (rows; big enough that compute dominates)")
+      ->capture_default_str();
   app.add_option("--factor", factor, "the stragglers' slowdown")->capture_default_str();
   app.add_option("--staleness", staleness, "ps-ssp's bound")->capture_default_str();
   app.add_option("--target", target, "loss target (default: 80% of the first loss)");
@@ -139,13 +141,17 @@ int main(int argc, char** argv) {
   try {
     train::RunSpec spec = train::standard_run(model);
     spec.steps = steps;
+    spec.batch = batch;
     const int ranks = 1 + workers;
     const std::string f = fmt::format("{:g}", factor);
     json out = {{"model", model}, {"workers", workers}, {"servers", 1}, {"steps", steps},
                 {"factor", factor}, {"staleness", staleness}};
+    double load = 0;
+    if (std::ifstream in("/proc/loadavg"); in) in >> load;
     fmt::print("dtw bench parameter-server: {}, 1 server + {} workers, {} steps of batch {}, "
-               "AdamW, float32, threads backend\n",
-               model, workers, steps, spec.batch);
+               "AdamW, float32, threads backend (load average {:.1f})\n",
+               model, workers, steps, spec.batch, load);
+    out["load_average"] = load;
 
     // 1. Stragglers.
     const std::vector<std::pair<std::string, std::string>> slowness = {

@@ -82,6 +82,7 @@ PsLog ps_ssp(train::RankRun<T>& run) {
   const std::int64_t s = options.staleness;
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
+  const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric
 
   PsLog log;
   std::vector<PushHeader> headers(static_cast<std::size_t>(W));
@@ -132,7 +133,7 @@ PsLog ps_ssp(train::RankRun<T>& run) {
       Clock<T>& k = done->second;
       DTW_CHECK(std::isfinite(k.loss), Error,
                 "ps-ssp: step " << version << ": the loss is " << k.loss << " (not finite): diverged");
-      auto phase = run.phase("optimizer");
+      auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
       comm.copy_local(replica.grads(), k.sum.span());
       replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
       replica.step(version);

@@ -63,20 +63,21 @@ PsLog ps_sync(train::RankRun<T>& run) {
 
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
+  const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric
   PsLog log;
   std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
     // @lab 03.1: Serve the shard to every worker (isend + wait_all), then take each worker's push in worker order: recv its header, recv_reduce its gradient shard into replica.grads(); add up the loss shares and log each push.
     {
-      auto phase = run.phase("serve");
+      auto phase = run.phase("serve", {.compute = false});
       std::vector<Request> serves;
       for (int w = 0; w < layout.workers; ++w)
         serves.push_back(comm.isend(replica.params(), layout.worker_rank(w), kTagParams));
       comm.wait_all(serves);
     }
     {
-      auto phase = run.phase("gather");
+      auto phase = run.phase("gather", {.compute = false});
       for (int w = 0; w < layout.workers; ++w) {
         PushHeader& h = headers[static_cast<std::size_t>(w)];
         comm.recv(h.values, layout.worker_rank(w), kTagHeader);
@@ -89,7 +90,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
     DTW_CHECK(std::isfinite(loss), Error,
               "ps-sync: step " << step << ": the loss is " << loss << " (not finite): diverged");
     {
-      auto phase = run.phase("optimizer");
+      auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
       replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
       replica.step(step);
     }

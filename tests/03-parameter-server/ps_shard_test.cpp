@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "dtw/memory.h"
 #include "dtw/model/params.h"
 #include "ps_test.h"
 
@@ -95,6 +96,35 @@ TEST(PsShardTest, EachServersLinkCarriesTwoWPsiOverSPerStep) {
   // Sharding over S servers divides the busiest link by S (up to rounding of Ψ/S).
   EXPECT_NEAR(static_cast<double>(busiest[1]) / busiest[2], 2.0, 0.01);
   EXPECT_NEAR(static_cast<double>(busiest[1]) / busiest[3], 3.0, 0.01);
+}
+
+TEST(PsShardTest, ServersHoldTheirShardsOptimizerStateAndWorkersNone) {
+  const train::RunSpec spec = tiny("mlp-tiny", 4, 6);
+  const std::int64_t psi = model::param_layout(spec.config()).size();
+  const train::Knobs k = knobs({"servers=2", "staleness=1", "straggler=0:2", "order=scripted"});
+  const PsLayout l = ps_layout(5, psi, ps_options(k));
+  for (bool ssp : {false, true}) {
+    const auto r = run_ps<double>(ssp ? testing::ssp_fn<double>() : testing::sync_fn<double>(),
+                                  spec, 5, k, !ssp);
+    const auto& memory = r.out.report.memory;
+    ASSERT_EQ(memory.size(), 5u);
+    for (int s = 0; s < 2; ++s) {
+      const std::int64_t shard = l.shards[s].size() * 8;
+      EXPECT_EQ(memory[s].peak_of(MemoryCategory::kParameters), shard) << "server " << s;
+      EXPECT_EQ(memory[s].peak_of(MemoryCategory::kOptimizerState), 2 * shard) << "AdamW: m and v";
+      const std::int64_t sums = memory[s].peak_of(MemoryCategory::kCommBuffers);
+      if (ssp) {
+        // The straggler keeps a clock open while the others push the next.
+        EXPECT_EQ(sums, 2 * shard) << "s = 1: at most two clocks in flight, and here two";
+      } else {
+        EXPECT_EQ(sums, 0);
+      }
+    }
+    for (int w = 2; w < 5; ++w) {
+      EXPECT_EQ(memory[w].peak_of(MemoryCategory::kParameters), psi * 8) << "a worker's copy";
+      EXPECT_EQ(memory[w].peak_of(MemoryCategory::kOptimizerState), 0) << "workers never step";
+    }
+  }
 }
 
 TEST(PsShardTest, ShardedServersWorkForEveryStrategy) {
