@@ -51,9 +51,10 @@
 namespace dtw::ch03 {
 
 /// Message tags of the protocol (user tags; collectives run apart).
-inline constexpr int kTagParams = 1;  ///< server → worker: a shard of parameters
-inline constexpr int kTagHeader = 2;  ///< worker → server: a PushHeader
-inline constexpr int kTagGrads = 3;   ///< worker → server: a shard of gradients
+inline constexpr int kTagVersion = 1;  ///< server → worker: its version (one int64), before…
+inline constexpr int kTagParams = 2;   ///< server → worker: …its shard of the parameters
+inline constexpr int kTagHeader = 3;   ///< worker → server: a PushHeader
+inline constexpr int kTagGrads = 4;    ///< worker → server: a shard of gradients
 
 /// The strategies' knobs, parsed (see the file comment).
 struct PsOptions {
@@ -109,14 +110,15 @@ PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options)
 
 /// What a worker sends before each gradient push: small, so a server can wait
 /// on every worker's next header at once (wait_any) and then receive the
-/// gradient from the one that came.
-/// On the wire it is two doubles (`values`).
+/// gradient from the one that came. On the wire it is three doubles.
 struct PushHeader {
-  std::array<double, 2> values{};  ///< {loss(), sum_of_squares()}
+  std::array<double, 3> values{};  ///< {loss(), sum_of_squares(), 1 if a gradient follows}
   /// This worker's share of the batch's mean loss (rows/B × the mean over its rows).
   double loss() const { return values[0]; }
   /// Σ g² of the whole gradient it pushes (a server that clips this push alone needs it).
   double sum_of_squares() const { return values[1]; }
+  /// False for an asynchronous worker's last header: it stops, no gradient follows.
+  bool has_gradient() const { return values[2] != 0; }
 };
 
 /// One push, as a server took it.
@@ -147,6 +149,8 @@ class ArrivalScript {
   ArrivalScript(int workers, const PsOptions& options);
   /// The worker whose push is due next among those computing; it stops computing.
   int next();
+  /// True while some worker is computing (released and not yet taken by next()).
+  bool computing() const;
   /// Worker w received parameters now: its next push is due now + its next step's factor.
   void released(int w);
   /// The virtual time of the last push taken.
@@ -164,19 +168,24 @@ class ArrivalScript {
 /// Step 03.4.
 double global_sum_of_squares(Comm& servers, double local);
 
-/// How a worker scales what it pushes.
-enum class Push {
-  kShare,  ///< its rows' share of the batch gradient (rows/B × its mean): servers that add W pushes
-  kMean,   ///< the mean gradient of its rows: a server that applies each push alone
+/// Which kind of server a worker works for.
+enum class WorkerMode {
+  /// ps_sync, ps_ssp: exactly spec.steps pushes, each its rows' *share* of the
+  /// batch gradient (rows/B × its mean), which the servers add up.
+  kSynchronous,
+  /// ps_async: the *mean* gradient of its rows (the server applies each push
+  /// alone), pushed until a pull's version (server 0's) reaches W·steps; then
+  /// a header without a gradient tells every server it stops.
+  kAsynchronous,
 };
 
-/// The worker's side, the same for every strategy: for each of spec().steps
-/// steps, pull every shard, compute the gradient of its rows of that step's
-/// batch, straggle if told to, push a header and every shard's gradient.
-/// Steps 03.1 (pull and push) and 03.5 (straggling).
+/// The worker's side, the same for every strategy: pull every shard (each
+/// server's version, then its parameters), compute the gradient of its rows
+/// of the step's batch, straggle if told to, push a header and every shard's
+/// gradient. Steps 03.1 (pull and push) and 03.5 (straggling).
 template <class T>
 PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions& options,
-                Push push);
+                WorkerMode mode);
 
 /// Synchronous parameter server (step 03.1). Records the global mean loss of
 /// every step on every server and reports each server's shard: matches the
@@ -185,10 +194,12 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
 template <class T>
 PsLog ps_sync(train::RankRun<T>& run);
 
-/// Asynchronous parameter server (step 03.2). W·steps updates, each one
-/// worker's mean gradient clipped alone and stepped at the learning rate ×
-/// lr_scale (default 1/W; warm-up stretched to W× as many updates). Records
-/// a loss every W updates (a round: B rows' worth of pushes, whoever sent
+/// Asynchronous parameter server (step 03.2). Each push is one update: one
+/// worker's mean gradient, clipped alone and stepped at the learning rate ×
+/// lr_scale (default 1/W; warm-up stretched to W× as many updates). Workers
+/// stop once they pull version W·steps; pushes already in flight then are
+/// applied too (at most W − 1 more). Records a loss for each of the first
+/// spec.steps rounds of W updates (B rows' worth of pushes, whoever sent
 /// them): their mean, weighed by rows. Matches the reference when W = 1. A non-finite loss stops the run with an Error
 /// naming the update, the worker, its step and its staleness.
 template <class T>

@@ -63,7 +63,7 @@ PsLog ps_async(train::RankRun<T>& run) {
   const train::RunSpec& spec = run.spec();
   const PsOptions options = ps_options(run.knobs());
   const PsLayout layout = ps_layout(comm.size(), model::param_layout(spec.config()).size(), options);
-  if (!layout.is_server(comm.rank())) return ps_worker(run, layout, options, Push::kMean);
+  if (!layout.is_server(comm.rank())) return ps_worker(run, layout, options, WorkerMode::kAsynchronous);
 
   const int W = layout.workers;
   // Each update is one worker's B/W rows: the rate and the warm-up follow.
@@ -79,16 +79,18 @@ PsLog ps_async(train::RankRun<T>& run) {
   std::vector<Request> announced(static_cast<std::size_t>(W));  // each worker's next header
   std::vector<std::int64_t> clock(static_cast<std::size_t>(W), 0), pulled(clock);
   ArrivalScript script(W, options);
-  std::int64_t version = 0;  // updates applied so far
-  // Sends worker w the newest parameters and waits for its next header.
+  const std::int64_t goal = W * spec.steps;  // a worker that pulls this version stops
+  std::int64_t version = 0;                  // updates applied so far
+  // Sends worker w the newest version and parameters, and waits for its next header.
   const auto serve = [&](int w) {
     const auto i = static_cast<std::size_t>(w);
     announced[i] = comm.irecv(headers[i].values, layout.worker_rank(w), kTagHeader);
+    comm.send(std::span<const std::int64_t>(&version, 1), layout.worker_rank(w), kTagVersion);
     comm.send(replica.params(), layout.worker_rank(w), kTagParams);
     pulled[i] = version;
-    script.released(w);
+    if (version < goal) script.released(w);  // else it stops: no push to expect
   };
-  DTW_TODO("03.2: Serve every worker the parameters of version 0 (serve(w)): until a worker has them it cannot compute.");
+  DTW_TODO("03.2: Serve every worker version 0 (serve(w)): until a worker has its parameters it cannot compute.");
 
   // Each worker's share of a batch (rows/B): a round's mean loss weighs its pushes by it.
   std::vector<double> weight(static_cast<std::size_t>(W));
@@ -96,12 +98,15 @@ PsLog ps_async(train::RankRun<T>& run) {
     weight[static_cast<std::size_t>(w)] =
         static_cast<double>(train::shard_rows(spec, w, W).size()) / static_cast<double>(spec.batch);
   double round_loss = 0, round_weight = 0;  // Σ loss shares and Σ weights of this round's pushes
-  while (version < W * spec.steps) {
-    int w = 0;     // the worker whose push this update applies
-    PushHeader h;  // its header (a copy: serving w posts the next receive into headers[w])
-    DTW_TODO("03.2: Take the next push: w = the worker whose header completes first (comm.wait_any(announced); under options.scripted, script.next() then comm.wait on its header); copy its header into h, recv its gradient shard into replica.grads(), log it with its staleness, stop on a non-finite loss, clip by its own sum of squares, step(version), and serve w again if it has steps left.");
+  int stopped = 0;                          // workers that said they stop
+  while (stopped < W) {
+    int w = 0;     // the worker whose header this is
+    PushHeader h;  // a copy of it (serving w posts its next receive into headers[w])
+    DTW_TODO("03.2: Take the next header: w = the worker whose header completes first (comm.wait_any(announced); under options.scripted and while script.computing(), script.next() then comm.wait on its header); copy it into h. No gradient: w stopped (++stopped, continue). Else recv the gradient shard into replica.grads(), log the update with its staleness, stop on a non-finite loss, clip by h's sum of squares, step(version), ++version, and serve w.");
 
-    // Every W updates, the round's mean loss (pushes weighed by their rows).
+    // Every W updates, the round's mean loss (pushes weighed by their rows),
+    // for the first spec.steps rounds (pushes in flight at the end are extra).
+    if (version > goal) continue;
     round_loss += h.loss();
     round_weight += weight[static_cast<std::size_t>(w)];
     if (version % W == 0) {

@@ -158,6 +158,10 @@ int ArrivalScript::next() {
   return best;
 }
 
+bool ArrivalScript::computing() const {
+  return std::any_of(due_.begin(), due_.end(), [](double d) { return d >= 0; });
+}
+
 void ArrivalScript::released(int w) {
   const auto i = static_cast<std::size_t>(w);
   due_[i] = now_ + options_.factor(w, step_[i]++);

@@ -59,7 +59,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
   // The servers' own group, for the global norm (collective: every rank splits).
   const bool server = layout.is_server(comm.rank());
   const std::unique_ptr<Comm> servers = comm.split(server ? 0 : 1, comm.rank());
-  if (!server) return ps_worker(run, layout, options, Push::kShare);
+  if (!server) return ps_worker(run, layout, options, WorkerMode::kSynchronous);
 
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
@@ -68,7 +68,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
   std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    DTW_TODO("03.1: Serve the shard to every worker (isend + wait_all), then take each worker's push in worker order: recv its header, recv_reduce its gradient shard into replica.grads(); add up the loss shares and log each push.");
+    DTW_TODO("03.1: Serve every worker (isend the version `step` with kTagVersion, then the shard with kTagParams; wait_all), then take each worker's push in worker order: recv its header, recv_reduce its gradient shard into replica.grads(); add up the loss shares and log each push.");
     DTW_CHECK(std::isfinite(loss), Error,
               "ps-sync: step " << step << ": the loss is " << loss << " (not finite): diverged");
     {

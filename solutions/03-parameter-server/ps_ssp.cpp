@@ -76,7 +76,7 @@ PsLog ps_ssp(train::RankRun<T>& run) {
   const PsLayout layout = ps_layout(comm.size(), model::param_layout(spec.config()).size(), options);
   const bool server = layout.is_server(comm.rank());
   const std::unique_ptr<Comm> servers = comm.split(server ? 0 : 1, comm.rank());
-  if (!server) return ps_worker(run, layout, options, Push::kShare);
+  if (!server) return ps_worker(run, layout, options, WorkerMode::kSynchronous);
 
   const int W = layout.workers;
   const std::int64_t s = options.staleness;
@@ -95,6 +95,7 @@ PsLog ps_ssp(train::RankRun<T>& run) {
   const auto serve = [&](int w) {
     const auto i = static_cast<std::size_t>(w);
     announced[i] = comm.irecv(headers[i].values, layout.worker_rank(w), kTagHeader);
+    comm.send(std::span<const std::int64_t>(&version, 1), layout.worker_rank(w), kTagVersion);
     comm.send(replica.params(), layout.worker_rank(w), kTagParams);
     pulled[i] = version;
     held[i] = 0;

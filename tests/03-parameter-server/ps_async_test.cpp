@@ -24,24 +24,24 @@ using testing::tiny;
 // The asynchronous server in virtual time, written here independently of
 // ArrivalScript: worker w needs f(w, k) time units for its step k; the server
 // takes the earliest push (ties: the lower worker), applies it, and serves
-// that worker the new version at once.
+// that worker the new version at once; a worker served version W·steps or
+// later stops (its push in flight is still applied).
 using Factor = std::function<double(int, std::int64_t)>;
 std::vector<PsUpdate> simulate_async(int W, const Factor& f, std::int64_t steps) {
-  std::vector<double> due(static_cast<std::size_t>(W));
+  const std::int64_t goal = W * steps;
+  std::vector<double> due(static_cast<std::size_t>(W));  // < 0: stopped
   for (int w = 0; w < W; ++w) due[w] = f(w, 0);
   std::vector<std::int64_t> clock(due.size(), 0), pulled(due.size(), 0);
   std::vector<PsUpdate> out;
-  for (std::int64_t version = 0; version < W * steps; ++version) {
+  for (std::int64_t version = 0;; ++version) {
     int w = -1;
     for (int v = 0; v < W; ++v)
-      if (clock[v] < steps && (w < 0 || due[v] < due[w])) w = v;
+      if (due[v] >= 0 && (w < 0 || due[v] < due[w])) w = v;
+    if (w < 0) return out;
     out.push_back({.worker = w, .clock = clock[w], .pulled = pulled[w], .applied = version});
-    if (++clock[w] < steps) {
-      pulled[w] = version + 1;
-      due[w] += f(w, clock[w]);
-    }
+    pulled[w] = version + 1;
+    due[w] = version + 1 < goal ? due[w] + f(w, ++clock[w]) : -1;
   }
-  return out;
 }
 
 Factor constant(std::vector<double> f) {
@@ -68,14 +68,15 @@ TEST(PsAsyncTest, OneWorkerIsTheReference) {
 }
 
 TEST(PsAsyncTest, TheWorkedExampleOfTheText) {
-  // Two workers, worker 1 three times slower, 4 steps each.
-  const std::vector<PsUpdate> want = {
-      {0, 0, 0, 0}, {0, 1, 1, 1}, {0, 2, 2, 2}, {1, 0, 0, 3},
-      {0, 3, 3, 4}, {1, 1, 4, 5}, {1, 2, 6, 6}, {1, 3, 7, 7}};
+  // Two workers, worker 1 three times slower, 4 steps: 8 updates, whoever pushes.
+  const std::vector<PsUpdate> want = {{0, 0, 0, 0}, {0, 1, 1, 1}, {0, 2, 2, 2}, {1, 0, 0, 3},
+                                      {0, 3, 3, 4}, {0, 4, 5, 5}, {0, 5, 6, 6}, {1, 1, 4, 7},
+                                      {0, 6, 7, 8}};
   expect_same_updates(want, simulate_async(2, constant({1, 3}), 4), "the test's own simulation");
   const auto r = run_ps<double>(async_fn<double>(), tiny("mlp-tiny", 4, 6), 3,
                                 knobs({"straggler=1:3", "order=scripted"}), false);
   expect_same_updates(want, r.updates[0], "the server");
+  EXPECT_EQ(r.out.losses.size(), 4u) << "a loss per round of 2 updates, for 4 rounds";
 }
 
 TEST(PsAsyncTest, ScriptedArrivalsLandOnTheVersionsTheScriptImplies) {
@@ -95,7 +96,9 @@ TEST(PsAsyncTest, InArrivalOrderEveryPushIsAppliedOnceInItsWorkersOrder) {
   const auto r = run_ps<double>(async_fn<double>(), tiny("mlp-tiny", steps, 6), 1 + W,
                                 knobs({"straggler=0:2"}), false);
   const std::vector<PsUpdate>& log = r.updates[0];
-  ASSERT_EQ(log.size(), static_cast<std::size_t>(W * steps));
+  // W·steps updates, plus at most W − 1 pushes in flight when the goal is reached.
+  ASSERT_GE(log.size(), static_cast<std::size_t>(W * steps));
+  ASSERT_LT(log.size(), static_cast<std::size_t>(W * steps + W));
   std::vector<std::int64_t> next(W, 0), last_pull(W, -1);
   for (std::size_t i = 0; i < log.size(); ++i) {
     const PsUpdate& u = log[i];
@@ -105,9 +108,21 @@ TEST(PsAsyncTest, InArrivalOrderEveryPushIsAppliedOnceInItsWorkersOrder) {
     EXPECT_EQ(u.clock, next[u.worker]++) << "update " << i << ": a worker's steps in order";
     EXPECT_GE(u.applied - u.pulled, 0) << "update " << i;
     EXPECT_GT(u.pulled, last_pull[u.worker]) << "update " << i << ": a newer version each pull";
+    EXPECT_LT(u.pulled, W * steps) << "update " << i << ": nobody computes past the goal";
     last_pull[u.worker] = u.pulled;
   }
   EXPECT_EQ(r.out.losses.size(), static_cast<std::size_t>(steps));
+}
+
+TEST(PsAsyncTest, AFastWorkerPushesMoreThanASlowOne) {
+  // Worker 0 is 4x slower: in scripted order it pushes about a quarter as often.
+  const auto r = run_ps<double>(async_fn<double>(), tiny("mlp-tiny", 8, 6), 3,
+                                knobs({"straggler=0:4", "order=scripted"}), false);
+  std::vector<int> pushes(2, 0);
+  for (const PsUpdate& u : r.updates[0]) ++pushes[u.worker];
+  EXPECT_EQ(pushes[0] + pushes[1], 16 + 1) << "16 updates and one push in flight";
+  EXPECT_EQ(pushes[0], 4);
+  EXPECT_EQ(pushes[1], 13);
 }
 
 TEST(PsAsyncTest, TheLossOfGptTinyFallsWithFourWorkers) {

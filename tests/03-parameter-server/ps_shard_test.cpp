@@ -2,8 +2,9 @@
 // contiguous ranges; the synchronous server matches the reference for (S, W)
 // = (2, 3) and (3, 4); sharded equals unsharded bit for bit (synchronous with
 // clipping off, asynchronous in scripted order); and each server's link
-// carries exactly 2·W·Ψ_s values (plus W headers) per step, counted from the
-// traffic matrix, so S = 2 halves the busiest link.
+// carries exactly 2·W·Ψ_s values (plus W versions and headers) per step, from the
+// traffic matrix, so S = 2 halves the busiest link; servers hold their shard's
+// optimizer state, workers none.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -85,8 +86,9 @@ TEST(PsShardTest, EachServersLinkCarriesTwoWPsiOverSPerStep) {
       std::int64_t link = 0;
       for (int w = 0; w < W; ++w)
         link += bytes[s][l.worker_rank(w)] + bytes[l.worker_rank(w)][s];
-      // Per step: W·Ψ_s values out (pulls), W·Ψ_s in (pushes), W headers of 2 doubles.
-      const std::int64_t want = spec.steps * (2 * W * l.shards[s].size() * 8 + W * 16);
+      // Per step: W·Ψ_s values out (pulls) and W·Ψ_s in (pushes), W versions
+      // out (one int64 each) and W headers in (three doubles each).
+      const std::int64_t want = spec.steps * (2 * W * l.shards[s].size() * 8 + W * (8 + 24));
       EXPECT_EQ(link, want) << "S=" << S << ", server " << s;
       busiest[S] = std::max(busiest[S], link);
     }
@@ -133,7 +135,8 @@ TEST(PsShardTest, ShardedServersWorkForEveryStrategy) {
     const auto a = run_ps<double>(testing::async_fn<double>(), tiny("mlp-tiny", 4, 6), 5, k, false);
     const auto s = run_ps<double>(testing::ssp_fn<double>(), tiny("mlp-tiny", 4, 6), 5, k, false);
     for (int server : {0, 1}) {
-      EXPECT_EQ(a.updates[server].size(), 12u) << order;
+      EXPECT_GE(a.updates[server].size(), 12u) << order;
+      EXPECT_LE(a.updates[server].size(), 14u) << order << ": at most W − 1 pushes in flight";
       EXPECT_EQ(s.updates[server].size(), 12u) << order;
       for (const PsUpdate& u : s.updates[server]) EXPECT_LE(u.applied - u.pulled, 1) << order;
     }

@@ -41,15 +41,16 @@ std::vector<PsLog> workers_against_a_stub(int W, const train::Knobs& k) {
     PsLog mine;
     if (comm.rank() == 0) {
       std::vector<double> params(static_cast<std::size_t>(psi), 0.01), grads(params.size());
-      std::vector<double> header(2);
+      std::vector<double> header(3);
       for (std::int64_t step = 0; step < spec.steps; ++step)
         for (int w = 0; w < W; ++w) {
+          comm.send(std::span<const std::int64_t>(&step, 1), layout.worker_rank(w), kTagVersion);
           comm.send(params, layout.worker_rank(w), kTagParams);
           comm.recv(header, layout.worker_rank(w), kTagHeader);
           comm.recv(grads, layout.worker_rank(w), kTagGrads);
         }
     } else {
-      mine = ps_worker(run, layout, options, Push::kShare);
+      mine = ps_worker(run, layout, options, WorkerMode::kSynchronous);
     }
     const auto all = allgather_results(comm, std::vector<double>{mine.compute_seconds,
                                                                  mine.straggle_seconds});
