@@ -213,6 +213,26 @@ template <class T>
 std::span<T> Replica<T>::grads() { return state_->grads.span(); }
 
 template <class T>
+int Replica<T>::optimizer_moments() const {
+  return spec_.optimizer == model::Optimizer::kAdamW ? 2 : 1;
+}
+
+template <class T>
+std::span<T> Replica<T>::optimizer_state(int moment, std::int64_t begin, std::int64_t end) {
+  DTW_CHECK_ARG(moment >= 0 && moment < optimizer_moments(),
+                rank_prefix(exec_) << "Replica::optimizer_state: moment " << moment
+                                   << " of an optimizer that keeps " << optimizer_moments());
+  const Pieces& o = state_->opt_pieces;
+  const int i = begin <= end ? o.find(begin, end) : -1;
+  DTW_CHECK_ARG(i >= 0, rank_prefix(exec_) << "Replica::optimizer_state: [" << begin << ", " << end
+                                           << ") is not inside one optimizer range; held: "
+                                           << describe(o.ranges));
+  Array<T>& moments = moment == 0 ? state_->m : state_->v;
+  return moments.span().subspan(static_cast<std::size_t>(o.at[i] + begin - o.ranges[i].begin),
+                                static_cast<std::size_t>(end - begin));
+}
+
+template <class T>
 void Replica<T>::zero_grads() { state_->grads.fill(T(0)); }
 
 template <class T>
@@ -238,6 +258,20 @@ double Replica<T>::forward_backward(std::int64_t step, std::int64_t shard, std::
   const T loss = pass.forward(state_->net->all(), batch);
   pass.backward({}, loss_scale, on_grad_ready);
   return static_cast<double>(loss);
+}
+
+template <class T>
+Cost Replica<T>::pass_cost(model::UnitRange range, const Batch& batch, bool backward) {
+  Network<T>& net = *state_->net;
+  const double flops = net.forward_flops(range, batch);
+  const double bytes = static_cast<double>(net.activation_bytes(range, batch));
+  return backward ? Cost{3 * flops, 3 * bytes} : Cost{flops, bytes};
+}
+
+template <class T>
+Cost Replica<T>::optimizer_cost() const {
+  const double n = static_cast<double>(state_->opt_pieces.total) * sizeof(T);
+  return {0, n * ((spec_.optimizer == model::Optimizer::kAdamW ? 7 : 4) + 2)};
 }
 
 template <class T>

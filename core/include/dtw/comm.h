@@ -14,6 +14,7 @@
 #include <ranges>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dtw/exec.h"
@@ -22,6 +23,8 @@
 #include "dtw/types.h"
 
 namespace dtw {
+
+class Comm;
 
 /// Largest tag a caller may use; tags run from 0 to kMaxTag.
 inline constexpr int kMaxTag = (1 << 30) - 1;
@@ -46,6 +49,7 @@ struct RequestState {
   std::int64_t elem_bytes = 1;   ///< bytes per element of the buffer
   bool is_send = false;
   double start_us = 0;
+  const Comm* comm = nullptr;  ///< the communicator that started it (completes it)
 };
 
 /// A contiguous range of dtw element types (vector, span, array, ...).
@@ -93,13 +97,15 @@ class Request {
   explicit Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {}
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
-  /// Takes over `other`'s operation; `other` becomes empty.
-  Request(Request&& other) noexcept = default;
+  /// Takes over `other`'s operation; `other` becomes empty and moved-from.
+  Request(Request&& other) noexcept
+      : state_(std::move(other.state_)), moved_from_(std::exchange(other.moved_from_, true)) {}
   /// Abandons this request's pending operation (if any), then takes over `other`'s.
   Request& operator=(Request&& other) noexcept {
     if (this != &other) {
       release();
       state_ = std::move(other.state_);
+      moved_from_ = std::exchange(other.moved_from_, true);
     }
     return *this;
   }
@@ -110,6 +116,9 @@ class Request {
   std::int64_t received_count() const { return state_ ? state_->received_count : 0; }
   /// The backend's state of the operation, or nullptr for an empty request.
   detail::RequestState* state() const { return state_.get(); }
+  /// True when this request was moved from: its operation belongs to another
+  /// Request now, and completing this one is a mistake (InvalidArgument).
+  bool moved_from() const { return moved_from_; }
 
  private:
   void release() noexcept {
@@ -117,6 +126,7 @@ class Request {
     state_.reset();
   }
   std::shared_ptr<detail::RequestState> state_;
+  bool moved_from_ = false;
 };
 
 /// One rank's view of a communicator. Backends derive from it; code using it
@@ -247,15 +257,61 @@ class Comm {
 
   // ---- completion and group operations --------------------------------------
 
+  // A request is completed on the communicator that started it (another one's
+  // request is an InvalidArgument), and never through a Request it was moved
+  // out of (InvalidArgument: the operation belongs to the other Request now).
+
   /// Waits until `request` completes; a no-op for an empty or completed one.
   void wait(Request& request);
   /// Waits for every request in `requests`.
   void wait_all(std::span<Request> requests);
+  /// Completes `request` if it can without blocking and says whether it did
+  /// (true for an empty or already completed request). Never blocks: on the
+  /// threads backend it also does the copies queued for this rank, so a rank
+  /// that polls makes progress. A rank that polls an operation that cannot
+  /// complete fails with TimeoutError once it has polled for the launch timeout
+  /// with no operation of its own completing.
+  bool test(Request& request);
+  /// Blocks until at least one pending request in `requests` completes,
+  /// completes it and returns its index; the others stay pending. Requests
+  /// that are empty or already completed are skipped; when none is pending
+  /// (an empty span included) returns requests.size() at once. On the threads
+  /// backend a rank blocked here waits for *any* of its requests: the deadlock
+  /// detector reports a cycle through it only when none of them can complete.
+  std::size_t wait_any(std::span<Request> requests);
+  /// Like wait_any, but completes every pending request that can complete by
+  /// the time one has, and returns their indices in increasing order (empty
+  /// when none is pending).
+  std::vector<std::size_t> wait_some(std::span<Request> requests);
   /// Returns once every rank of the group has entered barrier().
   void barrier();
   /// Collective: partitions the group by `color` (ranks ordered by `key`, ties
   /// by rank). Returns the new group, or nullptr for `kNoColor`.
   std::unique_ptr<Comm> split(int color, int key);
+  /// Collective: the same group in a new context. Messages never cross between
+  /// the two communicators, whatever their tags, so a library can talk on its
+  /// own duplicate while the caller's messages are in flight. Every rank must
+  /// call it (as every collective) in the same order. AbortedError when the
+  /// launch is failing.
+  std::unique_ptr<Comm> dup();
+
+  // ---- the context collectives run in ----------------------------------------
+  // Collectives built from point-to-point (chapter 01's) must never take a
+  // message meant for the caller's own point-to-point, nor one meant for
+  // another collective still in flight. So they run on this communicator's
+  // collective channel -- the same group in a context of its own, as MPI
+  // gives its collectives -- with a tag from a per-communicator operation
+  // counter (as gloo's slots do): two collectives in flight on one
+  // communicator have different tags, and no legal user tag reaches either.
+
+  /// The communicator collectives run on: this group in a private context,
+  /// made on first use (collectively: the first collective every rank calls)
+  /// and kept for this communicator's life. A channel is its own channel.
+  Comm& collective_channel();
+  /// The tag of the next collective operation on this communicator: 0, 1, 2,
+  /// ... wrapping after kMaxTag. Ranks that start their collectives in the
+  /// same order (which every collective requires) get the same tags.
+  int next_collective_tag();
 
   // ---- reference collectives --------------------------------------------------
   // The backend's trusted implementations that tests and benchmarks compare the
@@ -329,6 +385,16 @@ class Comm {
   virtual void do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag);
   /// Blocks until every request in `states` completed.
   virtual void complete(std::span<detail::RequestState* const> states, const char* op_name) = 0;
+  /// Blocks until at least one request in `states` (none completed yet, at
+  /// least one given) completed; returns the index of one that did.
+  virtual std::size_t complete_any(std::span<detail::RequestState* const> states,
+                                   const char* op_name) = 0;
+  /// Without blocking: true once `state` has completed, after any progress the
+  /// backend makes in the caller's thread. Throws what complete() would for it.
+  virtual bool poll(detail::RequestState* state, const char* op_name) = 0;
+  /// The same group in a new context (for dup, and for the collective channel
+  /// when `channel`); `dup_id` numbers this communicator's dups, like split_id.
+  virtual std::unique_ptr<Comm> make_dup(std::uint64_t dup_id, bool channel) = 0;
   /// `group` lists the parent ranks of the new group in new-rank order.
   virtual std::unique_ptr<Comm> make_subgroup(const std::vector<int>& group, int color,
                                               std::uint64_t split_id) = 0;
@@ -384,6 +450,8 @@ class Comm {
     if constexpr (detail::HasExec<std::remove_cvref_t<R>>) check_exec(data.exec(), call);
   }
   void check_exec(const Exec& where, const char* call) const;
+  void check_request(const Request& request, std::size_t index, const char* call) const;
+  void complete_one(detail::RequestState& state);
   static const char* internal_call_name(int tag);
   void check_peer(int peer, const char* op) const;
   void check_tag(int tag, const char* op) const;
@@ -402,6 +470,10 @@ class Comm {
   std::shared_ptr<Tracer> tracer_;
   Exec exec_;
   std::uint64_t splits_ = 0;  // how many splits this rank has done: names the next one
+  std::uint64_t dups_ = 0;    // how many dups: names the next one
+  std::uint64_t collective_ops_ = 0;     // the operation counter behind next_collective_tag
+  std::unique_ptr<Comm> channel_;        // the collective channel, once made
+  bool is_channel_ = false;              // this communicator is a collective channel
   bool verify_collectives_;   // initialised from the build type and DTW_CHECK_COLLECTIVES
 };
 

@@ -65,6 +65,12 @@ struct Range {
   std::int64_t size() const { return end - begin; }
 };
 
+/// The work of a phase, for the modeled fabric (PhaseInfo, fabric.h).
+struct Cost {
+  double flops = 0;  ///< matrix-product floating-point operations
+  double bytes = 0;  ///< memory traffic of the element-wise rest
+};
+
 /// What a replica holds: for each kind of state, sorted, disjoint ranges.
 /// Every optimizer range must lie inside one parameter range and one gradient
 /// range (stepping needs both). Lists may be empty (a worker that never steps
@@ -128,6 +134,14 @@ class Replica {
   std::span<T> grads(Range r) { return grads(r.begin, r.end); }
   /// `params(r.begin, r.end)`.
   std::span<T> params(Range r) { return params(r.begin, r.end); }
+  /// Optimizer state of [begin, end), which must lie inside one optimizer
+  /// range (InvalidArgument naming the rank and what is held): moment 0 is
+  /// AdamW's m (SGD's momentum), moment 1 AdamW's v (SGD has none: an
+  /// InvalidArgument). What a checkpoint saves and restores beside the
+  /// parameters; a strategy never updates it by hand (step() does).
+  std::span<T> optimizer_state(int moment, std::int64_t begin, std::int64_t end);
+  /// Moments the optimizer keeps per element: 2 for AdamW, 1 for SGD.
+  int optimizer_moments() const;
   /// Sets every held gradient to zero (step() does it after updating).
   void zero_grads();
   /// Multiplies every held gradient by `factor` (1/p turns a sum into a mean).
@@ -163,6 +177,15 @@ class Replica {
   /// after data step `step` (0-based: the step forward_backward trained), then
   /// zeroes every held gradient.
   void step(std::int64_t step);
+  /// The work of a forward over `range` on `batch` (with `backward`: of the
+  /// forward and its backward, which does twice the forward's products). The
+  /// element-wise bytes are estimated as the activations written by the
+  /// forward and read and written again by the backward.
+  Cost pass_cost(model::UnitRange range, const Batch& batch, bool backward);
+  /// The work of clip + step over the optimizer ranges: no products; AdamW
+  /// reads p, g, m, v and writes p, m, v (7 values per element), SGD 4, and
+  /// the clip reads g twice.
+  Cost optimizer_cost() const;
   /// Records per-layer time and FLOPs of this replica's passes (and of
   /// StagePasses made after this call) into `times`; nullptr stops.
   void set_times(model::LayerTimes* times);
