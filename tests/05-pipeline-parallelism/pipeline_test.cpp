@@ -106,6 +106,26 @@ TEST(PipelineMemoryTest, GPipeHoldsEveryMicroBatchAndOneFOneBAtMostPMinusS) {
   }
 }
 
+double formula(ScheduleKind kind, double p, double m) {
+  return kind == ScheduleKind::kNaive ? (p - 1) / p : (p - 1) / (m + p - 1);
+}
+
+TEST(PipelineBubbleTest, OnEqualStagesTheBubbleIsTheFormula) {
+  // From real runs replayed with free messages: the executor adds no wait
+  // the schedule does not have.
+  for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
+    for (int p : {2, 4, 8})
+      for (int m : {1, 4, 8, 32})
+        EXPECT_NEAR(testing::ideal_bubble(kind, p, m), formula(kind, p, m), 0.01)
+            << name_of(kind) << ", p = " << p << ", m = " << m;
+}
+
+TEST(PipelineBubbleTest, TheSeedsTwentyFiveAndFiftySevenPercent) {
+  // Four GPUs, one batch: a quarter of the time busy; four micro-batches: 4/7.
+  EXPECT_NEAR(1 - testing::ideal_bubble(ScheduleKind::kNaive, 4, 1), 0.25, 0.01);
+  EXPECT_NEAR(1 - testing::ideal_bubble(ScheduleKind::kGPipe, 4, 4), 4.0 / 7, 0.01);
+}
+
 TEST(PipelineTest, BadSettingsAreClearErrorsOnEveryRank) {
   const train::RunSpec gpt = tiny("gpt-tiny");
   auto run = [](const train::RunSpec& spec, int p, train::Knobs k, ScheduleKind kind) {
