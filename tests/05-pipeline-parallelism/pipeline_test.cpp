@@ -5,6 +5,8 @@
 // a clear error on every rank, before any message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "dtw/model/params.h"
 #include "pipeline_test_util.h"
 
@@ -74,6 +76,35 @@ TEST(PipelineTest, StagesSendOnlyToTheirNeighbours) {
       const std::int64_t got = out.report.bytes[r][to];
       if (ring) EXPECT_TRUE(near(got, want)) << r << " -> " << to << ": " << got << " bytes, want " << want;
       else EXPECT_EQ(got, want) << r << " -> " << to;
+    }
+  }
+}
+
+TEST(PipelineTest, TheTraceShowsAtMostPMinusSMicroBatchesInFlightUnderOneFOneB) {
+  // Counted from the executor's own timeline events (stage and micro-batch
+  // of every forward and backward), not from the schedule's arithmetic.
+  const int p = 4, m = 8;
+  for (ScheduleKind kind : {ScheduleKind::kOneFOneB, ScheduleKind::kGPipe}) {
+    train::HarnessOptions o = on(p, knobs(m));
+    o.trace = true;
+    const train::RunOutcome out =
+        train::run_ranks<double>(tiny("gpt-tiny", 1, 1), o, testing::strategy_of(kind));
+    ASSERT_TRUE(out.matches) << out.mismatch;
+    for (int r = 0; r < p; ++r) {
+      std::vector<const TraceEvent*> mine;
+      for (const TraceEvent& e : out.report.trace)
+        if (e.rank == r && e.category == "compute" && e.stage >= 0) mine.push_back(&e);
+      std::sort(mine.begin(), mine.end(),
+                [](const TraceEvent* a, const TraceEvent* b) { return a->start_us < b->start_us; });
+      int now = 0, most = 0, forwards = 0;
+      for (const TraceEvent* e : mine) {
+        EXPECT_EQ(e->stage, r) << "rank " << r << " ran stage " << e->stage;
+        if (e->name == "forward") most = std::max(most, ++now), ++forwards;
+        if (e->name == "backward") --now;
+      }
+      EXPECT_EQ(forwards, m) << "rank " << r;
+      EXPECT_EQ(now, 0) << "rank " << r << ": every forward has its backward";
+      EXPECT_EQ(most, kind == ScheduleKind::kGPipe ? m : p - r) << name_of(kind) << ", rank " << r;
     }
   }
 }
