@@ -93,13 +93,15 @@ struct Executor<T>::State : StepContext<T> {
   void recv(const Action& a, Slot& slot) {
     const train::Batch& batch = this->batch(a.mb);
     const model::UnitRange range = this->map.chunks[a.chunk];
+    // Under checkpointing the input's buffer *is* the micro-batch's saved
+    // input, so it counts as activations; otherwise it lives only until the
+    // forward has copied it.
+    const auto input_category = this->options.checkpoint ? MemoryCategory::kActivations
+                                                         : MemoryCategory::kCommBuffers;
+    // @lab 05.3: Receive the input (activation: boundary_elements(range.begin) values from the rank of chunk−1, tag pipe_tag(kActivation, chunk−1, mb), into slot.input with input_category) or the output's gradient (boundary_elements(range.end) from the rank of chunk+1, pipe_tag(kGradient, chunk+1, mb), into slot.dy, kCommBuffers).
     if (a.dir == Dir::kActivation) {
-      // Under checkpointing this buffer *is* the micro-batch's saved input,
-      // so it counts as activations; otherwise it lives only until the forward.
-      const auto category = this->options.checkpoint ? MemoryCategory::kActivations
-                                                     : MemoryCategory::kCommBuffers;
       slot.input = Array<T>(this->comm.exec(), this->net().boundary_elements(range.begin, batch),
-                            category);
+                            input_category);
       this->comm.recv(slot.input, this->map.rank_of(a.chunk - 1),
                       pipe_tag(Dir::kActivation, a.chunk - 1, a.mb));
     } else {
@@ -108,6 +110,7 @@ struct Executor<T>::State : StepContext<T> {
       this->comm.recv(slot.dy, this->map.rank_of(a.chunk + 1),
                       pipe_tag(Dir::kGradient, a.chunk + 1, a.mb));
     }
+    // @end
   }
 
   // The forward, written out as the model for the rest: a pass from the
