@@ -131,12 +131,15 @@ TEST(FabricTest, ATraceThatCannotCompleteIsNamed) {
 }
 
 TEST(FabricTest, NamedClustersHaveSourcesAndUnknownNamesAreListed) {
-  for (const char* name : {"pcie-8", "nvlink-8", "ib-2x8", "ib-4x8"}) {
+  for (const char* name : {"pcie-8", "nvlink-8", "ib-2x8", "ib-4x8", "ideal-8"}) {
     const Cluster& c = find_gpu_cluster(name);
     EXPECT_FALSE(c.sources.empty()) << name;
     EXPECT_GT(c.flops, 0) << name;
   }
   EXPECT_LT(find_gpu_cluster("ib-2x8").link(0, 7).beta, find_gpu_cluster("ib-2x8").link(0, 8).beta);
+  // ideal-8: nvlink-8's devices, messages free.
+  EXPECT_EQ(find_gpu_cluster("ideal-8").link(0, 9).seconds(1e9), 0.0);
+  EXPECT_EQ(find_gpu_cluster("ideal-8").flops, find_gpu_cluster("nvlink-8").flops);
   try {
     find_gpu_cluster("tpu-pod");
     FAIL();

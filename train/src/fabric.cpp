@@ -30,6 +30,11 @@ const std::vector<Cluster>& gpu_clusters() {
        8, {3e-6, 1 / 230e9}, {8e-6, 1 / 22e9}, kFlops, kMemory, false},
       {"ib-4x8", "4 DGX A100 nodes on HDR InfiniBand",
        "as ib-2x8, with 4 nodes", 8, {3e-6, 1 / 230e9}, {8e-6, 1 / 22e9}, kFlops, kMemory, false},
+      // Not a machine: what a schedule costs by itself, the assumption of the
+      // bubble formulas (chapter 05), next to which the others show what the
+      // messages add.
+      {"ideal-8", "8 A100s whose messages cost nothing (a schedule by itself)",
+       "A100 datasheet, as nvlink-8; alpha = beta = 0", 8, {0, 0}, {0, 0}, kFlops, kMemory, false},
   };
   return all;
 }

@@ -53,7 +53,8 @@ struct Cluster {
   }
 };
 
-/// The named GPU clusters: "pcie-8", "nvlink-8", "ib-2x8", "ib-4x8".
+/// The named GPU clusters: "pcie-8", "nvlink-8", "ib-2x8", "ib-4x8", and
+/// "ideal-8", nvlink-8's devices with free messages (a schedule by itself).
 const std::vector<Cluster>& gpu_clusters();
 /// This machine: measured compute, one link fitted by chapter 00's ping-pong
 /// (α, β) for every pair of ranks, `memory_bw` for reductions.
