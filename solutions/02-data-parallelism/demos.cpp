@@ -9,6 +9,7 @@
 
 #include "data_parallelism.h"
 #include "dtw/demo.h"
+#include "dtw/train/network.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
 
@@ -30,23 +31,46 @@ double server_bytes(const FormulaInput& in) {
   return in.ranks == 1 ? 0.0 : std::max((p - 1) * model_bytes(in), model_bytes(in) + 8);
 }
 
-// The ring: 2(p−1) chunks of n/p per allreduce, for the gradients and the loss.
+// The ring: 2(p−1) chunks of n/p per allreduce, for the gradients and the
+// loss; plus rank 0's share of the broadcast at the start (a binomial tree's
+// root sends to ⌈lg p⌉ children), spread over the run's steps.
 double ring_bytes(const FormulaInput& in) {
   const double p = in.ranks;
-  return 2 * (p - 1) / p * (model_bytes(in) + 8);
+  const double broadcast = std::ceil(std::log2(p)) * model_bytes(in);
+  return 2 * (p - 1) / p * (model_bytes(in) + 8) +
+         broadcast / static_cast<double>(std::max<std::int64_t>(in.spec.steps, 1));
 }
 
-// Parameters, gradients, AdamW's two moments (SGD: one); buckets are views of
-// the gradients, so no communication buffers. The server variant is rank 0's.
-MemoryFigures replica_peak(const FormulaInput& in) {
+// The activations one pass over shard `shard` of `shards` keeps for its backward, as the
+// model counts them (what Replica charges to the ledger).
+template <class T>
+double activation_bytes(const train::RunSpec& spec, std::int64_t shard, std::int64_t shards) {
+  const auto net = train::Network<T>::make(spec.config());
+  return static_cast<double>(net->activation_bytes(net->all(), train::make_batch(spec, 0, shard, shards)));
+}
+
+// Rank 0's peak: parameters, gradients, AdamW's two moments (SGD: one) and the
+// activations of its rows (of one micro-batch with accumulation: that is the
+// memory accumulation saves); buckets are views of the gradients, so no
+// communication buffers. The server variant is rank 0's, the server.
+MemoryFigures peak_with(const FormulaInput& in, std::int64_t micro_batches) {
   MemoryFigures f = train::no_memory_figures();
   const double psi = model_bytes(in);
   const bool adam = in.spec.optimizer == model::Optimizer::kAdamW;
+  const std::int64_t shards = in.ranks * micro_batches;
   f[static_cast<std::size_t>(MemoryCategory::kParameters)] = psi;
   f[static_cast<std::size_t>(MemoryCategory::kGradients)] = psi;
   f[static_cast<std::size_t>(MemoryCategory::kOptimizerState)] = adam ? 2 * psi : psi;
+  f[static_cast<std::size_t>(MemoryCategory::kActivations)] =
+      shards > in.spec.batch ? std::nan("")
+      : in.element_bytes == 8 ? activation_bytes<double>(in.spec, 0, shards)
+                              : activation_bytes<float>(in.spec, 0, shards);
   f[static_cast<std::size_t>(MemoryCategory::kCommBuffers)] = 0;
   return f;
+}
+MemoryFigures replica_peak(const FormulaInput& in) { return peak_with(in, 1); }
+MemoryFigures accumulate_peak(const FormulaInput& in) {
+  return peak_with(in, in.knobs.get_int("micro_batches", DdpOptions{}.micro_batches));
 }
 
 DTW_REGISTER_STRATEGY({.name = "dp-server",
@@ -79,7 +103,7 @@ DTW_REGISTER_STRATEGY({.name = "ddp-accumulate",
                        .min_ranks = 1,
                        .run = [](auto& run) { ddp_accumulate(run); },
                        .bytes_formula = ring_bytes,
-                       .peak_formula = replica_peak,
+                       .peak_formula = accumulate_peak,
                        .bubble_formula = nullptr});
 
 // ---- demos: a strategy on gpt-tiny, checked against the reference --------------
