@@ -165,13 +165,14 @@ std::vector<BucketRow> bucket_part(const Options& opt, RunSpec spec) {
 
 // ---- output ------------------------------------------------------------------------
 
-void gnuplot(const std::string& script) {
+bool gnuplot(const std::string& script) {
   const std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("dtw-dp-bench-" + std::to_string(::getpid()) + ".gp");
   std::ofstream(path) << script;
-  if (std::system(("gnuplot '" + path.string() + "'").c_str()) != 0)
-    fmt::print("no plot: gnuplot failed or is missing (apt-get install gnuplot-nox)\n");
+  const bool ok = std::system(("gnuplot '" + path.string() + "'").c_str()) == 0;
+  if (!ok) fmt::print("no plot: gnuplot failed or is missing (apt-get install gnuplot-nox)\n");
   std::filesystem::remove(path);
+  return ok;
 }
 
 void write_outputs(const std::string& stem, const std::vector<LinkRow>& links,
@@ -196,7 +197,7 @@ void write_outputs(const std::string& stem, const std::vector<LinkRow>& links,
   if (!links.empty()) {
     std::ostringstream s;
     s << "set terminal svg size 640,400 font 'sans,12' background 'white'\nset output '" << stem
-      << "-server.svg'\nset title 'Bytes per step: the server\\'s link against the busiest ring link'\n"
+      << "-server.svg'\nset title \"gpt-tiny, float32: bytes per step on the server's link and on the busiest ring link\"\n"
          "set xlabel 'ranks p'\nset ylabel 'MB per step'\nset y2label 'ratio'\nset y2tics\n"
          "set ytics nomirror\nset key top left\nset xtics (2, 4, 8)\nset grid\n"
          "$d << EOD\n";
@@ -204,8 +205,7 @@ void write_outputs(const std::string& stem, const std::vector<LinkRow>& links,
     s << "EOD\nplot $d u 1:2 w lp lw 2 pt 7 t 'server link (sends)', $d u 1:3 w lp lw 2 pt 5 t "
          "'busiest ring link', $d u 1:4 axes x1y2 w lp dt 2 pt 9 t 'ratio (right)', "
          "x/2 axes x1y2 w l dt 3 lc rgb 'gray' t 'p/2 (right)'\n";
-    gnuplot(s.str());
-    fmt::print("wrote {}-server.svg\n", stem);
+    if (gnuplot(s.str())) fmt::print("wrote {}-server.svg\n", stem);
   }
   if (!buckets.empty()) {
     std::ostringstream s;
@@ -225,8 +225,7 @@ void write_outputs(const std::string& stem, const std::vector<LinkRow>& links,
     s << "plot $nv w lp lw 2 pt 7 t 'nvlink-8, 8 ranks', " << base_nv
       << " w l dt 2 lc 1 t 'nvlink-8, dp-allreduce', $ib w lp lw 2 pt 5 lc 2 t 'ib-2x8, 16 ranks', "
       << base_ib << " w l dt 2 lc 2 t 'ib-2x8, dp-allreduce'\n";
-    gnuplot(s.str());
-    fmt::print("wrote {}-buckets.svg\n", stem);
+    if (gnuplot(s.str())) fmt::print("wrote {}-buckets.svg\n", stem);
   }
 }
 
