@@ -41,7 +41,8 @@ struct Options {
   std::vector<std::int64_t> caps = {1, 16, 64, 256, 512, 1024, 2048, 4096, 16384};
 };
 
-RunOutcome run(const std::string& strategy, const RunSpec& spec, int ranks, Knobs knobs, bool trace) {
+RunOutcome run(const std::string& strategy, const RunSpec& spec, int ranks, Knobs knobs,
+               bool trace) {
   HarnessOptions o;
   o.ranks = ranks;
   o.trace = trace;
@@ -101,7 +102,8 @@ void server_time_part(const RunSpec& spec) {
   const int p = 8;
   fmt::print("\nserver vs ring on {} ({} ranks), {}, batch {}, modeled\n", fabric.name, p,
              spec.model, spec.batch);
-  fmt::print("{:<14} {:>12} {:>18} {:>18}\n", "strategy", "step (us)", "worker computes", "rank 0 computes");
+  fmt::print("{:<14} {:>12} {:>18} {:>18}\n", "strategy", "step (us)", "worker computes",
+             "rank 0 computes");
   for (const char* name : {"dp-server", "dp-allreduce"}) {
     const RunOutcome out = run(name, spec, p, Knobs().set("check_every", "0"), true);
     const Replay replay = replay_on(out.report.trace, p, fabric);
@@ -131,11 +133,12 @@ BucketRow bucket_row(const RunSpec& spec, const Cluster& fabric, int p, std::int
   const RunOutcome out = run(cap_kib > 0 ? "ddp-bucketed" : "dp-allreduce", spec, p, knobs, true);
   const Replay replay = replay_on(out.report.trace, p, fabric);
   BucketRow row{fabric.name, p, cap_kib};
-  row.buckets = cap_kib > 0 ? static_cast<std::int64_t>(
-                                  dtw::ch02::make_buckets(model::param_layout(spec.config()),
-                                                          cap_kib * 1024, 4)
-                                      .size())
-                            : 1;
+  row.buckets =
+      cap_kib > 0
+          ? static_cast<std::int64_t>(
+                dtw::ch02::make_buckets(model::param_layout(spec.config()), cap_kib * 1024, 4)
+                    .size())
+          : 1;
   row.step_s = replay.seconds / static_cast<double>(spec.steps);
   row.overlap_modeled = replay.timeline.overlap;
   row.overlap_measured = analyze_timeline(out.report.trace, p).overlap;
@@ -166,8 +169,8 @@ std::vector<BucketRow> bucket_part(const Options& opt, RunSpec spec) {
 // ---- output ------------------------------------------------------------------------
 
 bool gnuplot(const std::string& script) {
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("dtw-dp-bench-" + std::to_string(::getpid()) + ".gp");
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("dtw-dp-bench-" + std::to_string(::getpid()) + ".gp");
   std::ofstream(path) << script;
   const bool ok = std::system(("gnuplot '" + path.string() + "'").c_str()) == 0;
   if (!ok) fmt::print("no plot: gnuplot failed or is missing (apt-get install gnuplot-nox)\n");
@@ -181,27 +184,32 @@ void write_outputs(const std::string& stem, const std::vector<LinkRow>& links,
   json << "{\n  \"server\": [";
   for (std::size_t i = 0; i < links.size(); ++i)
     json << (i ? ",\n    " : "\n    ")
-         << fmt::format("{{\"p\": {}, \"server_out\": {}, \"server_in\": {}, \"ring_busiest\": {}}}",
-                        links[i].p, links[i].server_out, links[i].server_in, links[i].ring);
+         << fmt::format(
+                "{{\"p\": {}, \"server_out\": {}, \"server_in\": {}, \"ring_busiest\": {}}}",
+                links[i].p, links[i].server_out, links[i].server_in, links[i].ring);
   json << "\n  ],\n  \"buckets\": [";
   for (std::size_t i = 0; i < buckets.size(); ++i) {
     const BucketRow& b = buckets[i];
     json << (i ? ",\n    " : "\n    ")
-         << fmt::format("{{\"fabric\": \"{}\", \"ranks\": {}, \"cap_kib\": {}, \"buckets\": {}, "
-                        "\"step_s\": {}, \"overlap_modeled\": {}, \"overlap_measured\": {}}}",
-                        b.fabric, b.ranks, b.cap_kib, b.buckets, b.step_s, b.overlap_modeled,
-                        b.overlap_measured);
+         << fmt::format(
+                "{{\"fabric\": \"{}\", \"ranks\": {}, \"cap_kib\": {}, \"buckets\": {}, "
+                "\"step_s\": {}, \"overlap_modeled\": {}, \"overlap_measured\": {}}}",
+                b.fabric, b.ranks, b.cap_kib, b.buckets, b.step_s, b.overlap_modeled,
+                b.overlap_measured);
   }
   json << "\n  ]\n}\n";
   fmt::print("\nwrote {}.json\n", stem);
   if (!links.empty()) {
     std::ostringstream s;
     s << "set terminal svg size 640,400 font 'sans,12' background 'white'\nset output '" << stem
-      << "-server.svg'\nset title \"gpt-tiny, float32: bytes per step on the server's link and on the busiest ring link\"\n"
+      << "-server.svg'\nset title \"gpt-tiny, float32: bytes per step on the server's link and on "
+         "the busiest ring link\"\n"
          "set xlabel 'ranks p'\nset ylabel 'MB per step'\nset y2label 'ratio'\nset y2tics\n"
          "set ytics nomirror\nset key top left\nset xtics (2, 4, 8)\nset grid\n"
          "$d << EOD\n";
-    for (const LinkRow& l : links) s << l.p << " " << l.server_out / 1e6 << " " << l.ring / 1e6 << " " << l.server_out / l.ring << "\n";
+    for (const LinkRow& l : links)
+      s << l.p << " " << l.server_out / 1e6 << " " << l.ring / 1e6 << " " << l.server_out / l.ring
+        << "\n";
     s << "EOD\nplot $d u 1:2 w lp lw 2 pt 7 t 'server link (sends)', $d u 1:3 w lp lw 2 pt 5 t "
          "'busiest ring link', $d u 1:4 axes x1y2 w lp dt 2 pt 9 t 'ratio (right)', "
          "x/2 axes x1y2 w l dt 3 lc rgb 'gray' t 'p/2 (right)'\n";
@@ -232,9 +240,10 @@ void write_outputs(const std::string& stem, const std::vector<LinkRow>& links,
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"dtw bench data-parallelism: the server's link against the ring's, and DDP's "
-               "step time against the bucket cap on modeled fabrics",
-               "dtw bench data-parallelism"};
+  CLI::App app{
+      "dtw bench data-parallelism: the server's link against the ring's, and DDP's "
+      "step time against the bucket cap on modeled fabrics",
+      "dtw bench data-parallelism"};
   Options opt;
   app.add_option("--part", opt.part, "server, buckets or all")->capture_default_str();
   app.add_option("--model", opt.model, "Model of the bucket sweep")->capture_default_str();
