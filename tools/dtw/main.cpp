@@ -102,7 +102,7 @@ int run_main(int argc, char** argv) {
   add_int(*train_cmd, "--memory-cap", train.memory_cap,
           "Per-rank memory cap in bytes (0: none); past it, OutOfMemory", {0});
   train_cmd->add_option("--fabric", train.fabric,
-                        "Cluster the timeline is replayed on: pcie-8, nvlink-8, ib-2x8, ib-4x8")
+                        "Cluster the timeline is replayed on: pcie-8, nvlink-8, ib-2x8, ib-4x8, ideal-8")
       ->capture_default_str();
   train_cmd->add_flag("--compare", train.compare,
                       "Also run the reference and report max |θ − θ_ref| (exit 1 on mismatch)");
