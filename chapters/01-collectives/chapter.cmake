@@ -11,10 +11,11 @@ dtw_add_chapter(01-collectives
     allreduce_direct.cpp alltoall_pairwise.cpp barrier_dissemination.cpp
   DEMOS demos.cpp
   TESTS broadcast_test.cpp reduce_test.cpp gather_scatter_test.cpp allgather_test.cpp
+    allgather_in_place_test.cpp
     reduce_scatter_test.cpp allreduce_test.cpp alltoall_test.cpp barrier_test.cpp
     gloo_peer_test.cpp bad_input_test.cpp context_test.cpp
   STEPS "01.1:BroadcastTest,BadInputTest,CollectiveContextTest" "01.2:ReduceTest" "01.3:GatherScatterTest"
-        "01.4:AllgatherTest" "01.5:ReduceScatterTest" "01.6:BroadcastScatterAllgatherTest"
+        "01.4:AllgatherTest,AllgatherInPlaceTest" "01.5:ReduceScatterTest" "01.6:BroadcastScatterAllgatherTest"
         "01.7:AllreduceTreeTest" "01.8:AllreduceRingTest,GlooPeerTest,AllreduceContextTest"
         "01.9:AllreduceRabenseifnerTest" "01.10:AllreduceDirectTest"
         "01.11:AlltoallTest" "01.12:BarrierTest"

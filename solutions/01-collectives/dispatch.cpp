@@ -181,6 +181,23 @@ void allgather(Comm& comm, std::span<const T> in, std::span<T> out, AllgatherAlg
   }
 }
 
+// The ring and recursive doubling walk any Chunks layout (a message carries its
+// chunk's size), so the uneven in-place form is the same call without the copy.
+template <class T>
+void allgather_in_place(Comm& comm, std::span<T> data, AllgatherAlgo algo) {
+  announce<T>(comm,
+              algo == AllgatherAlgo::kRing ? "allgather_in_place:ring"
+                                           : "allgather_in_place:recursive-doubling",
+              std::ssize(data), -1, -1);
+  const Chunks chunks(std::ssize(data), comm.size());
+  const Slot s = slot_of(comm);
+  if (algo == AllgatherAlgo::kRing) {
+    detail::allgather_ring(s.comm, data, chunks, s.tag);
+  } else {
+    detail::allgather_recursive_doubling(s.comm, data, chunks, s.tag);
+  }
+}
+
 template <class T>
 void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op,
                     ReduceScatterAlgo algo) {
@@ -257,6 +274,7 @@ void barrier(Comm& comm, BarrierAlgo /*algo*/) {
   template void gather<T>(Comm&, std::span<const T>, std::span<T>, int);                           \
   template void scatter<T>(Comm&, std::span<const T>, std::span<T>, int);                          \
   template void allgather<T>(Comm&, std::span<const T>, std::span<T>, AllgatherAlgo);              \
+  template void allgather_in_place<T>(Comm&, std::span<T>, AllgatherAlgo);                         \
   template void reduce_scatter<T>(Comm&, std::span<T>, std::span<T>, ReduceOp, ReduceScatterAlgo); \
   template void alltoall<T>(Comm&, std::span<const T>, std::span<T>, AlltoallAlgo);                \
   template void allreduce<T>(Comm&, std::span<T>, ReduceOp, AllreduceAlgo);                        \

@@ -146,6 +146,36 @@ TEST(ReplicaTest, ShardsClipAndStepExactlyLikeTheWhole) {
   }
 }
 
+// A checkpoint restores a shard's moments: copying them (and the parameters)
+// into a fresh replica continues exactly as the original would.
+TEST(ReplicaTest, OptimizerStateOfAShardCarriesTheRunOver) {
+  for (model::Optimizer opt : {model::Optimizer::kAdamW, model::Optimizer::kSgd}) {
+    RunSpec spec = tiny("mlp-tiny");
+    spec.optimizer = opt;
+    const std::int64_t n = model::param_layout(spec.config()).size(), cut = n / 3;
+    const ReplicaPlan plan{{{0, n}}, {{0, n}}, {{0, cut}}};
+    Replica<double> a(spec, Exec::host(), plan);
+    EXPECT_EQ(a.optimizer_moments(), opt == model::Optimizer::kAdamW ? 2 : 1);
+    a.forward_backward(0, 0, 1);
+    a.step(0);
+    Replica<double> b(spec, Exec::host(), plan);
+    std::copy(a.params().begin(), a.params().end(), b.params().begin());
+    for (int k = 0; k < a.optimizer_moments(); ++k) {
+      const std::span<double> from = a.optimizer_state(k, 0, cut);
+      EXPECT_NE(from[1], 0.0) << "moment " << k << " after a step";
+      std::copy(from.begin(), from.end(), b.optimizer_state(k, 0, cut).begin());
+    }
+    a.forward_backward(1, 0, 1);
+    a.step(1);
+    b.forward_backward(1, 0, 1);
+    b.step(1);
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(a.params()[i], b.params()[i]) << "element " << i;
+    EXPECT_NE(error_of([&] { a.optimizer_state(0, cut - 1, cut + 1); }).find("not inside one optimizer range"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { a.optimizer_state(2, 0, 1); }).find("moment 2"), std::string::npos);
+  }
+}
+
 // A two-stage pipeline whose last stage holds the tied wte as a second piece.
 TEST(ReplicaTest, StagePassesOfTwoStagesGiveTheWholeGradient) {
   const RunSpec spec = tiny("gpt-tiny");  // units: embed h.0 h.1 head

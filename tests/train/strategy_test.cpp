@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "dtw/errors.h"
 #include "dtw/train/reference.h"
@@ -75,6 +76,41 @@ TEST(StrategyTest, WorldsOutsideTheStrategysRangeAreRefused) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A strategy that reports parameters the reference never had: the harness
+// must catch it unless the strategy declares that it does not reproduce the
+// reference for this run (asynchronous training), and then say so.
+template <class T>
+void off_by_one(RankRun<T>& run) {
+  const std::vector<T> wrong(4, T(1));
+  run.record_loss(0, 123.0);
+  run.report_params(wrong, 0);
+}
+DTW_REGISTER_STRATEGY({.name = "test-inexact", .chapter = "96", .description = "not the reference",
+                       .run = [](auto& run) { off_by_one(run); },
+                       .reproduces_reference = [](int ranks, const Knobs& knobs) {
+                         return ranks == 1 && knobs.get("exact", "no") == "yes";
+                       }});
+
+TEST(StrategyTest, AStrategyThatDoesNotReproduceTheReferenceIsNotCompared) {
+  RunSpec spec = standard_run("mlp-tiny");
+  spec.steps = 1;
+  spec.dtype = DType::kFloat64;
+  const Strategy& s = find_strategy("test-inexact");
+  HarnessOptions o;
+  o.ranks = 2;
+  RunOutcome out = run_strategy(s, spec, o);
+  EXPECT_FALSE(out.checked);
+  EXPECT_TRUE(out.matches);
+  EXPECT_EQ(out.compared, 0);
+  o.ranks = 1;
+  o.knobs.set("exact", "yes");  // where it claims to reproduce it, it is compared
+  out = run_strategy(s, spec, o);
+  EXPECT_TRUE(out.checked);
+  EXPECT_FALSE(out.matches);
+  EXPECT_NE(out.mismatch.find("rank 0"), std::string::npos) << out.mismatch;
+  EXPECT_TRUE(find_strategy("single").reproduces(1, Knobs{}));
 }
 
 TEST(StrategyTest, KnobsParseAndNameBadValues) {

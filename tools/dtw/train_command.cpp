@@ -181,7 +181,11 @@ int train_command(const TrainCommandOptions& options) {
              model::param_layout(config).size(), out.losses.front(), out.losses.back(),
              spec.steps * spec.tokens_per_step(), unit, human_seconds(out.seconds),
              human_rate(rate), unit);
-  if (options.compare)
+  if (options.compare && !out.checked)
+    fmt::print("reference: not compared ({} does not reproduce the single-device run with "
+               "these settings)\n",
+               strategy.name);
+  else if (options.compare)
     fmt::print("reference: {} (max |θ − θ_ref| = {:.3g} over {} values)\n",
                out.matches ? paint(Paint::kGreen, "matches") : paint(Paint::kRed, out.mismatch),
                out.max_abs_param_diff, out.compared);

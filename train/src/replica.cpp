@@ -213,6 +213,26 @@ template <class T>
 std::span<T> Replica<T>::grads() { return state_->grads.span(); }
 
 template <class T>
+int Replica<T>::optimizer_moments() const {
+  return spec_.optimizer == model::Optimizer::kAdamW ? 2 : 1;
+}
+
+template <class T>
+std::span<T> Replica<T>::optimizer_state(int moment, std::int64_t begin, std::int64_t end) {
+  DTW_CHECK_ARG(moment >= 0 && moment < optimizer_moments(),
+                rank_prefix(exec_) << "Replica::optimizer_state: moment " << moment
+                                   << " of an optimizer that keeps " << optimizer_moments());
+  const Pieces& o = state_->opt_pieces;
+  const int i = begin <= end ? o.find(begin, end) : -1;
+  DTW_CHECK_ARG(i >= 0, rank_prefix(exec_) << "Replica::optimizer_state: [" << begin << ", " << end
+                                           << ") is not inside one optimizer range; held: "
+                                           << describe(o.ranges));
+  Array<T>& moments = moment == 0 ? state_->m : state_->v;
+  return moments.span().subspan(static_cast<std::size_t>(o.at[i] + begin - o.ranges[i].begin),
+                                static_cast<std::size_t>(end - begin));
+}
+
+template <class T>
 void Replica<T>::zero_grads() { state_->grads.fill(T(0)); }
 
 template <class T>

@@ -239,6 +239,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
   lo.trace = opts.trace;
   lo.memory_cap = opts.memory_cap;
   RunOutcome out;
+  out.checked = opts.compare;
   std::mutex mutex;
   bool filled = false;
   std::vector<Summary> summaries;
@@ -337,8 +338,12 @@ RunOutcome run_strategy(const Strategy& strategy, const RunSpec& spec, const Har
   DTW_CHECK_ARG(opts.ranks >= strategy.min_ranks && opts.ranks <= strategy.max_ranks,
                 "strategy " << strategy.name << " runs on " << strategy.min_ranks << " to "
                             << strategy.max_ranks << " ranks, not " << opts.ranks);
-  if (spec.dtype == DType::kFloat64) return run_ranks<double>(spec, opts, strategy.run.f64);
-  return run_ranks<float>(spec, opts, strategy.run.f32);
+  // A run that cannot reproduce the reference (asynchronous training) is not
+  // compared with it; RunOutcome::checked says so.
+  HarnessOptions o = opts;
+  o.compare = opts.compare && strategy.reproduces(opts.ranks, opts.knobs);
+  if (spec.dtype == DType::kFloat64) return run_ranks<double>(spec, o, strategy.run.f64);
+  return run_ranks<float>(spec, o, strategy.run.f32);
 }
 
 template class RankRun<float>;

@@ -128,6 +128,14 @@ class Replica {
   std::span<T> grads(Range r) { return grads(r.begin, r.end); }
   /// `params(r.begin, r.end)`.
   std::span<T> params(Range r) { return params(r.begin, r.end); }
+  /// Optimizer state of [begin, end), which must lie inside one optimizer
+  /// range (InvalidArgument naming the rank and what is held): moment 0 is
+  /// AdamW's m (SGD's momentum), moment 1 AdamW's v (SGD has none: an
+  /// InvalidArgument). What a checkpoint saves and restores beside the
+  /// parameters; a strategy never updates it by hand (step() does).
+  std::span<T> optimizer_state(int moment, std::int64_t begin, std::int64_t end);
+  /// Moments the optimizer keeps per element: 2 for AdamW, 1 for SGD.
+  int optimizer_moments() const;
   /// Sets every held gradient to zero (step() does it after updating).
   void zero_grads();
   /// Multiplies every held gradient by `factor` (1/p turns a sum into a mean).

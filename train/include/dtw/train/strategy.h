@@ -169,6 +169,18 @@ struct Strategy {
   std::function<MemoryFigures(const FormulaInput&)> peak_formula;
   /// The bubble fraction by formula (null: none).
   std::function<double(const FormulaInput&)> bubble_formula;
+  /// Whether a run on `ranks` ranks with `knobs` reproduces the reference, so
+  /// that the harness compares it; null: always. Asynchronous training
+  /// applies gradients in the order they arrive, which no single-device run
+  /// reproduces: such a strategy returns false except where it degenerates
+  /// to synchronous training (one worker, a staleness bound of 0), and its
+  /// tests check what it promises instead.
+  std::function<bool(int ranks, const Knobs& knobs)> reproduces_reference;
+
+  /// reproduces_reference(ranks, knobs), true when it is null.
+  bool reproduces(int ranks, const Knobs& knobs) const {
+    return !reproduces_reference || reproduces_reference(ranks, knobs);
+  }
 };
 
 /// Every registered strategy: "single" first, then in registration order.
@@ -209,6 +221,9 @@ struct RunOutcome {
   Report report;                     ///< traffic, trace, memory, errors (launch's)
   std::vector<RankOutcome> ranks;    ///< every rank's outcome, by world rank
   std::vector<double> losses;        ///< the losses of the lowest rank that recorded all steps
+  /// False when nothing was compared with the reference (HarnessOptions::compare
+  /// off, or a strategy that does not reproduce it: Strategy::reproduces).
+  bool checked = true;
   bool matches = true;               ///< every rank matches the reference
   std::string mismatch;              ///< the lowest rank's first divergence
   double max_abs_param_diff = 0;     ///< over every rank
