@@ -197,6 +197,7 @@ void Comm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
   kernels::reduce_into(inout, tmp, op);
 }
 
+// The runtime's own exchanges are named after what they serve, so a deadlock
 // report says "split" or "collective fingerprint check", not a bare tag.
 const char* Comm::internal_call_name(int tag) {
   switch (tag) {

@@ -54,25 +54,6 @@ void Comm::divide_local(Buffer data, int divisor) {
   do_divide_local(data, divisor);
 }
 
-namespace {
-template <class T>
-void divide_each(void* data, std::int64_t count, int divisor) {
-  T* x = static_cast<T*>(data);
-  const T d = static_cast<T>(divisor);
-  for (std::int64_t i = 0; i < count; ++i) x[i] = static_cast<T>(x[i] / d);
-}
-}  // namespace
-
-void Comm::do_divide_local(Buffer data, int divisor) {
-  switch (data.type) {
-    case DataType::kInt32: return divide_each<std::int32_t>(data.data, data.count, divisor);
-    case DataType::kInt64: return divide_each<std::int64_t>(data.data, data.count, divisor);
-    case DataType::kFloat32: return divide_each<float>(data.data, data.count, divisor);
-    case DataType::kFloat64: return divide_each<double>(data.data, data.count, divisor);
-    case DataType::kByte: break;
-  }
-}
-
-// The runtime's own exchanges are named after what they serve, so a deadlock
+void Comm::do_divide_local(Buffer data, int divisor) { kernels::divide(data, divisor); }
 
 }  // namespace dtw
