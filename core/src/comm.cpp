@@ -112,7 +112,8 @@ void Comm::finish(detail::RequestState& state) {
     traffic_->bytes_received[peer] += state.bytes;
     traffic_->messages_received[peer] += 1;
   }
-  if (tracer_->enabled()) tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us);
+  if (tracer_->enabled())
+    tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us, state.is_send);
 }
 
 // exception out of complete() withdraws it before the caller's buffer goes away.
