@@ -16,9 +16,13 @@ using testing::expect_matches;
 using testing::model_size;
 using testing::tiny;
 
-void bucketed(train::RankRun<double>& run) { ddp_bucketed(run); }
+void bucketed(train::RankRun<double>& run) {
+  ddp_bucketed(run);
+}
 
-train::Knobs cap_kib(std::int64_t kib) { return train::Knobs().set("bucket_kib", std::to_string(kib)); }
+train::Knobs cap_kib(std::int64_t kib) {
+  return train::Knobs().set("bucket_kib", std::to_string(kib));
+}
 
 TEST(DdpBucketedTest, MatchesTheReferenceOnOneToFourRanksForEveryCap) {
   // 1 KiB: about one bucket per tensor; 16 KiB: a few per block; 1 GiB: one.
