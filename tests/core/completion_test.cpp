@@ -243,5 +243,37 @@ TEST(CompletionTest, TestOnAMovedFromRequestIsInvalidArgument) {
   });
 }
 
+TEST(CompletionTest, IrecvReduceCombinesTheMessageByCompletion) {
+  // Small and past the eager limit; the threads backend fuses the reduction,
+  // the others reduce from scratch when the request completes.
+  for (const std::size_t n : {std::size_t{5}, std::size_t{1} << 17}) {
+    launch_bounded(3, [n](Comm& comm) {
+      const int r = comm.rank(), right = (r + 1) % 3, left = (r + 2) % 3;
+      std::vector<double> acc(n, 10.0 * r);
+      const std::vector<double> mine(n, r + 0.5);
+      Request in = comm.irecv_reduce(acc, left, ReduceOp::kSum, 2);
+      Request out = comm.isend(mine, right, 2);
+      std::vector<Request> both;
+      both.push_back(std::move(in));
+      both.push_back(std::move(out));
+      comm.wait_all(both);
+      EXPECT_EQ(acc, std::vector<double>(n, 10.0 * r + left + 0.5));
+      EXPECT_EQ(comm.traffic().messages_received[static_cast<std::size_t>(left)], 1);
+      // A message of another size is refused, naming both sizes.
+      std::vector<double> small(n - 1, 1.0);
+      Request bad = comm.irecv_reduce(acc, left, ReduceOp::kMax, 3);
+      Request sent = comm.isend(small, right, 3);
+      EXPECT_THROW(comm.wait(bad), InvalidArgument);
+      // On threads the match itself fails, so the sender learns of it too; on
+      // MPI the send completes and only the receiver finds the size wrong.
+      if (std::string(comm.backend()) == "threads") {
+        EXPECT_THROW(comm.wait(sent), InvalidArgument);
+      } else {
+        comm.wait(sent);
+      }
+    });
+  }
+}
+
 }  // namespace
 }  // namespace dtw
