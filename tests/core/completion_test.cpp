@@ -19,15 +19,25 @@ using ::testing::HasSubstr;
 using testing::launch_bounded;
 
 TEST(CompletionTest, ServerServesSevenWorkersInTheOrderTheySend) {
-  // Worker order[i] sends i * 60 ms after the start; the server must serve
-  // whichever request completes first, so it serves them in exactly this order.
+  // Workers send in the scripted order below, not in rank order: worker
+  // order[i] sends only after order[i-1] has been served (the server
+  // acknowledges each job, and the served worker passes a token on). So at
+  // any moment exactly one of the server's seven receives can complete, and
+  // wait_any must return that one; one that waited for its requests in index
+  // order would wait for worker 1 while worker 4 waits for its acknowledgment
+  // (a deadlock, reported). No sleeps: the order does not depend on how a
+  // loaded machine schedules threads (60 ms apart was not enough).
   const std::vector<int> order = {4, 1, 6, 2, 7, 3, 5};
   launch_bounded(8, [&](Comm& comm) {
+    std::vector<std::int32_t> token(1);
     if (comm.rank() != 0) {
       const auto position = std::find(order.begin(), order.end(), comm.rank()) - order.begin();
-      std::this_thread::sleep_for(std::chrono::milliseconds(60) * position);
+      if (position > 0) comm.recv(token, order[position - 1], 4);
       const std::vector<std::int64_t> job{comm.rank(), 100 * comm.rank()};
       comm.send(job, 0, 3);
+      comm.recv(token, 0, 7);  // served
+      if (position + 1 < static_cast<std::ptrdiff_t>(order.size()))
+        comm.send(token, order[position + 1], 4);
       return;
     }
     std::vector<std::vector<std::int64_t>> jobs(7, std::vector<std::int64_t>(2));
@@ -40,6 +50,7 @@ TEST(CompletionTest, ServerServesSevenWorkersInTheOrderTheySend) {
       EXPECT_FALSE(pending[i].pending());
       EXPECT_EQ(jobs[i], (std::vector<std::int64_t>{static_cast<std::int64_t>(i) + 1, 100 * (static_cast<std::int64_t>(i) + 1)}));
       served.push_back(static_cast<int>(i) + 1);
+      comm.send(token, static_cast<int>(i) + 1, 7);
     }
     EXPECT_EQ(served, order);
     EXPECT_EQ(comm.wait_any(pending), pending.size());  // nothing left pending
