@@ -33,6 +33,29 @@ constexpr bool is_valid(DataType type) {
   return static_cast<unsigned>(type) <= static_cast<unsigned>(DataType::kFloat64);
 }
 
+/// Calls `f(std::type_identity<T>{})` with the C++ type T of `type`
+/// (std::byte, std::int32_t, std::int64_t, float, double) and returns what it
+/// returns: the one place a DataType becomes a type. For example
+///
+///     visit(buf.type, [&](auto t) {
+///       using T = typename decltype(t)::type;
+///       std::fill_n(static_cast<T*>(buf.data), buf.count, T{});
+///     });
+///
+/// Every branch must return the same type. Code that cannot take raw bytes
+/// checks for kByte first and skips it with `if constexpr`.
+template <class F>
+decltype(auto) visit(DataType type, F&& f) {
+  switch (type) {
+    case DataType::kInt32: return f(std::type_identity<std::int32_t>{});
+    case DataType::kInt64: return f(std::type_identity<std::int64_t>{});
+    case DataType::kFloat32: return f(std::type_identity<float>{});
+    case DataType::kFloat64: return f(std::type_identity<double>{});
+    case DataType::kByte: break;
+  }
+  return f(std::type_identity<std::byte>{});
+}
+
 /// The element-wise reductions. `kAvg` is a sum divided by the group size
 /// afterwards; local kernels see it as `kSum` and the caller divides.
 enum class ReduceOp : std::uint8_t { kSum, kProd, kMin, kMax, kAvg };
