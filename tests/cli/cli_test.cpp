@@ -7,8 +7,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -133,6 +136,34 @@ TEST_F(DtwCliTest, ProgressReachesAPipeAsItIsPrinted) {
   ASSERT_TRUE(run.wait_for_line("1/1000000000 [", std::chrono::seconds(60)))
       << "no progress line on the pipe; got: " << run.seen();
   EXPECT_TRUE(run.alive());
+}
+
+std::size_t lines_of(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST_F(DtwCliTest, OutputOfAThousandRanksStaysShort) {
+  const Finished ring = dtw({"run", "token-ring", "--ranks", "1024", "--json", "ring.json"});
+  EXPECT_EQ(ring.exit_code, 0) << ring.output;
+  EXPECT_LT(lines_of(ring.output), 200u) << ring.output;
+  EXPECT_THAT(ring.output, HasSubstr("1024 ranks: 1024 ok, 0 wrong, 0 without a result"));
+  EXPECT_THAT(ring.output, HasSubstr("Traffic (the full matrix: --json FILE):"));
+  EXPECT_THAT(ring.output, HasSubstr("busiest links"));
+  // The full matrix is in the JSON: 1024 rows of 1024.
+  std::ifstream json(dir_ / "ring.json");
+  const std::string text((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("\"bytes\":[[0,"));
+  EXPECT_GT(std::count(text.begin(), text.end(), '['), 2048);
+
+  const Finished deadlock = dtw({"run", "deadlock", "--ranks", "1024"});
+  EXPECT_EQ(deadlock.exit_code, 1) << deadlock.output;
+  EXPECT_LT(lines_of(deadlock.output), 200u) << deadlock.output;
+  // One wait-for report for the launch, not one per rank.
+  std::size_t reports = 0;
+  for (std::size_t at = 0; (at = deadlock.output.find("every live rank is blocked", at)) != std::string::npos; ++at)
+    ++reports;
+  EXPECT_EQ(reports, 1u) << deadlock.output;
+  EXPECT_THAT(deadlock.output, HasSubstr("cycle"));
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ struct RunOptions {
   int ranks = 0;  // 0: the demo's default
   std::string backend = "threads";
   std::string trace;  // Chrome trace output file, empty: none
+  std::string json;   // the whole outcome (checks, errors, traffic matrix) as JSON, empty: none
   std::string hostfile;  // OpenMPI hostfile for --backend mpi, empty: this machine only
   bool list = false;
 };

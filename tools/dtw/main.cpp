@@ -80,6 +80,9 @@ int run_main(int argc, char** argv) {
                       "spread the ranks over several machines");
   run_cmd->add_option("--trace", run.trace,
                       "Write a Chrome trace (Perfetto, chrome://tracing) to this file");
+  run_cmd->add_option("--json", run.json,
+                      "Write every rank's check and error and the full traffic matrix (bytes and "
+                      "messages) as JSON to this file; the terminal shows a summary beyond 16 ranks");
   run_cmd->callback([&] { action = [&] { return run_command(run); }; });
 
   app.add_subcommand("tour",

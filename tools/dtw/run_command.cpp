@@ -2,9 +2,14 @@
 // rank found, the traffic it caused and, for a deadlock demo, the detector's report.
 #include <fmt/format.h>
 
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
 #include "demo_runner.h"
 #include "dtw/config.h"
+#include "dtw/errors.h"
 #include "dtw/output_file.h"
 #include "mpi_launch.h"
 #include "style.h"
@@ -15,6 +20,89 @@ namespace {
 std::string trim_end(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
+}
+
+// Beyond this many ranks the terminal gets summaries; --json has everything.
+constexpr std::size_t kRankLines = 16;
+// Failures printed in full; the others are counted by kind.
+constexpr std::size_t kFullFailures = 3;
+
+// "0-5, 7, 9-11" (at most 8 runs, then "...").
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out;
+  std::size_t runs = 0;
+  for (std::size_t i = 0; i < ranks.size(); ++runs) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (runs == 8) return out + ", ...";
+    if (i > 0) out += ", ";
+    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : fmt::format("{}", ranks[i]);
+    i = j + 1;
+  }
+  return out;
+}
+
+void print_check(std::size_t rank, const DemoCheck& check) {
+  fmt::print("  rank {:<3} {} {}\n", rank,
+             check.correct ? paint_padded(Paint::kGreen, "ok", 5) : paint_padded(Paint::kRed, "WRONG", 5),
+             check.detail);
+}
+
+// Every rank's line in a small world; in a large one rank 0's, those of the
+// first wrong ranks, and a count.
+void print_checks(const DemoOutcome& outcome) {
+  const auto& checks = outcome.checks;
+  if (checks.size() <= kRankLines) {
+    for (std::size_t r = 0; r < checks.size(); ++r)
+      if (checks[r]) print_check(r, *checks[r]);
+    return;
+  }
+  std::vector<int> ok, wrong, none;
+  for (std::size_t r = 0; r < checks.size(); ++r)
+    (!checks[r] ? none : checks[r]->correct ? ok : wrong).push_back(static_cast<int>(r));
+  if (checks[0]) print_check(0, *checks[0]);
+  std::size_t shown = 0;
+  for (int r : wrong)
+    if (r != 0 && shown++ < kRankLines / 2) print_check(static_cast<std::size_t>(r), *checks[r]);
+  fmt::print("  {} ranks: {} ok, {} wrong{}, {} without a result{}\n", checks.size(), ok.size(),
+             wrong.size(), wrong.empty() ? "" : " (" + ranks_text(wrong) + ")", none.size(),
+             none.empty() ? "" : " (" + ranks_text(none) + ")");
+}
+
+// The first failures in full, the others counted by kind with their ranks.
+void print_failures(const std::vector<RankError>& failures) {
+  for (std::size_t i = 0; i < failures.size() && i < kFullFailures; ++i)
+    fmt::print("\n{} {}\n", paint(Paint::kRed, failures[i].kind + ":"), failures[i].message);
+  if (failures.size() <= kFullFailures) return;
+  std::map<std::string, std::vector<int>> by_kind;
+  for (std::size_t i = kFullFailures; i < failures.size(); ++i)
+    by_kind[failures[i].kind].push_back(failures[i].rank);
+  fmt::print("\n{} more failure(s):\n", failures.size() - kFullFailures);
+  for (auto& [kind, ranks] : by_kind) {
+    std::sort(ranks.begin(), ranks.end());
+    fmt::print("  {} {} on rank(s) {}\n", ranks.size(), kind, ranks_text(ranks));
+  }
+}
+
+void write_json(const std::string& path, const Demo& demo, const DemoOutcome& outcome) {
+  nlohmann::json checks = nlohmann::json::array(), errors = nlohmann::json::array();
+  for (const std::optional<DemoCheck>& c : outcome.checks)
+    checks.push_back(c ? nlohmann::json{{"correct", c->correct}, {"detail", c->detail}}
+                       : nlohmann::json(nullptr));
+  for (const RankError& e : outcome.report.errors)
+    errors.push_back({{"rank", e.rank}, {"kind", e.kind}, {"message", e.message}});
+  const nlohmann::json out = {{"demo", demo.name},
+                              {"ranks", outcome.report.world_size},
+                              {"backend", outcome.report.backend},
+                              {"seconds", outcome.report.seconds},
+                              {"correct", outcome.correct()},
+                              {"checks", checks},
+                              {"errors", errors},
+                              {"bytes", outcome.report.bytes},
+                              {"messages", outcome.report.messages}};
+  std::ofstream f(path);
+  f << out.dump() << "\n";
+  DTW_CHECK(f.good(), Error, "dtw run --json: could not write " << path);
 }
 
 }  // namespace
@@ -43,6 +131,7 @@ int run_command(const RunOptions& options) {
                                  demo.name, demo.name, demo_list(true)));
   // An output that cannot be written fails now, not after the run.
   if (!options.trace.empty()) check_writable(options.trace, "dtw run --trace");
+  if (!options.json.empty()) check_writable(options.json, "dtw run --json");
   const bool on_mpi = options.backend == "mpi";
   if (!options.hostfile.empty() && !on_mpi)
     throw UsageError("--hostfile only applies to --backend mpi");
@@ -58,6 +147,7 @@ int run_command(const RunOptions& options) {
   if (on_mpi && !inside_mpirun()) {
     std::vector<std::string> forward;
     if (!options.trace.empty()) forward = {"--trace", options.trace};
+    if (!options.json.empty()) forward.insert(forward.end(), {"--json", options.json});
     return run_mpirun({demo.name, ranks, options.hostfile, forward});
   }
   // Under mpirun every process runs its rank; only rank 0 prints.
@@ -88,14 +178,7 @@ int run_command(const RunOptions& options) {
   if (on_mpi) share_checks_over_mpi(outcome.checks);
   if (!printing) return outcome.correct() ? 0 : 1;
 
-  for (std::size_t r = 0; r < outcome.checks.size(); ++r) {
-    const std::optional<DemoCheck>& check = outcome.checks[r];
-    if (!check) continue;
-    fmt::print("  rank {:<3} {} {}\n", r,
-               check->correct ? paint_padded(Paint::kGreen, "ok", 5)
-                              : paint_padded(Paint::kRed, "WRONG", 5),
-               check->detail);
-  }
+  print_checks(outcome);
   if (outcome.deadlock) {
     const bool intended = demo.expects_deadlock;
     fmt::print("\n{}\n{}\n",
@@ -104,17 +187,22 @@ int run_command(const RunOptions& options) {
                               : "DeadlockError:"),
                trim_end(outcome.deadlock->message));
   }
-  for (const RankError& e : outcome.failures)
-    fmt::print("\n{} {}\n", paint(Paint::kRed, e.kind + ":"), e.message);
+  print_failures(outcome.failures);
 
   fmt::print("\n{}\n{}",
-             paint(Paint::kBold, "Traffic (bytes sent, row = from rank, column = to rank):"),
+             paint(Paint::kBold, ranks <= static_cast<int>(kRankLines)
+                                     ? "Traffic (bytes sent, row = from rank, column = to rank):"
+                                     : "Traffic (the full matrix: --json FILE):"),
              outcome.report.traffic_table());
   std::string summary = fmt::format("time {}, {} moved", human_seconds(outcome.report.seconds),
                                     human_bytes(static_cast<double>(outcome.report.total_bytes())));
   if (outcome.busbw_gbps() > 0) summary += fmt::format(", busbw {:.2f} GB/s", outcome.busbw_gbps());
   fmt::print("{}\n", summary);
 
+  if (!options.json.empty()) {
+    write_json(options.json, demo, outcome);
+    fmt::print("outcome written to {} (checks, errors, traffic matrix)\n", options.json);
+  }
   if (!options.trace.empty()) {
     outcome.report.write_trace(options.trace);
     fmt::print("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)\n",

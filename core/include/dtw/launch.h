@@ -66,10 +66,14 @@ struct Report {
   bool ok() const { return errors.empty(); }
   /// Total payload bytes sent by all ranks.
   std::int64_t total_bytes() const;
-  /// The traffic matrix as a printable table (bytes, with K/M/G suffixes).
+  /// The traffic matrix as a printable table (bytes, with K/M/G suffixes) for
+  /// a world of up to 16 ranks; a larger world gets a summary of a dozen lines
+  /// whatever its size: totals, the least, median and most bytes a rank sent
+  /// and received, and the busiest links (`bytes` holds the full matrix).
   std::string traffic_table() const;
   /// Per-rank memory as a printable table: the peak of each category, the
-  /// peak of the total, what was still held at the end, and the cap.
+  /// peak of the total, what was still held at the end, and the cap. Beyond
+  /// 16 ranks: the first 15, then the rank with the largest peak among the rest.
   std::string memory_table() const;
   /// Writes the trace as Chrome trace JSON; throws if tracing was off.
   void write_trace(const std::string& path) const;

@@ -17,6 +17,7 @@ std::shared_ptr<Op> ThreadsComm::make_op(int peer, int tag, const char* op_name)
   op->owner = world_rank();
   op->peer_world = world_rank_of(peer);
   op->group_peer = peer;
+  op->group_owner = rank();
   op->context = context_;
   op->msg_tag = tag;
   op->call = op_name;

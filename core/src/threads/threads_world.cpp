@@ -26,7 +26,8 @@ World::World(int size, std::chrono::milliseconds timeout)
     : size_(size),
       timeout_(timeout),
       oversubscribed_(size > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
-      ranks_(static_cast<std::size_t>(size)) {}
+      ranks_(static_cast<std::size_t>(size)),
+      live_(size) {}
 
 void World::wake(int rank) {
   RankState& r = ranks_[rank];
@@ -34,10 +35,24 @@ void World::wake(int rank) {
   r.cv.notify_all();
 }
 
+void World::unstick(RankState& r) {
+  if (!r.stuck) return;
+  r.stuck = false;
+  --stuck_;
+}
+
+void World::stop_waiting(RankState& r) {
+  r.waiting = false;
+  unstick(r);
+}
+
 void World::mark_done(Op& op) {
   op.state = Op::State::kDone;
   op.done.store(true, std::memory_order_release);
   ranks_[op.owner].polled = nullptr;  // its poll (if any) is fresh again
+  // Conservative: any completion may be one the owner waits for; if not, the
+  // owner wakes, finds nothing, and counts itself stuck again.
+  unstick(ranks_[op.owner]);
   auto& owned = ranks_[op.owner].owned;
   owned.erase(std::remove_if(owned.begin(), owned.end(),
                              [&](const std::shared_ptr<Op>& o) { return o.get() == &op; }),
@@ -96,6 +111,7 @@ void World::match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& re
   const std::int64_t bytes = send->count * static_cast<std::int64_t>(size_of(send->type));
   if (by_rank != recv->owner && bytes > kEagerBytes) {
     ranks_[recv->owner].copy_jobs.push_back(recv);
+    unstick(ranks_[recv->owner]);
     wake(recv->owner);
     return;
   }
@@ -141,6 +157,24 @@ bool World::can_progress(int rank) const {
                      [](const Op* op) { return op->state == Op::State::kDone; });
 }
 
+void World::declare_deadlock() {
+  deadlocked_ = true;
+  deadlock_report_ = wait_graph("deadlock: every live rank is blocked and none can make progress");
+  for (int r = 0; r < size_; ++r) wake(r);
+}
+
+void World::fail_timeout(int rank, const char* headline) {
+  RankState& me = ranks_[rank];
+  std::string graph = wait_graph(headline);
+  stop_waiting(me);
+  me.polled = nullptr;
+  aborted_ = true;
+  abort_rank_ = rank;
+  abort_kind_ = "TimeoutError";
+  for (int r = 0; r < size_; ++r) wake(r);
+  throw TimeoutError(graph);
+}
+
 bool World::all_live_stuck() const {
   bool any_live = false;
   for (int r = 0; r < size_; ++r) {
@@ -159,7 +193,7 @@ void World::quiesce(int rank, std::unique_lock<std::mutex>& lock) {
 
 void World::throw_if_failed(int rank, std::unique_lock<std::mutex>& lock) {
   if (!aborted_ && !deadlocked_) return;
-  ranks_[rank].waiting = false;
+  stop_waiting(ranks_[rank]);
   quiesce(rank, lock);
   if (deadlocked_) throw DeadlockError(deadlock_report_);
   throw AbortedError("call cancelled because rank " + std::to_string(abort_rank_) +
@@ -199,7 +233,7 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
   const Clock::time_point start = Clock::now();
   const auto is_done = [](const Op* op) { return op->state == Op::State::kDone; };
   for (;;) {
-    me.waiting = false;
+    stop_waiting(me);
     // This rank's own outcome first: an operation that completed (or failed on
     // its own bad match) reports that, even if another rank has failed since.
     if (any) {
@@ -228,18 +262,17 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
     me.waiting_on.clear();
     for (Op* op : ops)
       if (!is_done(op)) me.waiting_on.push_back(op);
-    if (all_live_stuck()) {
-      deadlocked_ = true;
-      deadlock_report_ = wait_graph("deadlock: every live rank is blocked and none can make progress");
-      for (int r = 0; r < size_; ++r) wake(r);
+    if (!can_progress(rank)) {
+      me.stuck = true;
+      ++stuck_;
+    }
+    if (stuck_ == live_ && all_live_stuck()) {
+      declare_deadlock();
       continue;
     }
     const Clock::time_point deadline = start + timeout_;
-    if (Clock::now() >= deadline) {
-      std::string graph = wait_graph("timeout: a rank waited longer than the launch timeout");
-      me.waiting = false;
-      throw TimeoutError(graph);
-    }
+    if (Clock::now() >= deadline)
+      fail_timeout(rank, "timeout: a rank waited longer than the launch timeout");
     const std::uint64_t seq = me.wake_seq.load(std::memory_order_acquire);
     if (!oversubscribed_) {
       // Spin briefly first: a wake-up through the condition variable costs
@@ -270,8 +303,8 @@ bool World::test(int rank, Op& op, const char* call, bool polling) {
     me.call = call;
     me.polling_since = now;
   } else if (now - me.polling_since >= timeout_) {
-    throw TimeoutError(wait_graph("timeout: a rank polled with test longer than the launch timeout "
-                                  "while none of its operations completed"));
+    fail_timeout(rank, "timeout: a rank polled with test longer than the launch timeout while none "
+                       "of its operations completed");
   }
   return false;
 }
@@ -284,7 +317,7 @@ void World::check_alive(int rank) {
 std::string World::finish_rank(int rank) {
   std::unique_lock lock(mu_);
   RankState& me = ranks_[rank];
-  me.waiting = false;
+  stop_waiting(me);
   std::string pending;
   // Anything this rank left unfinished can no longer complete: take it out of
   // the queues, and fail a partner that was already matched with it.
@@ -311,12 +344,12 @@ std::string World::finish_rank(int rank) {
     mark_done(*op);
   }
   me.finished = true;
-  // The ranks still running may have been waiting for this one.
-  if (!deadlocked_ && !aborted_ && all_live_stuck()) {
-    deadlocked_ = true;
-    deadlock_report_ = wait_graph("deadlock: every live rank is blocked and none can make progress");
-  }
-  for (int r = 0; r < size_; ++r) wake(r);
+  --live_;
+  // The ranks still running may have been waiting for this one. Those whose
+  // operations it completed or cancelled were woken by mark_done; the rest
+  // wait on, for a peer that may still come, until every live rank is stuck.
+  if (!deadlocked_ && !aborted_ && live_ > 0 && stuck_ == live_ && all_live_stuck())
+    declare_deadlock();
   return pending;
 }
 

@@ -4,7 +4,9 @@
 //
 // One mutex guards all matching state. That keeps the deadlock detector exact
 // (it sees every rank's wait at one instant) and costs little: the lock is held
-// only to match and to flip states, never while bytes are copied.
+// only to match and to flip states, never while bytes are copied. Nothing done
+// under it grows with the world: the detector keeps a count of stuck ranks and
+// looks at the whole world only when every live rank is stuck.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -35,6 +37,7 @@ struct Op : detail::RequestState {
   int owner = 0;       // world rank that posted it
   int peer_world = 0;  // world rank of the other side
   int group_peer = 0;  // the other side's rank in the posting communicator (for messages)
+  int group_owner = 0;  // the owner's rank in the posting communicator (for reports)
   int context = 0;
   int msg_tag = 0;
   bool send = false;
@@ -100,6 +103,9 @@ class World {
     int copies_in_flight = 0;                                   // copies touching my buffers
     // The wait this rank is in (valid while waiting).
     bool waiting = false;
+    // Waiting and unable to progress: counted in World::stuck_, so that the
+    // deadlock check costs O(1) per blocking call, not a scan of the world.
+    bool stuck = false;
     bool finished = false;
     bool any = false;  // waits for any one of waiting_on (wait_any), not all
     const char* call = "";
@@ -122,7 +128,13 @@ class World {
   void unqueue(const Op& op);  // takes a posted, unmatched op out of its queue
   void wake(int rank);
   bool can_progress(int rank) const;
-  bool all_live_stuck() const;
+  void stop_waiting(RankState& r);  // leaves the wait (and the stuck count)
+  void unstick(RankState& r);       // something this rank waits for changed
+  bool all_live_stuck() const;      // the full check, run when the counts say so
+  void declare_deadlock();
+  // A rank timed out: the first one writes the report and fails the launch,
+  // so every other rank is cancelled with AbortedError naming it.
+  [[noreturn]] void fail_timeout(int rank, const char* headline);
   void quiesce(int rank, std::unique_lock<std::mutex>& lock);
   std::string wait_graph(const char* headline) const;  // in wait_graph.cpp
   void throw_if_failed(int rank, std::unique_lock<std::mutex>& lock);
@@ -132,6 +144,8 @@ class World {
   const bool oversubscribed_;
   mutable std::mutex mu_;
   std::vector<RankState> ranks_;
+  int live_;       // ranks not finished
+  int stuck_ = 0;  // live ranks waiting with nothing that can progress
   bool aborted_ = false;
   int abort_rank_ = -1;
   std::string abort_kind_;

@@ -1,0 +1,147 @@
+// The threads backend at scale: worlds of thousands of rank threads work, and
+// a failure in one of them gives one report whose length does not grow with
+// the world. Correctness only; the timings are in bench/ and docs/results/.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dtw/dtw.h"
+
+namespace dtw {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::size_t lines_of(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::size_t count_of(const Report& report, const std::string& kind) {
+  return static_cast<std::size_t>(std::count_if(report.errors.begin(), report.errors.end(),
+                                                [&](const RankError& e) { return e.kind == kind; }));
+}
+
+TEST(ScaleTest, TokenRingOfTwoThousandRanks) {
+  constexpr int p = 2048;
+  std::vector<std::int64_t> got(p, -1);
+  launch(p, [&](Comm& comm) {
+    const int r = comm.rank();
+    std::int64_t token = 0;
+    if (r == 0) {
+      token = 1;
+      comm.send(std::span<const std::int64_t>(&token, 1), 1);
+      comm.recv(std::span<std::int64_t>(&token, 1), p - 1);
+    } else {
+      comm.recv(std::span<std::int64_t>(&token, 1), r - 1);
+      token += 1;
+      comm.send(std::span<const std::int64_t>(&token, 1), (r + 1) % p);
+    }
+    got[static_cast<std::size_t>(r)] = token;
+  });
+  for (int r = 0; r < p; ++r) ASSERT_EQ(got[static_cast<std::size_t>(r)], r == 0 ? p : r + 1) << r;
+}
+
+TEST(ScaleTest, DeadlockOfAThousandRanksIsOneShortReport) {
+  constexpr int p = 1024;
+  // Every rank receives from its left neighbour first: one cycle through all.
+  const Report report = launch_collecting(p, {}, [](Comm& comm) {
+    std::int64_t x = 0;
+    comm.recv(std::span<std::int64_t>(&x, 1), (comm.rank() + p - 1) % p, 3);
+    comm.send(std::span<const std::int64_t>(&x, 1), (comm.rank() + 1) % p, 3);
+  });
+  ASSERT_EQ(count_of(report, "DeadlockError"), static_cast<std::size_t>(p));
+  const std::string& what = report.errors.front().message;
+  EXPECT_LT(lines_of(what), 40u) << what;
+  EXPECT_THAT(what, HasSubstr("cycle of 1024 ranks: rank 0 -> rank 1 -> rank 2 -> "));
+  EXPECT_THAT(what, HasSubstr("-> rank 1022 -> rank 1023 -> rank 0\n"));
+  EXPECT_THAT(what, HasSubstr("rank   0  in recv, waiting"));
+  EXPECT_THAT(what, HasSubstr("recv from rank 1023, tag 3, 8 B (1 int64)"));
+  EXPECT_THAT(what, HasSubstr("the other 1008 rank(s):"));
+  EXPECT_THAT(what, HasSubstr(" 1008 in recv: ranks 16-1023"));
+}
+
+TEST(ScaleTest, ManyCyclesAreAllCountedAndTheFirstNamed) {
+  constexpr int p = 64;
+  // Pairs (0,1), (2,3), ... each send first: 32 cycles of two.
+  const Report report = launch_collecting(p, {}, [](Comm& comm) {
+    std::vector<float> out(4, 1.0f), in(4);
+    comm.send(out, comm.rank() ^ 1, 0);
+    comm.recv(in, comm.rank() ^ 1, 0);
+  });
+  ASSERT_FALSE(report.errors.empty());
+  const std::string& what = report.errors.front().message;
+  EXPECT_THAT(what, HasSubstr("cycle: rank 0 -> rank 1 -> rank 0\n"));
+  EXPECT_THAT(what, HasSubstr("cycle: rank 14 -> rank 15 -> rank 14\n"));
+  EXPECT_THAT(what, HasSubstr("... and 24 more cycle(s)"));
+  EXPECT_THAT(what, HasSubstr("(32 disjoint cycles)"));
+  EXPECT_LT(lines_of(what), 60u) << what;
+}
+
+TEST(ScaleTest, DeadlockInSplitGroupsNamesGroupAndWorldRanksAndEveryCycle) {
+  // Two groups, {0, 2} and {1, 3}; in each, both members send first.
+  const Report report = launch_collecting(4, {}, [](Comm& comm) {
+    auto group = comm.split(comm.rank() % 2, comm.rank());
+    std::vector<float> out(2, 1.0f), in(2);
+    group->send(out, 1 - group->rank(), 9);
+    group->recv(in, 1 - group->rank(), 9);
+  });
+  ASSERT_FALSE(report.errors.empty());
+  const std::string& what = report.errors.front().message;
+  EXPECT_THAT(what, HasSubstr("cycle: rank 0 (world 0) -> rank 1 (world 2) -> rank 0 (world 0)"));
+  EXPECT_THAT(what, HasSubstr("cycle: rank 0 (world 1) -> rank 1 (world 3) -> rank 0 (world 1)"));
+  EXPECT_THAT(what, HasSubstr("send to rank 1 of its group (world rank 2), tag 9"));
+  EXPECT_THAT(what, HasSubstr("send to rank 0 of its group (world rank 1), tag 9"));
+}
+
+TEST(ScaleTest, ATimeoutIsReportedOnceForTheWholeWorld) {
+  constexpr int p = 256;
+  LaunchOptions options;
+  options.timeout = std::chrono::milliseconds(300);
+  // Rank 0 is busy (not blocked, so no deadlock) while every other rank waits for it.
+  const Report report = launch_collecting(p, options, [](Comm& comm) {
+    std::int64_t x = 0;
+    if (comm.rank() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(900));
+      return;
+    }
+    comm.recv(std::span<std::int64_t>(&x, 1), 0, 1);
+  });
+  EXPECT_EQ(count_of(report, "TimeoutError"), 1u);
+  EXPECT_EQ(count_of(report, "AbortedError"), static_cast<std::size_t>(p - 2));
+  for (const RankError& e : report.errors) {
+    if (e.kind == "TimeoutError") {
+      EXPECT_LT(lines_of(e.message), 40u) << e.message;
+      EXPECT_THAT(e.message, HasSubstr("rank   0  running"));
+    } else {
+      EXPECT_THAT(e.message, HasSubstr("failed first (TimeoutError)"));
+    }
+  }
+}
+
+TEST(ScaleTest, TablesOfALargeWorldAreSummaries) {
+  constexpr int p = 300;
+  const Report report = launch(p, [](Comm& comm) {
+    std::vector<float> v(static_cast<std::size_t>(comm.rank() + 1), 1.0f), in(p);
+    comm.sendrecv(std::span<const float>(v), (comm.rank() + 1) % p,
+                  std::span<float>(in.data(), static_cast<std::size_t>((comm.rank() + p - 1) % p + 1)),
+                  (comm.rank() + p - 1) % p);
+  });
+  const std::string traffic = report.traffic_table();
+  EXPECT_LT(lines_of(traffic), 16u) << traffic;
+  EXPECT_THAT(traffic, HasSubstr("300 ranks:"));
+  EXPECT_THAT(traffic, HasSubstr("in 300 messages over 300 of 89700 links"));
+  EXPECT_THAT(traffic, HasSubstr("least 4 B (rank 0), median"));
+  EXPECT_THAT(traffic, HasSubstr("most 1.2 KiB (rank 299)"));
+  EXPECT_THAT(traffic, HasSubstr("  299 -> 0     "));  // the busiest link first
+  const std::string memory = report.memory_table();
+  EXPECT_LT(lines_of(memory), 20u) << memory;
+  EXPECT_THAT(memory, HasSubstr("285 more rank(s)"));
+}
+
+}  // namespace
+}  // namespace dtw
