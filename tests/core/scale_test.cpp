@@ -48,7 +48,8 @@ TEST(ScaleTest, TokenRingOfTwoThousandRanks) {
 
 TEST(ScaleTest, DeadlockOfAThousandRanksIsOneShortReport) {
   constexpr int p = 1024;
-  // Every rank receives from its left neighbour first: one cycle through all.
+  // Every rank receives from its left neighbour first: one cycle through all,
+  // each rank waiting for the one on its left.
   const Report report = launch_collecting(p, {}, [](Comm& comm) {
     std::int64_t x = 0;
     comm.recv(std::span<std::int64_t>(&x, 1), (comm.rank() + p - 1) % p, 3);
@@ -57,12 +58,12 @@ TEST(ScaleTest, DeadlockOfAThousandRanksIsOneShortReport) {
   ASSERT_EQ(count_of(report, "DeadlockError"), static_cast<std::size_t>(p));
   const std::string& what = report.errors.front().message;
   EXPECT_LT(lines_of(what), 40u) << what;
-  EXPECT_THAT(what, HasSubstr("cycle of 1024 ranks: rank 0 -> rank 1 -> rank 2 -> "));
-  EXPECT_THAT(what, HasSubstr("-> rank 1022 -> rank 1023 -> rank 0\n"));
+  EXPECT_THAT(what, HasSubstr("cycle of 1024 ranks: rank 0 -> rank 1023 -> rank 1022 -> "));
+  EXPECT_THAT(what, HasSubstr("-> rank 2 -> rank 1 -> rank 0\n"));
   EXPECT_THAT(what, HasSubstr("rank   0  in recv, waiting"));
   EXPECT_THAT(what, HasSubstr("recv from rank 1023, tag 3, 8 B (1 int64)"));
   EXPECT_THAT(what, HasSubstr("the other 1008 rank(s):"));
-  EXPECT_THAT(what, HasSubstr(" 1008 in recv: ranks 16-1023"));
+  EXPECT_THAT(what, HasSubstr(" 1008 in recv: ranks 1-1008"));
 }
 
 TEST(ScaleTest, ManyCyclesAreAllCountedAndTheFirstNamed) {
