@@ -30,15 +30,27 @@ int run_main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   std::function<int()> action;
 
-  app.add_subcommand("list", "Chapters, their steps, and your progress (from the built lab tests)")
+  app.add_subcommand("list", "Chapters, their steps, and your progress (as the last `dtw check` found it)")
       ->callback([&] { action = [] { return list_command(load_context()); }; });
 
   CheckOptions check;
   CLI::App* check_cmd = app.add_subcommand(
       "check",
-      "Rebuild chapter NN's lab, run its tests, and show each step: pass / fail / not started.\n"
-      "Exit status 0 only when every step passes.");
+      "Rebuild chapter NN's lab, run its tests step by step in the order of the text, and show\n"
+      "each step: pass / fail / not started; then the first failure with its context and hint.\n"
+      "Results of an unchanged lab come from the last run. Exit status 0 only when every step\n"
+      "(or the one step asked for) passes.");
   check_cmd->add_option("chapter", check.chapter, "Chapter number (00) or folder name")->required();
+  check_cmd->add_option("step", check.step, "Only this step's tests (01.5, or 5)");
+  check_cmd->add_flag("--rerun", check.rerun, "Run every test again, even if the lab has not changed");
+  check_cmd->add_flag("--verbose", check.verbose, "Show the whole text of the first failure");
+  check_cmd->add_option("--program", check.program,
+                        "(for testing dtw check) run this test program instead of the lab's; "
+                        "no build, no cache")
+      ->group("");
+  check_cmd->add_option("--reaching", check.reaching,
+                        "(for testing dtw check) run only the tests that reach this step's code")
+      ->group("");
   check_cmd->add_option("--ranks", check.ranks, "World size for tests that honour DTW_TEST_RANKS")
       ->check(CLI::Range(1, 4096));
   check_cmd->add_option("--backend", check.backend,

@@ -28,11 +28,38 @@ World::World(int size, std::chrono::milliseconds timeout)
       oversubscribed_(size > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       ranks_(static_cast<std::size_t>(size)) {}
 
+// Called with mu_ held: the rank's predicate changes now, its thread is
+// notified by notify_pending once mu_ is released.
 void World::wake(int rank) {
-  RankState& r = ranks_[rank];
-  r.wake_seq.fetch_add(1, std::memory_order_release);
-  r.cv.notify_all();
+  ranks_[rank].wake_seq.fetch_add(1, std::memory_order_release);
+  if (std::find(to_wake_.begin(), to_wake_.end(), rank) == to_wake_.end()) to_wake_.push_back(rank);
 }
+
+void World::notify_pending(std::unique_lock<std::mutex>& lock, bool relock) {
+  // Swapping with a per-thread list keeps both capacities: no allocation per call.
+  thread_local std::vector<int> ranks;
+  ranks.clear();
+  ranks.swap(to_wake_);
+  lock.unlock();
+  for (int r : ranks) ranks_[r].cv.notify_one();  // the rank's own thread is the only waiter
+  if (relock) lock.lock();
+}
+
+// Sends the wake-ups a public call collected when it returns or throws.
+class World::NotifyOnExit {
+ public:
+  NotifyOnExit(World& world, std::unique_lock<std::mutex>& lock) : world_(world), lock_(lock) {}
+  ~NotifyOnExit() {
+    if (!lock_.owns_lock()) lock_.lock();
+    world_.notify_pending(lock_, false);
+  }
+  NotifyOnExit(const NotifyOnExit&) = delete;
+  NotifyOnExit& operator=(const NotifyOnExit&) = delete;
+
+ private:
+  World& world_;
+  std::unique_lock<std::mutex>& lock_;
+};
 
 void World::mark_done(Op& op) {
   op.state = Op::State::kDone;
@@ -111,6 +138,7 @@ void World::match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& re
 
 void World::post(const std::shared_ptr<Op>& op) {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   throw_if_failed(op->owner, lock);
   ranks_[op->owner].owned.push_back(op);
   // Receiver-side queues, keyed by (context, source, tag): FIFO per key is what
@@ -152,6 +180,7 @@ bool World::all_live_stuck() const {
 
 void World::quiesce(int rank, std::unique_lock<std::mutex>& lock) {
   RankState& me = ranks_[rank];
+  notify_pending(lock, true);
   me.cv.wait(lock, [&] { return me.copies_in_flight == 0; });
 }
 
@@ -166,6 +195,7 @@ void World::throw_if_failed(int rank, std::unique_lock<std::mutex>& lock) {
 
 void World::complete(int rank, std::span<Op* const> ops, const char* call) {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   RankState& me = ranks_[rank];
   const Clock::time_point start = Clock::now();
   for (;;) {
@@ -219,6 +249,8 @@ void World::complete(int rank, std::span<Op* const> ops, const char* call) {
       throw TimeoutError(graph);
     }
     const std::uint64_t seq = me.wake_seq.load(std::memory_order_acquire);
+    // Whoever this rank woke must run while it waits.
+    if (!to_wake_.empty()) notify_pending(lock, true);
     if (!oversubscribed_) {
       // Spin briefly first: a wake-up through the condition variable costs
       // several microseconds, a message between two busy cores far less.
@@ -234,6 +266,7 @@ void World::complete(int rank, std::span<Op* const> ops, const char* call) {
 
 std::string World::finish_rank(int rank) {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   RankState& me = ranks_[rank];
   me.waiting = false;
   std::string pending;
@@ -277,6 +310,7 @@ void Op::abandon() noexcept {
 
 void World::abandon(Op& op) noexcept {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   if (op.state == Op::State::kDone) return;
   // Dropped by unwinding, or after the launch failed: the failure is reported
   // already, and the dropped request is only a consequence of it.
@@ -304,11 +338,13 @@ void World::abandon(Op& op) noexcept {
     mark_done(op);
     return;
   }
+  notify_pending(lock, true);
   ranks_[op.owner].cv.wait(lock, [&] { return op.state == Op::State::kDone; });
 }
 
 void World::abort(int rank, const std::string& kind) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   if (!aborted_) {
     aborted_ = true;
     abort_rank_ = rank;

@@ -98,6 +98,15 @@ class World {
     Clock::time_point since;
   };
 
+  // Wake-ups are collected under mu_ and sent once it is released: a rank
+  // notified while the waker still holds mu_ wakes only to block on mu_ again,
+  // which on an oversubscribed machine costs two more futex calls and a
+  // context switch per message.
+  class NotifyOnExit;
+  // Releases `lock`, notifies the ranks collected by wake(), and leaves `lock`
+  // released (`relock`: takes it again).
+  void notify_pending(std::unique_lock<std::mutex>& lock, bool relock);
+
   void match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& recv, int by_rank,
              std::unique_lock<std::mutex>& lock);
   void transfer(Op& send, Op& recv);  // the copy (or reduction), outside the lock
@@ -115,6 +124,7 @@ class World {
   const bool oversubscribed_;
   mutable std::mutex mu_;
   std::vector<RankState> ranks_;
+  std::vector<int> to_wake_;  // ranks wake() bumped; notified when mu_ is released
   bool aborted_ = false;
   int abort_rank_ = -1;
   std::string abort_kind_;
