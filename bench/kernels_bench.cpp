@@ -14,6 +14,7 @@
 #include "dtw/kernels/matmul.h"
 #include "dtw/model/config.h"
 #include "dtw/model/trainer.h"
+#include "dtw/train/run_spec.h"
 
 namespace {
 
@@ -109,7 +110,7 @@ BENCHMARK(BM_AttentionBlockwiseBackward)->Arg(32)->Unit(benchmark::kMillisecond)
 // itself, so model construction and initialisation are not counted.
 void BM_TrainStep(benchmark::State& state, const char* model) {
   const dtw::model::ModelConfig config = dtw::model::model_config(model);
-  dtw::model::TrainOptions options;
+  dtw::model::TrainOptions options = dtw::train::standard_run(model).options();
   double seconds = 0;
   options.on_step = [&](const dtw::model::StepInfo& s) { seconds = s.seconds; };
   for (auto _ : state) {

@@ -24,6 +24,7 @@
 #include "dtw/model/config.h"
 #include "dtw/model/profile.h"
 #include "dtw/model/trainer.h"
+#include "dtw/train/run_spec.h"
 
 namespace {
 
@@ -150,8 +151,10 @@ int step_section(const std::string& name, std::int64_t batch, int steps) {
     gemm_flops += 2.0 * static_cast<double>(m * n * k * times);
   }
   dtw::model::LayerTimes times;
-  dtw::model::TrainOptions options;
-  options.batch = batch;
+  // The standard run (dtw::train::standard_run) at this batch.
+  dtw::train::RunSpec spec = dtw::train::standard_run(name);
+  spec.batch = batch;
+  dtw::model::TrainOptions options = spec.options();
   options.times = &times;
   std::vector<double> step_seconds;
   options.on_step = [&](const dtw::model::StepInfo& s) { step_seconds.push_back(s.seconds); };

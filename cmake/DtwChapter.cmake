@@ -1,21 +1,31 @@
-# dtw_add_chapter: one call per chapter in chapters/CMakeLists.txt builds the
-# chapter's lab and solution from the same contract and the same tests.
+# dtw_add_chapter: one call per chapter, in the chapter's own
+# chapters/NN-x/chapter.cmake (chapters/CMakeLists.txt includes every one), builds
+# the chapter's lab and solution from the same contract and the same tests.
 #
-#   dtw_add_chapter(00-ranks-and-messages
-#     TITLE "Ranks and messages"
-#     SOURCES ping_pong.cpp token_ring.cpp       # in solutions/NN-x and labs/NN-x
-#     DEMOS demos.cpp                            # in solutions/NN-x
-#     TESTS ping_pong_test.cpp token_ring_test.cpp   # in tests/NN-x
-#     STEPS 00.1 00.2                            # in the order of the chapter text
-#     [TEST_LIBS gloo])                          # extra libraries of the tests
+#   dtw_add_chapter(02-data-parallelism
+#     TITLE "Data parallelism"
+#     SOURCES dp_allreduce.cpp ddp.cpp           # in solutions/NN-x and labs/NN-x
+#     DEMOS demos.cpp                            # in solutions/NN-x, solution only:
+#                                                #   demos and DTW_REGISTER_STRATEGY
+#     TESTS dp_test.cpp                          # in tests/NN-x
+#     STEPS 02.1 02.2                            # in the order of the chapter text
+#     LIBS dtw::train                            # more libraries lab and solution link
+#     TEST_LIBS gloo                             # more libraries the tests link
+#     DEPENDS 01                                 # chapters whose SOLUTION they link
+#     BACKENDS threads mpi                       # mpi: an MPI twin of the solution tests
+#     MPI_TWIN "-*Deadlock*"                     # gtest filter of the twin (default *)
+#     MPI_TIMEOUT 300                            # seconds per twin run (default 300)
+#     MPI_SUBSET "Ddp*" MPI_SUBSET_NPS 3         # at np 3 run only these (bounds the time)
+#     BENCH ddp_bench.cpp)                       # in solutions/NN-x: build/bench/dtw_bench_<topic>
 #
 # Each test suite declares the steps it runs the code of with DTW_TEST_STEPS
 # (tests/support/dtw_test_steps.h); tests/NN-x/planted_bugs holds one planted
 # bug per step (docs/adding-a-chapter.md).
 #
 # Targets: dtw_chNN_solution, dtw_chNN_lab (static libraries), dtw_chNN_demos
-# (object library the dtw program links, so the demos' static registration
-# survives), chNN_solution_tests and chNN_lab_tests (GoogleTest programs). The solution
+# (object library the dtw program and dtw_bench_train link, so the demos' and
+# strategies' static registration survives), dtw_bench_<topic> with BENCH,
+# chNN_solution_tests and chNN_lab_tests (GoogleTest programs). The solution
 # test program runs a copy of the solution with a probe at each @lab region,
 # which checks every DTW_TEST_STEPS. chNN_planted_NN.K_tests is the lab test
 # program built from the solution with step NN.K's planted bug.
@@ -110,20 +120,22 @@ function(_dtw_chapter_program exe main lib)
   dtw_target_warnings(${exe})
   # What an MPI twin (tests/mpi) compiles and links instead of the objects.
   set_target_properties(${exe} PROPERTIES DTW_TWIN_SOURCES "${test_sources}"
-    DTW_TWIN_LIBS "dtw_ch${id}_solution;GTest::gtest;${ARG_TEST_LIBS}"
+    DTW_TWIN_LIBS "dtw_ch${id}_solution;dtw::core;GTest::gtest;${ARG_TEST_LIBS}"
     DTW_TWIN_INCLUDES "${PROJECT_SOURCE_DIR}/tests/support;${contract_dir}")
 endfunction()
 
-# An object library compiling `sources` of chapter `id` against its contract.
+# An object library compiling `sources` of chapter `id` against its contract
+# (and the libraries the chapter links: LIBS, DEPENDS).
 function(_dtw_chapter_objects target)
   add_library(${target} OBJECT ${ARGN})
   target_include_directories(${target} PUBLIC "${contract_dir}")
-  target_link_libraries(${target} PUBLIC dtw::core)
+  target_link_libraries(${target} PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
   dtw_target_warnings(${target})
 endfunction()
 
 function(dtw_add_chapter name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TITLE" "SOURCES;DEMOS;TESTS;STEPS;TEST_LIBS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TITLE;MPI_TWIN;MPI_TIMEOUT;MPI_SUBSET"
+    "SOURCES;DEMOS;TESTS;STEPS;LIBS;TEST_LIBS;DEPENDS;BACKENDS;BENCH;MPI_SUBSET_NPS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "dtw_add_chapter(${name}): unexpected arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -147,6 +159,22 @@ function(dtw_add_chapter name)
   set(lab_dir "${root}/labs/${name}")
   set(tests_dir "${root}/tests/${name}")
   set(_dtw_hint_lab "\n(labs/ is generated: run tools/gen-labs)")
+  if(NOT ARG_BACKENDS)
+    set(ARG_BACKENDS threads)
+  endif()
+  foreach(backend IN LISTS ARG_BACKENDS)
+    if(NOT backend MATCHES "^(threads|mpi|nccl)$")
+      message(FATAL_ERROR "dtw_add_chapter(${name}): BACKENDS takes threads, mpi and nccl, not '${backend}'")
+    endif()
+  endforeach()
+  # Chapters 02+ build on earlier chapters' solutions, never on a learner's lab.
+  set(dep_libs "")
+  foreach(dep IN LISTS ARG_DEPENDS)
+    if(NOT TARGET dtw_ch${dep}_solution)
+      message(FATAL_ERROR "dtw_add_chapter(${name}): DEPENDS ${dep}, but no chapter ${dep} is registered before it")
+    endif()
+    list(APPEND dep_libs dtw_ch${dep}_solution)
+  endforeach()
   _dtw_chapter_files(solution_sources ${name} "${solution_dir}" solution ${ARG_SOURCES})
   _dtw_chapter_files(lab_sources ${name} "${lab_dir}" lab ${ARG_SOURCES})
   _dtw_chapter_files(demo_sources ${name} "${solution_dir}" demo ${ARG_DEMOS})
@@ -240,7 +268,7 @@ function(dtw_add_chapter name)
   foreach(variant solution lab)
     set(lib dtw_ch${id}_${variant})
     target_include_directories(${lib} PUBLIC "${contract_dir}")
-    target_link_libraries(${lib} PUBLIC dtw::core)
+    target_link_libraries(${lib} PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
     dtw_target_warnings(${lib})
   endforeach()
   # A lab region replaced by DTW_TODO leaves names unused; that is expected, not a defect.
@@ -279,13 +307,14 @@ function(dtw_add_chapter name)
     target_include_directories(dtw_ch${id}_probed PRIVATE "${solution_dir}")
     target_include_directories(dtw_ch${id}_probed PUBLIC "${contract_dir}")
     target_compile_options(dtw_ch${id}_probed PRIVATE "SHELL:-include ${support}/dtw_step_probe.h")
-    target_link_libraries(dtw_ch${id}_probed PUBLIC dtw::core dtw_test_probe)
+    target_link_libraries(dtw_ch${id}_probed PUBLIC dtw::core ${ARG_LIBS} ${dep_libs} dtw_test_probe)
     dtw_target_warnings(dtw_ch${id}_probed)
 
     # The tests, compiled once for every program of the chapter.
     add_library(ch${id}_test_objects OBJECT ${test_sources})
     target_include_directories(ch${id}_test_objects PUBLIC "${support}" "${contract_dir}")
-    target_link_libraries(ch${id}_test_objects PUBLIC dtw::core GTest::gtest ${ARG_TEST_LIBS})
+    target_link_libraries(ch${id}_test_objects PUBLIC dtw::core ${ARG_LIBS} ${dep_libs} GTest::gtest
+      ${ARG_TEST_LIBS})
     dtw_target_warnings(ch${id}_test_objects)
     _dtw_test_main(ch${id}_main_solution "${step_ids}" 1)
     _dtw_test_main(ch${id}_main_lab "${step_ids}" 0)
@@ -346,7 +375,7 @@ function(dtw_add_chapter name)
       add_library(${planted_lib} STATIC "${planted_file}" ${objects})
       target_include_directories(${planted_lib} PRIVATE "${solution_dir}")
       target_include_directories(${planted_lib} PUBLIC "${contract_dir}")
-      target_link_libraries(${planted_lib} PUBLIC dtw::core)
+      target_link_libraries(${planted_lib} PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
       dtw_target_warnings(${planted_lib})
       # Buggy learner code, compiled as the lab is.
       target_compile_options(${planted_lib} PRIVATE ${lab_warnings})
@@ -366,6 +395,19 @@ function(dtw_add_chapter name)
       endif()
     endforeach()
 
+    if("mpi" IN_LIST ARG_BACKENDS)
+      # tests/mpi/CMakeLists.txt (included last) makes the twin: the same
+      # sources under mpiexec with 2, 3 and 4 processes.
+      if(NOT ARG_MPI_TWIN)
+        set(ARG_MPI_TWIN "*")
+      endif()
+      if(NOT ARG_MPI_TIMEOUT)
+        set(ARG_MPI_TIMEOUT 300)
+      endif()
+      string(REPLACE ";" "," subset_nps "${ARG_MPI_SUBSET_NPS}")
+      set_property(GLOBAL APPEND PROPERTY DTW_CHAPTER_MPI_TWINS
+        "ch${id}_solution_tests|${ARG_MPI_TWIN}|${ARG_MPI_TIMEOUT}|${ARG_MPI_SUBSET}|${subset_nps}")
+    endif()
     if(DTW_LAB_INVARIANT)
       # The untouched lab must fail, quickly, without crashing, naming
       # NotImplemented and every step (tests/invariant/lab_fails_cleanly.sh).
@@ -373,6 +415,23 @@ function(dtw_add_chapter name)
         COMMAND bash "${root}/tests/invariant/lab_fails_cleanly.sh" $<TARGET_FILE:ch${id}_lab_tests> ${step_ids})
       set_tests_properties(ch${id}.invariant.lab_fails_cleanly PROPERTIES LABELS solution TIMEOUT 300)
     endif()
+  endif()
+
+  # A chapter's own benchmark program, next to the others in build/bench so
+  # `dtw bench <topic>` finds it.
+  set(bench_name "")
+  if(ARG_BENCH AND DTW_BUILD_BENCH)
+    _dtw_chapter_files(bench_sources ${name} "${solution_dir}" bench ${ARG_BENCH})
+    string(REGEX REPLACE "^[0-9][0-9]-" "" topic "${name}")
+    set(bench_name "${topic}")
+    add_executable(dtw_bench_${topic} ${bench_sources})
+    target_link_libraries(dtw_bench_${topic} PRIVATE dtw_ch${id}_solution benchmark::benchmark
+      CLI11::CLI11 fmt::fmt)
+    if(demo_sources)
+      target_link_libraries(dtw_bench_${topic} PRIVATE dtw_ch${id}_demos)
+    endif()
+    set_target_properties(dtw_bench_${topic} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")
+    dtw_target_warnings(dtw_bench_${topic})
   endif()
 
   set_property(GLOBAL APPEND PROPERTY DTW_CHAPTER_IDS ${id})
@@ -388,6 +447,9 @@ function(dtw_add_chapter name)
   _dtw_json_list(demos_json ${ARG_DEMOS})
   _dtw_json_list(tests_json ${ARG_TESTS})
   _dtw_json_list(steps_json ${step_ids})
+  _dtw_json_list(backends_json ${ARG_BACKENDS})
+  _dtw_json_list(depends_json ${ARG_DEPENDS})
+  _dtw_json_string(bench_json "${bench_name}")
   list(JOIN test_programs ",\n  " programs_joined)
   if(programs_joined)
     set(programs_joined ",\n  ${programs_joined}")
@@ -403,6 +465,9 @@ function(dtw_add_chapter name)
   \"sources\": ${sources_json},
   \"demos\": ${demos_json},
   \"tests\": ${tests_json},
+  \"backends\": ${backends_json},
+  \"depends\": ${depends_json},
+  \"bench\": ${bench_json},
   \"steps\": ${steps_json},
   \"planted\": {${planted_joined}}${lab_run}${programs_joined}
 }

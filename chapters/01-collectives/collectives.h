@@ -92,8 +92,19 @@ template <class T>
 void allgather(Comm& comm, std::span<const T> in, std::span<T> out,
                AllgatherAlgo algo = AllgatherAlgo::kRing);
 
+/// In-place allgather of uneven chunks (MPI_Allgatherv with MPI_IN_PLACE): on
+/// entry chunk rank() of `data` — Chunks(data.size(), p), the layout that
+/// reduce_scatter leaves — holds this rank's values; on return every chunk
+/// holds its owner's values, on every rank. The other chunks' contents on
+/// entry do not matter. An in-place reduce_scatter followed by this is the
+/// ring allreduce cut in two, which is how ZeRO and FSDP (chapter 04) reduce
+/// gradients to their owners and gather parameters back.
+template <class T>
+void allgather_in_place(Comm& comm, std::span<T> data, AllgatherAlgo algo = AllgatherAlgo::kRing);
+
 /// Reduces `data` over all ranks and leaves chunk rank() of the result in `out`
 /// (Chunks(data.size(), p).size(rank()) elements). `data` is scratch afterwards.
+/// `out` may be chunk rank() of `data` itself (in place).
 template <class T>
 void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op,
                     ReduceScatterAlgo algo = ReduceScatterAlgo::kRing);

@@ -28,12 +28,13 @@ bool collective_check_default() {
 }  // namespace
 
 Comm::Comm(int rank, std::vector<int> members, std::shared_ptr<Traffic> traffic,
-           std::shared_ptr<Tracer> tracer)
+           std::shared_ptr<Tracer> tracer, Exec exec)
     : rank_(rank),
       size_(static_cast<int>(members.size())),
       members_(std::move(members)),
       traffic_(std::move(traffic)),
       tracer_(std::move(tracer)),
+      exec_(std::move(exec)),
       verify_collectives_(collective_check_default()) {}
 
 namespace {
@@ -56,6 +57,13 @@ void Comm::check_tag(int tag, const char* op) const {
                                                     << ": tag out of range [0, " << kMaxTag << "]");
 }
 
+void Comm::check_exec(const Exec& where, const char* call) const {
+  DTW_CHECK_ARG(where.is_host() || same_place(where, exec_),
+                who(rank_, world_rank()) << ": " << call << ": the buffer is on " << where.describe()
+                                         << " but this communicator runs on " << exec_.describe()
+                                         << " (make a rank's Arrays on comm.exec())");
+}
+
 void Comm::check_count(std::int64_t count, const char* op) const {
   DTW_CHECK_ARG(count >= 0, who(rank_, world_rank()) << ": " << op << " with count " << count
                                     << ": count is negative");
@@ -66,6 +74,7 @@ Request Comm::post_send(ConstBuffer data, int peer, int tag, const char* call) {
   check_tag(tag, call);
   check_count(data.count, call);
   auto state = start_send(data, peer, tag, call);
+  state->comm = this;
   state->op = call;
   state->is_send = true;
   state->peer = peer;
@@ -80,6 +89,7 @@ Request Comm::post_recv(Buffer data, int peer, int tag, const char* call) {
   check_tag(tag, call);
   check_count(data.count, call);
   auto state = start_recv(data, peer, tag, call);
+  state->comm = this;
   state->op = call;
   state->elem_bytes = static_cast<std::int64_t>(size_of(data.type));
   state->peer = peer;
@@ -110,9 +120,79 @@ void Comm::finish(detail::RequestState& state) {
   if (tracer_->enabled()) tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us);
 }
 
-void Comm::wait(Request& request) { complete_requests(std::span<Request>(&request, 1), "wait"); }
+void Comm::check_request(const Request& request, std::size_t index, const char* call) const {
+  DTW_CHECK_ARG(!request.moved_from(),
+                who(rank_, world_rank()) << ": " << call << " on request " << index
+                                         << ", which was moved from: its operation belongs to the "
+                                            "Request it was moved into");
+  const detail::RequestState* s = request.state();
+  DTW_CHECK_ARG(!s || !s->comm || s->comm == this,
+                who(rank_, world_rank())
+                    << ": " << call << " on request " << index << " (" << (s ? s->op : "") << " "
+                    << (s && s->is_send ? "to" : "from") << " rank " << (s ? s->peer : -1)
+                    << ", tag " << (s ? s->tag : 0)
+                    << "), which another communicator started: complete a request on the "
+                       "communicator that started it");
+}
 
-void Comm::wait_all(std::span<Request> requests) { complete_requests(requests, "wait_all"); }
+void Comm::complete_one(detail::RequestState& state) {
+  state.completed = true;
+  finish(state);
+}
+
+void Comm::wait(Request& request) {
+  check_request(request, 0, "wait");
+  complete_requests(std::span<Request>(&request, 1), "wait");
+}
+
+void Comm::wait_all(std::span<Request> requests) {
+  for (std::size_t i = 0; i < requests.size(); ++i) check_request(requests[i], i, "wait_all");
+  complete_requests(requests, "wait_all");
+}
+
+bool Comm::test(Request& request) {
+  check_request(request, 0, "test");
+  if (!request.pending()) return true;
+  if (!poll(request.state(), "test")) return false;
+  complete_one(*request.state());
+  return true;
+}
+
+std::size_t Comm::wait_any(std::span<Request> requests) {
+  std::vector<detail::RequestState*> pending;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    check_request(requests[i], i, "wait_any");
+    if (!requests[i].pending()) continue;
+    pending.push_back(requests[i].state());
+    index.push_back(i);
+  }
+  if (pending.empty()) return requests.size();
+  const std::size_t k = complete_any(pending, "wait_any");
+  complete_one(*pending[k]);
+  return index[k];
+}
+
+std::vector<std::size_t> Comm::wait_some(std::span<Request> requests) {
+  std::vector<detail::RequestState*> pending;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    check_request(requests[i], i, "wait_some");
+    if (!requests[i].pending()) continue;
+    pending.push_back(requests[i].state());
+    index.push_back(i);
+  }
+  if (pending.empty()) return {};
+  complete_any(pending, "wait_some");
+  // One has completed; take every other that has too.
+  std::vector<std::size_t> done;
+  for (std::size_t k = 0; k < pending.size(); ++k) {
+    if (!poll(pending[k], "wait_some")) continue;
+    complete_one(*pending[k]);
+    done.push_back(index[k]);
+  }
+  return done;
+}
 
 void Comm::complete_requests(std::span<Request> requests, const char* call) {
   std::vector<detail::RequestState*> pending;
@@ -120,10 +200,7 @@ void Comm::complete_requests(std::span<Request> requests, const char* call) {
     if (r.pending()) pending.push_back(r.state());
   if (pending.empty()) return;
   complete(pending, call);
-  for (detail::RequestState* s : pending) {
-    s->completed = true;
-    finish(*s);
-  }
+  for (detail::RequestState* s : pending) complete_one(*s);
 }
 
 // The blocking calls hold their operation in a Request too, so that an
@@ -256,6 +333,27 @@ void Comm::do_barrier() {
     internal_sendrecv({&token, 1, DataType::kByte}, (rank_ + dist) % size_,
                       {&got, 1, DataType::kByte}, (rank_ - dist + size_) % size_, kBarrierTag);
   }
+}
+
+std::unique_ptr<Comm> Comm::dup() {
+  auto made = make_dup(dups_++, false);
+  made->verify_collectives_ = verify_collectives_;
+  return made;
+}
+
+Comm& Comm::collective_channel() {
+  if (is_channel_) return *this;
+  if (!channel_) {
+    // Numbered apart from dup()'s, so making it never shifts what later dups get.
+    channel_ = make_dup(0, true);
+    channel_->is_channel_ = true;
+    channel_->verify_collectives_ = verify_collectives_;
+  }
+  return *channel_;
+}
+
+int Comm::next_collective_tag() {
+  return static_cast<int>(collective_ops_++ % (static_cast<std::uint64_t>(kMaxTag) + 1));
 }
 
 std::unique_ptr<Comm> Comm::split(int color, int key) {

@@ -15,6 +15,16 @@
 namespace dtw {
 
 namespace {
+LaunchWrapper& launch_wrapper() {
+  static LaunchWrapper wrapper = nullptr;
+  return wrapper;
+}
+
+// `fn` as the installed LaunchWrapper makes it (or `fn` itself).
+RankFunction wrapped(const RankFunction& fn) {
+  return launch_wrapper() ? launch_wrapper()(fn) : fn;
+}
+
 // The mpi backend also takes world size 0 (= as many ranks as mpirun started),
 // and the MPI test harness routes "threads" launches to it (dtw/mpi.h).
 bool goes_to_mpi(const LaunchOptions& options) {
@@ -27,11 +37,16 @@ bool goes_to_mpi(const LaunchOptions& options) {
 }
 }  // namespace
 
-Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn) {
+void set_launch_wrapper(LaunchWrapper wrapper) { launch_wrapper() = wrapper; }
+
+Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& user_fn) {
+  const RankFunction fn = wrapped(user_fn);
   DTW_CHECK_ARG(world_size >= 1 || (world_size == 0 && goes_to_mpi(options)),
                 "launch: world size " << world_size << " must be at least 1");
   DTW_CHECK_ARG(options.timeout.count() > 0,
                 "launch: timeout " << options.timeout.count() << " ms must be positive");
+  DTW_CHECK_ARG(options.memory_cap >= 0,
+                "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
 #if DTW_HAVE_MPI
   if (goes_to_mpi(options)) return mpi::launch(world_size, options, fn, nullptr);
 #endif
@@ -48,9 +63,12 @@ Report launch_collecting(int world_size, const LaunchOptions& options, const Ran
   return {};
 }
 
-Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn) {
+Report launch(int world_size, const LaunchOptions& options, const RankFunction& user_fn) {
+  const RankFunction fn = wrapped(user_fn);
   DTW_CHECK_ARG(world_size >= 1 || (world_size == 0 && goes_to_mpi(options)),
                 "launch: world size " << world_size << " must be at least 1");
+  DTW_CHECK_ARG(options.memory_cap >= 0,
+                "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
 #if DTW_HAVE_MPI
   if (goes_to_mpi(options)) {
     DTW_CHECK_ARG(options.timeout.count() > 0,
@@ -77,7 +95,7 @@ Report launch(int world_size, const LaunchOptions& options, const RankFunction& 
     return report;
   }
 #endif
-  return launch_collecting(world_size, options, fn);
+  return launch_collecting(world_size, options, user_fn);
 }
 
 Report launch(int world_size, const RankFunction& fn) { return launch(world_size, {}, fn); }

@@ -62,11 +62,12 @@ std::exception_ptr run_recording(int rank, RankFailures& failures, F&& body) {
 
 // Each rank's traffic counters and tracer, made before the threads start.
 struct RankRecorders {
-  RankRecorders(int world_size, bool trace) : epoch(Tracer::Clock::now()) {
+  RankRecorders(int world_size, bool trace, std::int64_t memory_cap) : epoch(Tracer::Clock::now()) {
     for (int r = 0; r < world_size; ++r) {
       members.push_back(r);
       traffic.push_back(std::make_shared<Traffic>(world_size));
       tracers.push_back(std::make_shared<Tracer>(r, trace, epoch));
+      ledgers.push_back(std::make_shared<MemoryLedger>(r, memory_cap));
     }
   }
   // The report of a finished launch; `first_error`, when given, receives the
@@ -82,6 +83,7 @@ struct RankRecorders {
       out.messages.push_back(traffic[r]->messages_sent);
       const auto& events = tracers[r]->events();
       out.trace.insert(out.trace.end(), events.begin(), events.end());
+      out.memory.push_back(ledgers[r]->snapshot());
     }
     out.errors = failures.take_errors();
     if (first_error) *first_error = failures.first();
@@ -92,6 +94,7 @@ struct RankRecorders {
   std::vector<int> members;
   std::vector<std::shared_ptr<Traffic>> traffic;
   std::vector<std::shared_ptr<Tracer>> tracers;
+  std::vector<std::shared_ptr<MemoryLedger>> ledgers;
 };
 
 }  // namespace dtw::detail

@@ -38,6 +38,24 @@ std::string Report::traffic_table() const {
   return out;
 }
 
+std::string Report::memory_table() const {
+  // Peaks per category: what a rank needed of each kind at its worst moment.
+  // "peak total" is the worst moment overall (at most the sum of the peaks).
+  std::string out = fmt::format("{:>5}", "rank");
+  for (std::size_t c = 0; c < kMemoryCategories; ++c)
+    out += fmt::format("{:>16}", name_of(static_cast<MemoryCategory>(c)));
+  out += fmt::format("{:>12}{:>12}{:>12}\n", "peak total", "at end", "cap");
+  for (const MemorySnapshot& m : memory) {
+    out += fmt::format("{:>5}", m.rank);
+    for (std::size_t c = 0; c < kMemoryCategories; ++c)
+      out += fmt::format("{:>16}", m.peak[c] ? format_bytes(m.peak[c]) : std::string("."));
+    out += fmt::format("{:>12}{:>12}{:>12}\n", format_bytes(m.peak_total),
+                       format_bytes(m.current_total()),
+                       m.cap ? format_bytes(m.cap) : std::string("none"));
+  }
+  return out;
+}
+
 void Report::write_trace(const std::string& path) const {
   DTW_CHECK(!trace.empty(), InvalidArgument,
             "write_trace: the launch recorded no trace (set LaunchOptions::trace)");

@@ -30,7 +30,7 @@ std::vector<std::int64_t> core_bounds_by_rank(const Pof2Core& core, const Chunks
 
 template <class T>
 void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core,
-                             std::span<const std::int64_t> bounds) {
+                             std::span<const std::int64_t> bounds, int tag) {
   const int c = core.core_rank;
   // Data of core ranks [lo, hi) as a span.
   const auto range = [&](int lo, int hi) {
@@ -42,7 +42,7 @@ void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core
 }
 
 template <class T>
-void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& chunks) {
+void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& chunks, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const Pof2Core core(p, r);
@@ -52,9 +52,9 @@ void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& c
 }
 
 #define DTW_INSTANTIATE(T)                                                           \
-  template void allgather_recursive_doubling<T>(Comm&, std::span<T>, const Chunks&); \
+  template void allgather_recursive_doubling<T>(Comm&, std::span<T>, const Chunks&, int); \
   template void allgather_doubling_core<T>(Comm&, std::span<T>, const Pof2Core&,     \
-                                           std::span<const std::int64_t>);
+                                           std::span<const std::int64_t>, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -53,7 +53,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int shift) {
+void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int tag, int shift) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const int right = (r + 1) % p, left = (r + p - 1) % p;
@@ -64,7 +64,7 @@ void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int shi
   DTW_TODO("01.4: In step s = 0..p-2 send chunk mine-s to the right neighbour and receive chunk mine-s-1 from the left one (comm.sendrecv; chunks.of(data, i) wraps i modulo p).");
 }
 
-#define DTW_INSTANTIATE(T) template void allgather_ring<T>(Comm&, std::span<T>, const Chunks&, int);
+#define DTW_INSTANTIATE(T) template void allgather_ring<T>(Comm&, std::span<T>, const Chunks&, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

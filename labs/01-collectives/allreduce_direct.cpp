@@ -34,7 +34,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op) {
+void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const Chunks chunks(std::ssize(data), p);
@@ -44,7 +44,7 @@ void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op) {
   DTW_TODO("01.10: Isend chunk j to every rank j != r, recv_reduce chunk r from every other rank, wait for the sends; then isend chunk r to every rank and receive chunk j from every rank j (irecv + wait_all).");
 }
 
-#define DTW_INSTANTIATE(T) template void allreduce_direct<T>(Comm&, std::span<T>, ReduceOp);
+#define DTW_INSTANTIATE(T) template void allreduce_direct<T>(Comm&, std::span<T>, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

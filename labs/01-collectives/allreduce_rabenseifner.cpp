@@ -42,7 +42,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op) {
+void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const Pof2Core core(p, r);
@@ -55,7 +55,7 @@ void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op) {
   DTW_TODO("01.9: Fold in (odd paired rank sends data to its even partner, which recv_reduces it), on core ranks run reduce_scatter_halving_core (01.5) then allgather_doubling_core (01.4) with these bounds, fold out (even rank sends all of data to its odd partner).");
 }
 
-#define DTW_INSTANTIATE(T) template void allreduce_rabenseifner<T>(Comm&, std::span<T>, ReduceOp);
+#define DTW_INSTANTIATE(T) template void allreduce_rabenseifner<T>(Comm&, std::span<T>, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

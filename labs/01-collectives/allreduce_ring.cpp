@@ -57,7 +57,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op) {
+void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   const int p = comm.size();
   if (p == 1) return;
   // p nearly equal chunks: the first n % p hold one element more, and with
@@ -68,7 +68,7 @@ void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op) {
   DTW_TODO("01.8: Reduce-scatter the chunks around the ring (01.5), then allgather the reduced chunks around the ring (01.4).");
 }
 
-#define DTW_INSTANTIATE(T) template void allreduce_ring<T>(Comm&, std::span<T>, ReduceOp);
+#define DTW_INSTANTIATE(T) template void allreduce_ring<T>(Comm&, std::span<T>, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -52,7 +52,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out) {
+void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out, int tag) {
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = in.size() / static_cast<std::size_t>(p);
   const auto block = [m](auto span, int i) {
@@ -63,7 +63,7 @@ void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out) {
 }
 
 #define DTW_INSTANTIATE(T) \
-  template void alltoall_pairwise<T>(Comm&, std::span<const T>, std::span<T>);
+  template void alltoall_pairwise<T>(Comm&, std::span<const T>, std::span<T>, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -64,7 +64,7 @@
 
 namespace dtw::ch01::detail {
 
-void barrier_dissemination(Comm& comm) {
+void barrier_dissemination(Comm& comm, int tag) {
   const int p = comm.size(), r = comm.rank();
   // Empty messages: the arrival is the signal, there is nothing to carry.
   const std::span<const std::byte> nothing;

@@ -48,7 +48,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void broadcast_binomial(Comm& comm, std::span<T> data, int root) {
+void broadcast_binomial(Comm& comm, std::span<T> data, int root, int tag) {
   const int p = comm.size();
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
@@ -56,7 +56,7 @@ void broadcast_binomial(Comm& comm, std::span<T> data, int root) {
   DTW_TODO("01.1: Over virtual ranks v = (rank-root+p)%p: receive from v minus its lowest set bit, then send to v+mask for mask = (that bit)/2, /4, ..., 1 while v+mask < p (the root sends for every power of two below p).");
 }
 
-#define DTW_INSTANTIATE(T) template void broadcast_binomial<T>(Comm&, std::span<T>, int);
+#define DTW_INSTANTIATE(T) template void broadcast_binomial<T>(Comm&, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -53,14 +53,14 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void broadcast_linear(Comm& comm, std::span<T> data, int root) {
+void broadcast_linear(Comm& comm, std::span<T> data, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
 
   DTW_TODO("01.1: The root isends data to every other rank and waits for all the sends; every other rank receives data from the root.");
 }
 
-#define DTW_INSTANTIATE(T) template void broadcast_linear<T>(Comm&, std::span<T>, int);
+#define DTW_INSTANTIATE(T) template void broadcast_linear<T>(Comm&, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

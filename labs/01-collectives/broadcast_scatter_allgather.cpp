@@ -38,7 +38,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root) {
+void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root, int tag) {
   const int p = comm.size();
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
@@ -50,10 +50,10 @@ void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root) {
     return data.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
   };
 
-  DTW_TODO("01.6: Binomial scatter over virtual ranks (receive chunks [v, v+lowbit) from v-lowbit, send [v+m, v+2m) to v+m for smaller m; clip ranges at p), then allgather_ring(comm, data, chunks, root).");
+  DTW_TODO("01.6: Binomial scatter over virtual ranks (receive chunks [v, v+lowbit) from v-lowbit, send [v+m, v+2m) to v+m for smaller m; clip ranges at p), then allgather_ring(comm, data, chunks, tag, root).");
 }
 
-#define DTW_INSTANTIATE(T) template void broadcast_scatter_allgather<T>(Comm&, std::span<T>, int);
+#define DTW_INSTANTIATE(T) template void broadcast_scatter_allgather<T>(Comm&, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

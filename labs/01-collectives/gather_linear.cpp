@@ -44,7 +44,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
+void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = in.size();
 
@@ -52,7 +52,7 @@ void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root
 }
 
 #define DTW_INSTANTIATE(T) \
-  template void gather_linear<T>(Comm&, std::span<const T>, std::span<T>, int);
+  template void gather_linear<T>(Comm&, std::span<const T>, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

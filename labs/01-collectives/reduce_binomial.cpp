@@ -55,7 +55,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root) {
+void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root, int tag) {
   const int p = comm.size();
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
@@ -63,7 +63,7 @@ void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root) {
   DTW_TODO("01.2: Over virtual ranks: for mask = 1, 2, 4, ... while mask < p, if v has bit mask set send data to v-mask and stop; otherwise recv_reduce from v+mask when v+mask < p.");
 }
 
-#define DTW_INSTANTIATE(T) template void reduce_binomial<T>(Comm&, std::span<T>, ReduceOp, int);
+#define DTW_INSTANTIATE(T) template void reduce_binomial<T>(Comm&, std::span<T>, ReduceOp, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

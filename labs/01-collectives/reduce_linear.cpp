@@ -57,14 +57,14 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root) {
+void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
 
   DTW_TODO("01.2: The root recv_reduces every other rank's data into its own, in rank order; every other rank sends its data to the root.");
 }
 
-#define DTW_INSTANTIATE(T) template void reduce_linear<T>(Comm&, std::span<T>, ReduceOp, int);
+#define DTW_INSTANTIATE(T) template void reduce_linear<T>(Comm&, std::span<T>, ReduceOp, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

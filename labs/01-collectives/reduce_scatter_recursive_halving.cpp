@@ -23,7 +23,7 @@ namespace dtw::ch01::detail {
 
 template <class T>
 void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& core,
-                                 std::span<const std::int64_t> bounds, ReduceOp op) {
+                                 std::span<const std::int64_t> bounds, ReduceOp op, int tag) {
   const int c = core.core_rank;
   const auto range = [&](int lo, int hi) {
     const auto begin = bounds[static_cast<std::size_t>(lo)],
@@ -35,7 +35,7 @@ void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& 
 
 template <class T>
 void reduce_scatter_recursive_halving(Comm& comm, std::span<T> data, const Chunks& chunks,
-                                      ReduceOp op) {
+                                      ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const Pof2Core core(p, r);
@@ -45,9 +45,9 @@ void reduce_scatter_recursive_halving(Comm& comm, std::span<T> data, const Chunk
 }
 
 #define DTW_INSTANTIATE(T)                                                                         \
-  template void reduce_scatter_recursive_halving<T>(Comm&, std::span<T>, const Chunks&, ReduceOp); \
+  template void reduce_scatter_recursive_halving<T>(Comm&, std::span<T>, const Chunks&, ReduceOp, int); \
   template void reduce_scatter_halving_core<T>(Comm&, std::span<T>, const Pof2Core&,               \
-                                               std::span<const std::int64_t>, ReduceOp);
+                                               std::span<const std::int64_t>, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

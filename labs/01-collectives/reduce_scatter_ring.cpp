@@ -53,7 +53,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, ReduceOp op) {
+void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const int right = (r + 1) % p, left = (r + p - 1) % p;
@@ -63,7 +63,7 @@ void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, Re
 }
 
 #define DTW_INSTANTIATE(T) \
-  template void reduce_scatter_ring<T>(Comm&, std::span<T>, const Chunks&, ReduceOp);
+  template void reduce_scatter_ring<T>(Comm&, std::span<T>, const Chunks&, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -50,7 +50,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
+void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = out.size();
 
@@ -58,7 +58,7 @@ void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int roo
 }
 
 #define DTW_INSTANTIATE(T) \
-  template void scatter_linear<T>(Comm&, std::span<const T>, std::span<T>, int);
+  template void scatter_linear<T>(Comm&, std::span<const T>, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -1,7 +1,10 @@
-// The whole GPT: the layers of gpt_layers.h chained over the residual stream.
+// The whole GPT: the layers of gpt_layers.h chained over the residual stream,
+// one unit at a time (units.h), so a pipeline stage or a ZeRO-3 rank runs the
+// same code as the whole model.
 #include "dtw/model/gpt.h"
 
 #include <algorithm>
+#include <string>
 
 #include "buffers.h"
 #include "dtw/errors.h"
@@ -10,28 +13,87 @@ namespace dtw::model {
 
 using detail::sized;
 
+namespace {
+
+// The tensors of block `layer` when the block's unit starts at `unit` (element
+// unit_begin of the flat buffer), as block_weights does for a whole buffer.
+template <class P>
+BlockWeights<P> unit_block_weights(const ParamLayout& layout, int layer, P* unit,
+                                   std::int64_t unit_begin) {
+  const std::string h = "h." + std::to_string(layer) + ".";
+  auto at = [&](const char* name) { return unit + (layout.find(h + name).offset - unit_begin); };
+  BlockWeights<P> w;
+  w.ln1_gamma = at("ln1.gamma");
+  w.ln1_beta = at("ln1.beta");
+  w.attn = {at("attn.qkv.weight"), at("attn.qkv.bias"), at("attn.proj.weight"),
+            at("attn.proj.bias")};
+  w.ln2_gamma = at("ln2.gamma");
+  w.ln2_beta = at("ln2.beta");
+  w.mlp = {at("mlp.fc.weight"), at("mlp.fc.bias"), at("mlp.proj.weight"), at("mlp.proj.bias")};
+  return w;
+}
+
+// The head's tensors: the final norm from the head unit, the projection from
+// the head unit or, tied, wte from the embedding unit (which starts at 0).
+template <class P>
+HeadWeights<P> unit_head_weights(const ParamLayout& layout, bool tied, P* head, const Unit& unit,
+                                 P* embed) {
+  auto at = [&](const char* name) { return head + (layout.find(name).offset - unit.begin); };
+  return {at("lnf.gamma"), at("lnf.beta"),
+          tied ? embed + layout.find("wte").offset : at("head.weight")};
+}
+
+// Blocks [first, end) of a unit range: unit u > 0 is block u − 1.
+std::pair<int, int> blocks_of(UnitRange r, int layers) {
+  return {std::max(r.begin - 1, 0), std::min(r.end - 1, layers)};
+}
+
+}  // namespace
+
 template <class T>
 Gpt<T>::Gpt(const ModelConfig& config) : config_(config) {
   DTW_CHECK_ARG(config.kind == ModelKind::kGpt,
                 "Gpt: model " << config.name << " is a " << name_of(config.kind) << ", not a gpt");
   layout_ = param_layout(config_);  // validates
+  units_ = model_units(config_, layout_);
 }
 
 template <class T>
 T Gpt<T>::forward(const T* params, const std::int32_t* tokens, const std::int32_t* targets,
                   std::int64_t batch, std::int64_t seq_len) {
+  FlatAccess<T> access(units_, params, nullptr);
+  return forward(access, {0, static_cast<int>(units_.size())}, tokens, nullptr, targets, batch,
+                 seq_len);
+}
+
+template <class T>
+T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* tokens,
+                  const T* x_in, const std::int32_t* targets, std::int64_t batch,
+                  std::int64_t seq_len) {
   const ModelConfig& c = config_;
+  const int U = static_cast<int>(units_.size());
+  DTW_CHECK_ARG(0 <= range.begin && range.begin < range.end && range.end <= U,
+                "Gpt::forward: unit range [" << range.begin << ", " << range.end
+                                             << ") is empty or outside [0, " << U << ")");
   DTW_CHECK_ARG(batch >= 1, "Gpt::forward: batch " << batch << " must be at least 1");
   DTW_CHECK_ARG(seq_len >= 1 && seq_len <= c.context, "Gpt::forward: seq_len "
                                                           << seq_len << " is outside [1, context "
                                                           << c.context << "] of model " << c.name);
+  const bool first = range.begin == 0, last = range.end == U;
+  DTW_CHECK_ARG(first ? tokens != nullptr : x_in != nullptr,
+                "Gpt::forward: units [" << range.begin << ", " << range.end << ") need "
+                                        << (first ? "tokens" : "an input activation x_in"));
   has_forward_ = false;  // until this forward completes
   const std::int64_t N = batch * seq_len, C = c.dim, L = c.layers;
+  const auto [b0, b1] = blocks_of(range, static_cast<int>(L));
   GptActivations<T>& a = acts_;
   a.batch = batch;
   a.seq = seq_len;
-  a.tokens.assign(tokens, tokens + N);
-  if (targets != nullptr) {
+  a.range = range;
+  if (first) a.tokens.assign(tokens, tokens + N);
+  else a.tokens.clear();
+  a.targets.clear();
+  if (last && targets != nullptr) {
     for (std::int64_t i = 0; i < N; ++i) {
       DTW_CHECK_ARG(targets[i] >= 0 && targets[i] < c.vocab,
                     "Gpt::forward: target id " << targets[i] << " (sequence " << i / seq_len
@@ -39,56 +101,169 @@ T Gpt<T>::forward(const T* params, const std::int32_t* tokens, const std::int32_
                                                << ") is outside [0, vocab " << c.vocab << ")");
     }
     a.targets.assign(targets, targets + N);
-  } else {
-    a.targets.clear();
   }
+  // Keep only what this range's backward reads: x[b0 .. b1] and blocks [b0, b1).
   a.x.resize(static_cast<std::size_t>(L + 1));
   a.blocks.resize(static_cast<std::size_t>(L));
+  for (int i = 0; i <= L; ++i)
+    if (i < b0 || i > b1) a.x[i].clear();
+  for (int i = 0; i < L; ++i)
+    if (i < b0 || i >= b1) a.blocks[i] = BlockCache<T>();
+  if (!last) a.head = HeadCache<T>();
 
-  // Token and position embeddings start the residual stream ...
-  embed_forward(sized(a.x[0], N * C), tokens, params + layout_.find("wte").offset,
-                params + layout_.find("wpe").offset, c, batch, seq_len, 0, times_);
+  if (first) {
+    // Token and position embeddings start the residual stream ...
+    const T* e = access.params(0);
+    embed_forward(sized(a.x[0], N * C), tokens, e + layout_.find("wte").offset,
+                  e + layout_.find("wpe").offset, c, batch, seq_len, 0, times_);
+    access.release_params(0);
+  } else {
+    std::copy_n(x_in, N * C, sized(a.x[b0], N * C));
+  }
   // ... every block reads it and writes the next version of it ...
   const BlockDims d = block_dims(c, batch, seq_len);
-  for (int l = 0; l < static_cast<int>(L); ++l) {
+  for (int l = b0; l < b1; ++l) {
+    const int u = l + 1;
+    const T* p = access.params(u);
     block_forward(sized(a.x[l + 1], N * C), a.blocks[l], a.x[l].data(),
-                  block_weights(layout_, l, params), d, times_);
+                  unit_block_weights(layout_, l, p, units_[u].begin), d, times_);
+    access.release_params(u);
   }
   // ... and the head turns the last version into next-token probabilities.
-  const T loss = head_forward(a.head, a.x[L].data(), targets,
-                              head_weights(layout_, c.tied_head, params), N, C, c.vocab, times_);
+  T loss = 0;
+  if (last) {
+    const T* embed = c.tied_head ? access.params(0) : nullptr;
+    const T* h = access.params(U - 1);
+    loss = head_forward(a.head, a.x[L].data(), targets,
+                        unit_head_weights(layout_, c.tied_head, h, units_[U - 1], embed), N, C,
+                        c.vocab, times_);
+    access.release_params(U - 1);
+    if (c.tied_head) access.release_params(0);
+  }
   has_forward_ = true;
   return loss;
 }
 
 template <class T>
 void Gpt<T>::backward(const T* params, T* grads, T loss_scale) {
+  backward(params, grads, loss_scale, GradReady());
+}
+
+template <class T>
+void Gpt<T>::backward(const T* params, T* grads, T loss_scale, const GradReady& on_grad_ready) {
+  FlatAccess<T> access(units_, params, grads);
+  backward(access, nullptr, loss_scale, on_grad_ready);
+}
+
+template <class T>
+void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
+                      const GradReady& on_grad_ready) {
   DTW_CHECK_ARG(has_forward_, "Gpt::backward: no completed forward pass to differentiate");
-  DTW_CHECK_ARG(!acts_.targets.empty(),
-                "Gpt::backward: the forward pass ran without targets (inference)");
   const ModelConfig& c = config_;
   const GptActivations<T>& a = acts_;
+  const int U = static_cast<int>(units_.size());
+  const bool first = a.range.begin == 0, last = a.range.end == U;
+  DTW_CHECK_ARG(!last || !a.targets.empty(),
+                "Gpt::backward: the forward pass ran without targets (inference)");
+  DTW_CHECK_ARG(last || dx_out != nullptr,
+                "Gpt::backward: units [" << a.range.begin << ", " << a.range.end
+                                         << ") end before the head: pass dx_out");
+  auto ready = [&](std::int64_t begin, std::int64_t end) {
+    if (on_grad_ready) on_grad_ready(begin, end);
+  };
   const std::int64_t N = a.batch * a.seq, C = c.dim, L = c.layers;
+  const auto [b0, b1] = blocks_of(a.range, static_cast<int>(L));
   const BlockDims d = block_dims(c, a.batch, a.seq);
-  T* scratch = sized(scratch_, std::max(head_scratch_size(N, C, c.vocab), block_scratch_size(d)));
+  T* scratch = sized(scratch_, std::max(last ? head_scratch_size(N, C, c.vocab) : 0,
+                                        b1 > b0 ? block_scratch_size(d) : 0));
   T* dx = sized(dx_, N * C);
+  const ParamView& wte = layout_.find("wte");
 
-  // The loss is the mean over N tokens, so each token's loss enters with
-  // weight loss_scale/N.
-  const T dloss = loss_scale / static_cast<T>(N);
-  head_backward(dx, head_weights(layout_, c.tied_head, grads), a.x[L].data(), a.targets.data(),
-                a.head, head_weights(layout_, c.tied_head, params), N, C, c.vocab, dloss, scratch,
-                times_);
+  if (last) {
+    // The loss is the mean over N tokens, so each token's loss enters with
+    // weight loss_scale/N.
+    const T dloss = loss_scale / static_cast<T>(N);
+    const Unit& head = units_[U - 1];
+    const T* embed = c.tied_head ? access.params(0) : nullptr;
+    const T* h = access.params(U - 1);
+    T* gembed = c.tied_head ? access.grads(0) : nullptr;
+    head_backward(dx, unit_head_weights(layout_, c.tied_head, access.grads(U - 1), head, gembed),
+                  a.x[L].data(), a.targets.data(), a.head,
+                  unit_head_weights(layout_, c.tied_head, h, head, embed), N, C, c.vocab, dloss,
+                  scratch, times_);
+    access.release_params(U - 1);
+    if (c.tied_head) access.release_params(0);
+    ready(head.begin, head.end);
+  } else if (dx_out != nullptr) {  // checked above; the test tells the compiler too
+    std::copy_n(dx_out, N * C, dx);
+  }
   // Backward through the blocks in reverse; dx holds d loss / d x[l] as l
   // falls (block_backward may overwrite its input gradient in place).
-  for (int l = static_cast<int>(L) - 1; l >= 0; --l) {
-    block_backward(dx, block_weights(layout_, l, grads), static_cast<const T*>(dx), a.x[l].data(),
-                   a.blocks[l], block_weights(layout_, l, params), d, scratch, times_);
+  for (int l = b1 - 1; l >= b0; --l) {
+    const int u = l + 1;
+    const T* p = access.params(u);
+    block_backward(dx, unit_block_weights(layout_, l, access.grads(u), units_[u].begin),
+                   static_cast<const T*>(dx), a.x[l].data(), a.blocks[l],
+                   unit_block_weights(layout_, l, p, units_[u].begin), d, scratch, times_);
+    access.release_params(u);
+    ready(units_[u].begin, units_[u].end);
   }
-  // With a tied head, dwte has already received the head's share; the
-  // embedding adds its own (the conventions make both accumulate).
-  embed_backward(grads + layout_.find("wte").offset, grads + layout_.find("wpe").offset,
-                 static_cast<const T*>(dx), a.tokens.data(), c, a.batch, a.seq, 0, times_);
+  if (first) {
+    // With a tied head, dwte has already received the head's share; the
+    // embedding adds its own (the conventions make both accumulate), so the
+    // embedding's gradient is the last one final.
+    T* g = access.grads(0);
+    embed_backward(g + wte.offset, g + layout_.find("wpe").offset, static_cast<const T*>(dx),
+                   a.tokens.data(), c, a.batch, a.seq, 0, times_);
+    ready(units_[0].begin, units_[0].end);
+  } else if (last && c.tied_head) {
+    // This stage holds the tied head but not the embedding: its share of
+    // dwte is complete here.
+    ready(wte.offset, wte.offset + wte.size);
+  }
+}
+
+template <class T>
+std::span<const T> Gpt<T>::output() const {
+  if (!has_forward_) return {};
+  const auto [b0, b1] = blocks_of(acts_.range, static_cast<int>(config_.layers));
+  return acts_.x[static_cast<std::size_t>(b1)];
+}
+
+template <class T>
+std::span<const T> Gpt<T>::input_grad() const {
+  if (!has_forward_ || acts_.range.begin == 0) return {};
+  return dx_;
+}
+
+template <class T>
+std::int64_t Gpt<T>::activation_bytes(UnitRange range, std::int64_t batch,
+                                      std::int64_t seq_len) const {
+  const ModelConfig& c = config_;
+  const int U = static_cast<int>(units_.size());
+  DTW_CHECK_ARG(0 <= range.begin && range.begin < range.end && range.end <= U,
+                "Gpt::activation_bytes: unit range [" << range.begin << ", " << range.end
+                                                      << ") is empty or outside [0, " << U << ")");
+  const std::int64_t N = batch * seq_len, C = c.dim, F = c.mlp_hidden, V = c.vocab;
+  const std::int64_t W = c.heads * c.head_dim();
+  const auto [b0, b1] = blocks_of(range, static_cast<int>(c.layers));
+  const bool first = range.begin == 0, last = range.end == U;
+  // Per block: ln1, mid, ln2 [N, C]; two mean/rstd pairs [N]; qkv [N, 3W]; q,
+  // k, v, per_head, merged [N, W]; probs [B, H, S, S]; pre and act [N, F].
+  const std::int64_t per_block = 3 * N * C + 4 * N + 3 * N * W + 5 * N * W +
+                                 batch * c.heads * seq_len * seq_len + 2 * N * F;
+  std::int64_t values = (b1 - b0 + 1) * N * C + (b1 - b0) * per_block;
+  // The head: ln [N, C], mean and rstd [N], logits and probs [N, V], losses [N].
+  if (last) values += N * C + 3 * N + 2 * N * V;
+  const std::int64_t ids = (first ? N : 0) + (last ? N : 0);  // tokens, targets
+  return values * static_cast<std::int64_t>(sizeof(T)) +
+         ids * static_cast<std::int64_t>(sizeof(std::int32_t));
+}
+
+template <class T>
+void Gpt<T>::release_activations() {
+  acts_ = GptActivations<T>();
+  has_forward_ = false;
 }
 
 template class Gpt<float>;

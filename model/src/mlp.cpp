@@ -44,6 +44,7 @@ Mlp<T>::Mlp(const ModelConfig& config) : config_(config) {
   DTW_CHECK_ARG(config.kind == ModelKind::kMlp,
                 "Mlp: model " << config.name << " is a " << name_of(config.kind) << ", not an mlp");
   layout_ = param_layout(config_);  // validates
+  units_ = model_units(config_, layout_);
 }
 
 template <class T>
@@ -54,63 +55,157 @@ std::int64_t Mlp<T>::width(int boundary) const {
 }
 
 template <class T>
+void Mlp<T>::check_range(UnitRange range, const char* call) const {
+  DTW_CHECK_ARG(0 <= range.begin && range.begin < range.end && range.end <= layers(),
+                "Mlp::" << call << ": layer range [" << range.begin << ", " << range.end
+                        << ") is empty or outside [0, " << layers() << ")");
+}
+
+template <class T>
 T Mlp<T>::forward(const T* params, const T* inputs, const std::int32_t* labels, std::int64_t rows) {
+  FlatAccess<T> access(units_, params, nullptr);
+  return forward(access, {0, layers()}, inputs, labels, rows);
+}
+
+template <class T>
+T Mlp<T>::forward(UnitAccess<T>& access, UnitRange range, const T* x_in,
+                  const std::int32_t* labels, std::int64_t rows) {
+  check_range(range, "forward");
   DTW_CHECK_ARG(rows >= 1, "Mlp::forward: rows " << rows << " must be at least 1");
-  for (std::int64_t r = 0; r < rows; ++r) {
-    DTW_CHECK_ARG(labels[r] >= 0 && labels[r] < config_.classes,
-                  "Mlp::forward: label " << labels[r] << " of row " << r
-                                         << " is outside [0, classes " << config_.classes << ")");
+  const int n = layers();
+  const bool last = range.end == n;
+  if (last) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      DTW_CHECK_ARG(labels[r] >= 0 && labels[r] < config_.classes,
+                    "Mlp::forward: label " << labels[r] << " of row " << r
+                                           << " is outside [0, classes " << config_.classes << ")");
+    }
   }
   has_forward_ = false;
-  const int n = layers();
   MlpActivations<T>& a = acts_;
   a.rows = rows;
-  a.labels.assign(labels, labels + rows);
+  a.range = range;
+  if (last) a.labels.assign(labels, labels + rows);
+  else a.labels.clear();
   a.x.resize(static_cast<std::size_t>(n + 1));
   a.pre.resize(static_cast<std::size_t>(n));
-  std::copy_n(inputs, rows * config_.features, sized(a.x[0], rows * config_.features));
-  for (int i = 0; i < n; ++i) {
+  // Keep only this range's activations: x[begin .. end] and pre[begin, end).
+  for (int i = 0; i <= n; ++i)
+    if (i < range.begin || i > range.end) a.x[i].clear();
+  for (int i = 0; i < n; ++i)
+    if (i < range.begin || i >= range.end) a.pre[i].clear();
+  if (!last) {
+    a.probs.clear();
+    a.losses.clear();
+  }
+  const std::int64_t in = rows * width(range.begin);
+  std::copy_n(x_in, in, sized(a.x[range.begin], in));
+  for (int i = range.begin; i < range.end; ++i) {
+    const Unit& u = units_[i];
+    const T* p = access.params(i);
     const std::string f = "fc." + std::to_string(i) + ".";
     const bool gelu = i + 1 < n;  // every layer but the classifier
     T* pre = gelu ? sized(a.pre[i], rows * width(i + 1)) : nullptr;
     mlp_layer_forward(sized(a.x[i + 1], rows * width(i + 1)), pre, a.x[i].data(),
-                      params + layout_.find(f + "weight").offset,
-                      params + layout_.find(f + "bias").offset, rows, width(i), width(i + 1), gelu,
-                      times_);
+                      p + (layout_.find(f + "weight").offset - u.begin),
+                      p + (layout_.find(f + "bias").offset - u.begin), rows, width(i),
+                      width(i + 1), gelu, times_);
+    access.release_params(i);
   }
-  ScopedLayerTimer timer(times_, "loss");
-  const T loss =
-      kernels::cross_entropy_forward(sized(a.probs, rows * config_.classes), sized(a.losses, rows),
-                                     a.x[n].data(), labels, rows, config_.classes);
+  T loss = 0;
+  if (last) {
+    ScopedLayerTimer timer(times_, "loss");
+    loss = kernels::cross_entropy_forward(sized(a.probs, rows * config_.classes),
+                                          sized(a.losses, rows), a.x[n].data(), labels, rows,
+                                          config_.classes);
+  }
   has_forward_ = true;
   return loss;
 }
 
 template <class T>
 void Mlp<T>::backward(const T* params, T* grads, T loss_scale) {
+  backward(params, grads, loss_scale, GradReady());
+}
+
+template <class T>
+void Mlp<T>::backward(const T* params, T* grads, T loss_scale, const GradReady& on_grad_ready) {
+  FlatAccess<T> access(units_, params, grads);
+  backward(access, nullptr, loss_scale, on_grad_ready);
+}
+
+template <class T>
+void Mlp<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
+                      const GradReady& on_grad_ready) {
   DTW_CHECK_ARG(has_forward_, "Mlp::backward: no completed forward pass to differentiate");
   const int n = layers();
   const MlpActivations<T>& a = acts_;
+  const bool last = a.range.end == n;
+  DTW_CHECK_ARG(last || dx_out != nullptr, "Mlp::backward: layers ["
+                                               << a.range.begin << ", " << a.range.end
+                                               << ") end before the classifier: pass dx_out");
   std::int64_t widest = 0;
   for (int i = 0; i <= n; ++i) widest = std::max(widest, width(i));
   T* dy = sized(grad_a_, a.rows * widest);
   T* dx = sized(grad_b_, a.rows * widest);
-  {
+  if (last) {
     // Mean loss over the rows: each row's loss enters with weight loss_scale/rows.
     ScopedLayerTimer timer(times_, "loss");
     kernels::cross_entropy_backward(dy, a.probs.data(), a.labels.data(), a.rows, config_.classes,
                                     loss_scale / static_cast<T>(a.rows));
+  } else if (dx_out != nullptr) {  // checked above; the test tells the compiler too
+    std::copy_n(dx_out, a.rows * width(a.range.end), dy);
   }
-  for (int i = n - 1; i >= 0; --i) {
+  for (int i = a.range.end - 1; i >= a.range.begin; --i) {
+    const Unit& u = units_[i];
+    const T* p = access.params(i);
+    T* g = access.grads(i);
     const std::string f = "fc." + std::to_string(i) + ".";
     // The inputs have no gradient to compute, so layer 0 skips its dx product.
-    mlp_layer_backward(i > 0 ? dx : nullptr, grads + layout_.find(f + "weight").offset,
-                       grads + layout_.find(f + "bias").offset, dy, a.x[i].data(),
+    mlp_layer_backward(i > 0 ? dx : nullptr, g + (layout_.find(f + "weight").offset - u.begin),
+                       g + (layout_.find(f + "bias").offset - u.begin), dy, a.x[i].data(),
                        a.pre[i].empty() ? nullptr : a.pre[i].data(),
-                       params + layout_.find(f + "weight").offset, a.rows, width(i), width(i + 1),
-                       i + 1 < n, times_);
+                       p + (layout_.find(f + "weight").offset - u.begin), a.rows, width(i),
+                       width(i + 1), i + 1 < n, times_);
+    access.release_params(i);
+    if (on_grad_ready) on_grad_ready(u.begin, u.end);
     std::swap(dx, dy);  // this layer's input gradient is the next one's output gradient
   }
+  input_grad_ = a.range.begin > 0
+                    ? std::span<const T>(dy, static_cast<std::size_t>(a.rows * width(a.range.begin)))
+                    : std::span<const T>();
+}
+
+template <class T>
+std::span<const T> Mlp<T>::output() const {
+  if (!has_forward_) return {};
+  return acts_.x[static_cast<std::size_t>(acts_.range.end)];
+}
+
+template <class T>
+std::span<const T> Mlp<T>::input_grad() const {
+  return has_forward_ ? input_grad_ : std::span<const T>();
+}
+
+template <class T>
+std::int64_t Mlp<T>::activation_bytes(UnitRange range, std::int64_t rows) const {
+  check_range(range, "activation_bytes");
+  const int n = layers();
+  std::int64_t values = 0;
+  for (int i = range.begin; i <= range.end; ++i) values += rows * width(i);  // x
+  for (int i = range.begin; i < range.end; ++i)
+    if (i + 1 < n) values += rows * width(i + 1);  // pre, before GELU
+  const bool last = range.end == n;
+  if (last) values += rows * config_.classes + rows;  // probs, losses
+  return values * static_cast<std::int64_t>(sizeof(T)) +
+         (last ? rows * static_cast<std::int64_t>(sizeof(std::int32_t)) : 0);
+}
+
+template <class T>
+void Mlp<T>::release_activations() {
+  acts_ = MlpActivations<T>();
+  has_forward_ = false;
+  input_grad_ = {};
 }
 
 #define DTW_INSTANTIATE(T)                                                                        \

@@ -8,8 +8,15 @@
 // - Chunked data follows dtw::Chunks(n, p): chunk i belongs to rank i.
 // - Reductions never see ReduceOp::kAvg: dispatch reduces with kSum and
 //   divides once at the end.
-// - Each collective has its own tag, high in the tag range, so a collective
-//   never takes a message the caller's point-to-point code meant for itself.
+// - Every algorithm gets the communicator to talk on and the `tag` of its
+//   operation, and uses that tag for all its messages. dispatch.cpp passes
+//   comm.collective_channel() -- the same ranks in a context of their own, so
+//   no message of the caller's point-to-point can ever match a collective's --
+//   and comm.next_collective_tag(), a per-communicator operation counter: two
+//   collectives in flight on one communicator never take each other's
+//   messages. Within one operation, messages between two ranks match in the
+//   order they were sent (FIFO per source and tag), which keeps the phases of
+//   an algorithm apart.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -21,16 +28,6 @@
 #include "dtw/errors.h"
 
 namespace dtw::ch01::detail {
-
-inline constexpr int kBroadcastTag = kMaxTag - 1;
-inline constexpr int kReduceTag = kMaxTag - 2;
-inline constexpr int kGatherTag = kMaxTag - 3;
-inline constexpr int kScatterTag = kMaxTag - 4;
-inline constexpr int kAllgatherTag = kMaxTag - 5;
-inline constexpr int kReduceScatterTag = kMaxTag - 6;
-inline constexpr int kAllreduceTag = kMaxTag - 7;
-inline constexpr int kAlltoallTag = kMaxTag - 8;
-inline constexpr int kBarrierTag = kMaxTag - 9;
 
 // Rank numbers relative to a root: the root is virtual rank 0, and trees are
 // drawn over virtual ranks so that any root works like root 0.
@@ -93,65 +90,66 @@ std::vector<std::int64_t> core_bounds_by_rank(const Pof2Core& core, const Chunks
 
 // ---- broadcast ---------------------------------------------------------------
 template <class T>
-void broadcast_linear(Comm& comm, std::span<T> data, int root);
+void broadcast_linear(Comm& comm, std::span<T> data, int root, int tag);
 template <class T>
-void broadcast_binomial(Comm& comm, std::span<T> data, int root);
+void broadcast_binomial(Comm& comm, std::span<T> data, int root, int tag);
 template <class T>
-void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root);
+void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root, int tag);
 
 // ---- reduce (result at root; other ranks' data is scratch afterwards) --------
 template <class T>
-void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root);
+void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root, int tag);
 template <class T>
-void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root);
+void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root, int tag);
 
 // ---- gather / scatter (blocks of in.size() resp. out.size() elements) --------
 template <class T>
-void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root);
+void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root, int tag);
 template <class T>
-void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root);
+void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root, int tag);
 
 // ---- allgather, in place: rank r's chunk is already in `data` ----------------
 // `shift`: rank r starts with chunk r - shift (broadcast's scatter puts chunk
 // "r - root" on rank r); 0 for a plain allgather.
 template <class T>
-void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int shift = 0);
+void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int tag,
+                    int shift = 0);
 template <class T>
-void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& chunks);
+void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& chunks, int tag);
 // The power-of-two core of recursive doubling: core rank c starts with
 // data[bounds[c], bounds[c+1]) and ends with data[bounds[0], bounds[q]).
 template <class T>
 void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core,
-                             std::span<const std::int64_t> bounds);
+                             std::span<const std::int64_t> bounds, int tag);
 
 // ---- reduce-scatter, in place: afterwards chunk r of `data` is reduced -------
 template <class T>
-void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, ReduceOp op);
+void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, ReduceOp op, int tag);
 template <class T>
 void reduce_scatter_recursive_halving(Comm& comm, std::span<T> data, const Chunks& chunks,
-                                      ReduceOp op);
+                                      ReduceOp op, int tag);
 // The power-of-two core of recursive halving: afterwards core rank c holds the
 // reduction of data[bounds[c], bounds[c+1]).
 template <class T>
 void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& core,
-                                 std::span<const std::int64_t> bounds, ReduceOp op);
+                                 std::span<const std::int64_t> bounds, ReduceOp op, int tag);
 
 // ---- allreduce (in place) ---------------------------------------------------
 template <class T>
-void allreduce_naive(Comm& comm, std::span<T> data, ReduceOp op);
+void allreduce_naive(Comm& comm, std::span<T> data, ReduceOp op, int tag);
 template <class T>
-void allreduce_binomial(Comm& comm, std::span<T> data, ReduceOp op);
+void allreduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int tag);
 template <class T>
-void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op);
+void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op, int tag);
 template <class T>
-void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op);
+void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op, int tag);
 template <class T>
-void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op);
+void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op, int tag);
 
 // ---- all-to-all and barrier ---------------------------------------------------
 template <class T>
-void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out);
-void barrier_dissemination(Comm& comm);
+void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out, int tag);
+void barrier_dissemination(Comm& comm, int tag);
 
 }  // namespace dtw::ch01::detail
 

@@ -30,7 +30,7 @@ std::vector<std::int64_t> core_bounds_by_rank(const Pof2Core& core, const Chunks
 
 template <class T>
 void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core,
-                             std::span<const std::int64_t> bounds) {
+                             std::span<const std::int64_t> bounds, int tag) {
   const int c = core.core_rank;
   // Data of core ranks [lo, hi) as a span.
   const auto range = [&](int lo, int hi) {
@@ -46,7 +46,7 @@ void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core
     // set, above otherwise. Swap, and our range has doubled.
     const int peer_lo = (c & d) ? lo - d : hi, peer_hi = peer_lo + d;
     const std::span<T> in = range(peer_lo, peer_hi);
-    const std::int64_t got = comm.sendrecv(range(lo, hi), peer, in, peer, kAllgatherTag);
+    const std::int64_t got = comm.sendrecv(range(lo, hi), peer, in, peer, tag);
     expect_count(comm, "allgather recursive doubling", peer, got, std::ssize(in));
     lo = std::min(lo, peer_lo);
     hi = std::max(hi, peer_hi);
@@ -55,7 +55,7 @@ void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core
 }
 
 template <class T>
-void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& chunks) {
+void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& chunks, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const Pof2Core core(p, r);
@@ -64,28 +64,28 @@ void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& c
   // @lab 01.4: Fold in (an odd paired rank sends its chunk to its even partner, which receives it into that chunk), run allgather_doubling_core on the core ranks, fold out (even paired ranks send the whole data to their odd partner).
   // Fold in: the odd rank's block joins its partner's, right after it.
   if (core.partner >= 0 && core.core_rank < 0) {
-    comm.send(chunks.of(data, r), core.partner, kAllgatherTag);
+    comm.send(chunks.of(data, r), core.partner, tag);
   } else if (core.partner >= 0) {
     const std::span<T> theirs = chunks.of(data, core.partner);
-    const std::int64_t got = comm.recv(theirs, core.partner, kAllgatherTag);
+    const std::int64_t got = comm.recv(theirs, core.partner, tag);
     expect_count(comm, "allgather fold-in", core.partner, got, std::ssize(theirs));
   }
   // The power-of-two core swaps doubling ranges.
-  if (core.core_rank >= 0) allgather_doubling_core(comm, data, core, bounds);
+  if (core.core_rank >= 0) allgather_doubling_core(comm, data, core, bounds, tag);
   // Fold out: the partner that sat out gets everything.
   if (core.partner >= 0 && core.core_rank >= 0) {
-    comm.send(data, core.partner, kAllgatherTag);
+    comm.send(data, core.partner, tag);
   } else if (core.partner >= 0) {
-    const std::int64_t got = comm.recv(data, core.partner, kAllgatherTag);
+    const std::int64_t got = comm.recv(data, core.partner, tag);
     expect_count(comm, "allgather fold-out", core.partner, got, std::ssize(data));
   }
   // @end
 }
 
 #define DTW_INSTANTIATE(T)                                                           \
-  template void allgather_recursive_doubling<T>(Comm&, std::span<T>, const Chunks&); \
+  template void allgather_recursive_doubling<T>(Comm&, std::span<T>, const Chunks&, int); \
   template void allgather_doubling_core<T>(Comm&, std::span<T>, const Pof2Core&,     \
-                                           std::span<const std::int64_t>);
+                                           std::span<const std::int64_t>, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

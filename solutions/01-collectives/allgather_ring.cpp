@@ -53,7 +53,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int shift) {
+void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int tag, int shift) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const int right = (r + 1) % p, left = (r + p - 1) % p;
@@ -67,13 +67,13 @@ void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int shi
     // sendrecv posts both halves at once, so the ring never deadlocks.
     const std::span<T> in = chunks.of(data, mine - s - 1);
     const std::int64_t got =
-        comm.sendrecv(chunks.of(data, mine - s), right, in, left, kAllgatherTag);
+        comm.sendrecv(chunks.of(data, mine - s), right, in, left, tag);
     expect_count(comm, "allgather ring", left, got, static_cast<std::int64_t>(in.size()));
   }
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void allgather_ring<T>(Comm&, std::span<T>, const Chunks&, int);
+#define DTW_INSTANTIATE(T) template void allgather_ring<T>(Comm&, std::span<T>, const Chunks&, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

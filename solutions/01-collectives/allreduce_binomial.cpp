@@ -64,16 +64,16 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void allreduce_binomial(Comm& comm, std::span<T> data, ReduceOp op) {
+void allreduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   if (comm.size() == 1) return;
   constexpr int kRoot = 0;
   // @lab 01.7: Reduce onto rank 0 with the binomial-tree reduce (01.2), then broadcast from rank 0 with the binomial-tree broadcast (01.1).
-  reduce_binomial(comm, data, op, kRoot);
-  broadcast_binomial(comm, data, kRoot);
+  reduce_binomial(comm, data, op, kRoot, tag);
+  broadcast_binomial(comm, data, kRoot, tag);
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void allreduce_binomial<T>(Comm&, std::span<T>, ReduceOp);
+#define DTW_INSTANTIATE(T) template void allreduce_binomial<T>(Comm&, std::span<T>, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

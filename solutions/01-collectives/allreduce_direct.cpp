@@ -34,7 +34,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op) {
+void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const Chunks chunks(std::ssize(data), p);
@@ -46,13 +46,13 @@ void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op) {
   // Chunk r is never sent, so adding into it cannot race with a send.
   for (int k = 1; k < p; ++k) {
     const int dst = (r + k) % p;
-    sends.push_back(comm.isend(chunks.of(data, dst), dst, kAllreduceTag));
+    sends.push_back(comm.isend(chunks.of(data, dst), dst, tag));
   }
   // Take the messages in the order they were posted: rank r-k sent to us as
   // its k-th send. In each round k every rank reads from a different peer, so
   // no rank's memory is everybody's first stop.
   for (int k = 1; k < p; ++k)
-    comm.recv_reduce(chunks.of(data, r), (r - k + p) % p, op, kAllreduceTag);
+    comm.recv_reduce(chunks.of(data, r), (r - k + p) % p, op, tag);
   comm.wait_all(sends);
   sends.clear();
 
@@ -61,8 +61,8 @@ void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op) {
   recvs.reserve(static_cast<std::size_t>(p));
   for (int k = 1; k < p; ++k) {
     const int src = (r - k + p) % p;
-    recvs.push_back(comm.irecv(chunks.of(data, src), src, kAllreduceTag));
-    sends.push_back(comm.isend(chunks.of(data, r), (r + k) % p, kAllreduceTag));
+    recvs.push_back(comm.irecv(chunks.of(data, src), src, tag));
+    sends.push_back(comm.isend(chunks.of(data, r), (r + k) % p, tag));
   }
   comm.wait_all(recvs);
   comm.wait_all(sends);
@@ -74,7 +74,7 @@ void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op) {
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void allreduce_direct<T>(Comm&, std::span<T>, ReduceOp);
+#define DTW_INSTANTIATE(T) template void allreduce_direct<T>(Comm&, std::span<T>, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -42,7 +42,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op) {
+void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const Pof2Core core(p, r);
@@ -55,26 +55,26 @@ void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op) {
   // @lab 01.9: Fold in (odd paired rank sends data to its even partner, which recv_reduces it), on core ranks run reduce_scatter_halving_core (01.5) then allgather_doubling_core (01.4) with these bounds, fold out (even rank sends all of data to its odd partner).
   // 1. Fold the extra ranks into the power-of-two core.
   if (core.partner >= 0 && core.core_rank < 0) {
-    comm.send(data, core.partner, kAllreduceTag);
+    comm.send(data, core.partner, tag);
   } else if (core.partner >= 0) {
-    comm.recv_reduce(data, core.partner, op, kAllreduceTag);
+    comm.recv_reduce(data, core.partner, op, tag);
   }
   // 2. Halve down to one reduced piece per core rank, then double back up.
   if (core.core_rank >= 0) {
-    reduce_scatter_halving_core(comm, data, core, bounds, op);
-    allgather_doubling_core(comm, data, core, bounds);
+    reduce_scatter_halving_core(comm, data, core, bounds, op, tag);
+    allgather_doubling_core(comm, data, core, bounds, tag);
   }
   // 3. Hand the result to the ranks that sat out.
   if (core.partner >= 0 && core.core_rank >= 0) {
-    comm.send(data, core.partner, kAllreduceTag);
+    comm.send(data, core.partner, tag);
   } else if (core.partner >= 0) {
-    const std::int64_t got = comm.recv(data, core.partner, kAllreduceTag);
+    const std::int64_t got = comm.recv(data, core.partner, tag);
     expect_count(comm, "allreduce rabenseifner fold-out", core.partner, got, std::ssize(data));
   }
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void allreduce_rabenseifner<T>(Comm&, std::span<T>, ReduceOp);
+#define DTW_INSTANTIATE(T) template void allreduce_rabenseifner<T>(Comm&, std::span<T>, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

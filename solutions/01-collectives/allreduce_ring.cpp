@@ -57,7 +57,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op) {
+void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   const int p = comm.size();
   if (p == 1) return;
   // p nearly equal chunks: the first n % p hold one element more, and with
@@ -67,13 +67,13 @@ void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op) {
 
   // @lab 01.8: Reduce-scatter the chunks around the ring (01.5), then allgather the reduced chunks around the ring (01.4).
   // Phase 1, p-1 steps: afterwards rank r holds the reduced chunk r.
-  reduce_scatter_ring(comm, data, chunks, op);
+  reduce_scatter_ring(comm, data, chunks, op, tag);
   // Phase 2, p-1 steps: pass the reduced chunks around once more.
-  allgather_ring(comm, data, chunks);
+  allgather_ring(comm, data, chunks, tag);
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void allreduce_ring<T>(Comm&, std::span<T>, ReduceOp);
+#define DTW_INSTANTIATE(T) template void allreduce_ring<T>(Comm&, std::span<T>, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

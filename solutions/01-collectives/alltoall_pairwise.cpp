@@ -52,7 +52,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out) {
+void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out, int tag) {
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = in.size() / static_cast<std::size_t>(p);
   const auto block = [m](auto span, int i) {
@@ -66,14 +66,14 @@ void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out) {
   for (int s = 1; s < p; ++s) {
     const int dst = (r + s) % p, src = (r - s + p) % p;
     // sendrecv: both directions at once, so the permutation never deadlocks.
-    const std::int64_t got = comm.sendrecv(block(in, dst), dst, block(out, src), src, kAlltoallTag);
+    const std::int64_t got = comm.sendrecv(block(in, dst), dst, block(out, src), src, tag);
     expect_count(comm, "alltoall", src, got, static_cast<std::int64_t>(m));
   }
   // @end
 }
 
 #define DTW_INSTANTIATE(T) \
-  template void alltoall_pairwise<T>(Comm&, std::span<const T>, std::span<T>);
+  template void alltoall_pairwise<T>(Comm&, std::span<const T>, std::span<T>, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

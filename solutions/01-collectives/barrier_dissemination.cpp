@@ -64,7 +64,7 @@
 
 namespace dtw::ch01::detail {
 
-void barrier_dissemination(Comm& comm) {
+void barrier_dissemination(Comm& comm, int tag) {
   const int p = comm.size(), r = comm.rank();
   // Empty messages: the arrival is the signal, there is nothing to carry.
   const std::span<const std::byte> nothing;
@@ -73,7 +73,7 @@ void barrier_dissemination(Comm& comm) {
   // @lab 01.12: For dist = 1, 2, 4, ... < p: sendrecv an empty message to rank (r+dist)%p and from rank (r-dist+p)%p.
   for (int dist = 1; dist < p; dist *= 2) {
     // Both directions at once: every rank sends and waits in the same round.
-    comm.sendrecv(nothing, (r + dist) % p, none, (r - dist + p) % p, kBarrierTag);
+    comm.sendrecv(nothing, (r + dist) % p, none, (r - dist + p) % p, tag);
   }
   // @end
 }

@@ -48,7 +48,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void broadcast_binomial(Comm& comm, std::span<T> data, int root) {
+void broadcast_binomial(Comm& comm, std::span<T> data, int root, int tag) {
   const int p = comm.size();
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
@@ -59,7 +59,7 @@ void broadcast_binomial(Comm& comm, std::span<T> data, int root) {
   while (mask < p) {
     if (v & mask) {
       const int parent = to_real(v - mask, root, p);
-      const std::int64_t got = comm.recv(data, parent, kBroadcastTag);
+      const std::int64_t got = comm.recv(data, parent, tag);
       expect_count(comm, "broadcast binomial", parent, got, std::ssize(data));
       break;
     }
@@ -68,12 +68,12 @@ void broadcast_binomial(Comm& comm, std::span<T> data, int root) {
   // Send: the children are v + 2^j for every 2^j below that bit. The biggest
   // subtree gets the message first, since it has the most rounds still to go.
   for (mask >>= 1; mask > 0; mask >>= 1) {
-    if (v + mask < p) comm.send(data, to_real(v + mask, root, p), kBroadcastTag);
+    if (v + mask < p) comm.send(data, to_real(v + mask, root, p), tag);
   }
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void broadcast_binomial<T>(Comm&, std::span<T>, int);
+#define DTW_INSTANTIATE(T) template void broadcast_binomial<T>(Comm&, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

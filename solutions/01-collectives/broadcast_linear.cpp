@@ -53,7 +53,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void broadcast_linear(Comm& comm, std::span<T> data, int root) {
+void broadcast_linear(Comm& comm, std::span<T> data, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
 
@@ -63,18 +63,18 @@ void broadcast_linear(Comm& comm, std::span<T> data, int root) {
     std::vector<Request> sends;
     sends.reserve(static_cast<std::size_t>(p - 1));
     for (int dst = 0; dst < p; ++dst)
-      if (dst != root) sends.push_back(comm.isend(data, dst, kBroadcastTag));
+      if (dst != root) sends.push_back(comm.isend(data, dst, tag));
     comm.wait_all(sends);
   } else {
     // A receive checks what arrived: a shorter message means the ranks
     // disagree on the count (a longer one is refused by the backend itself).
-    const std::int64_t got = comm.recv(data, root, kBroadcastTag);
+    const std::int64_t got = comm.recv(data, root, tag);
     expect_count(comm, "broadcast linear", root, got, std::ssize(data));
   }
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void broadcast_linear<T>(Comm&, std::span<T>, int);
+#define DTW_INSTANTIATE(T) template void broadcast_linear<T>(Comm&, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

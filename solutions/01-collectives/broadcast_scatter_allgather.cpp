@@ -38,7 +38,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root) {
+void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root, int tag) {
   const int p = comm.size();
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
@@ -50,7 +50,7 @@ void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root) {
     return data.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
   };
 
-  // @lab 01.6: Binomial scatter over virtual ranks (receive chunks [v, v+lowbit) from v-lowbit, send [v+m, v+2m) to v+m for smaller m; clip ranges at p), then allgather_ring(comm, data, chunks, root).
+  // @lab 01.6: Binomial scatter over virtual ranks (receive chunks [v, v+lowbit) from v-lowbit, send [v+m, v+2m) to v+m for smaller m; clip ranges at p), then allgather_ring(comm, data, chunks, tag, root).
   // Scatter, receive half: the parent sends everything our subtree needs,
   // chunks [v, v + lowest set bit of v).
   int mask = 1;
@@ -58,7 +58,7 @@ void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root) {
     if (v & mask) {
       const int parent = to_real(v - mask, root, p);
       const std::span<T> mine = range(v, v + mask);
-      const std::int64_t got = comm.recv(mine, parent, kBroadcastTag);
+      const std::int64_t got = comm.recv(mine, parent, tag);
       expect_count(comm, "broadcast scatter", parent, got, std::ssize(mine));
       break;
     }
@@ -67,14 +67,14 @@ void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root) {
   // Scatter, send half: hand each child the chunks of its subtree.
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (v + mask < p)
-      comm.send(range(v + mask, v + 2 * mask), to_real(v + mask, root, p), kBroadcastTag);
+      comm.send(range(v + mask, v + 2 * mask), to_real(v + mask, root, p), tag);
   }
   // Rank r now holds chunk v = r - root: the ring allgather passes the rest.
-  allgather_ring(comm, data, chunks, root);
+  allgather_ring(comm, data, chunks, tag, root);
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void broadcast_scatter_allgather<T>(Comm&, std::span<T>, int);
+#define DTW_INSTANTIATE(T) template void broadcast_scatter_allgather<T>(Comm&, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -8,6 +8,10 @@
 //   collectives, counts, types, ops, roots or algorithms fail instead of hanging;
 // - ReduceOp::kAvg: the algorithms sum, and the result is divided by p once;
 // - out-of-place forms: copy `in` to `out`, then run in place.
+// - messages: the algorithm talks on comm.collective_channel() (a context of
+//   its own, which the caller's point-to-point can never reach) with the tag
+//   comm.next_collective_tag() gives this operation (so collectives in flight
+//   together on one communicator never take each other's messages).
 // The copy and the division go through comm.copy_local and comm.divide_local
 // rather than std::copy and a loop: on the nccl backend the data is in GPU
 // memory, which only the backend (a CUDA copy, a CUDA kernel) may touch.
@@ -44,6 +48,16 @@ void check_algo(const Comm& comm, const char* what, int algo, std::size_t count)
 template <class T>
 void divide_if_avg(Comm& comm, std::span<T> data, ReduceOp op) {
   if (op == ReduceOp::kAvg) comm.divide_local(data, comm.size());
+}
+
+// Where one collective operation talks: the channel, and this operation's tag.
+struct Slot {
+  Comm& comm;
+  int tag;
+};
+Slot slot_of(Comm& comm) {
+  Comm& channel = comm.collective_channel();
+  return {channel, comm.next_collective_tag()};
 }
 
 ReduceOp sum_if_avg(ReduceOp op) {
@@ -99,11 +113,12 @@ void broadcast(Comm& comm, std::span<T> data, int root, BroadcastAlgo algo) {
   check_algo(comm, "broadcast", static_cast<int>(algo), kBroadcastCalls.size());
   announce<T>(comm, call_name(kBroadcastCalls, algo), std::ssize(data), -1, root);
   check_root(comm, "broadcast", root);
+  const Slot s = slot_of(comm);
   switch (algo) {
-    case BroadcastAlgo::kLinear: return detail::broadcast_linear(comm, data, root);
-    case BroadcastAlgo::kBinomial: return detail::broadcast_binomial(comm, data, root);
+    case BroadcastAlgo::kLinear: return detail::broadcast_linear(s.comm, data, root, s.tag);
+    case BroadcastAlgo::kBinomial: return detail::broadcast_binomial(s.comm, data, root, s.tag);
     case BroadcastAlgo::kScatterAllgather:
-      return detail::broadcast_scatter_allgather(comm, data, root);
+      return detail::broadcast_scatter_allgather(s.comm, data, root, s.tag);
   }
 }
 
@@ -112,10 +127,11 @@ void reduce(Comm& comm, std::span<T> data, ReduceOp op, int root, ReduceAlgo alg
   announce<T>(comm, algo == ReduceAlgo::kLinear ? "reduce:linear" : "reduce:binomial",
               std::ssize(data), static_cast<int>(op), root);
   check_root(comm, "reduce", root);
+  const Slot s = slot_of(comm);
   if (algo == ReduceAlgo::kLinear) {
-    detail::reduce_linear(comm, data, sum_if_avg(op), root);
+    detail::reduce_linear(s.comm, data, sum_if_avg(op), root, s.tag);
   } else {
-    detail::reduce_binomial(comm, data, sum_if_avg(op), root);
+    detail::reduce_binomial(s.comm, data, sum_if_avg(op), root, s.tag);
   }
   if (comm.rank() == root) divide_if_avg(comm, data, op);
 }
@@ -128,7 +144,8 @@ void gather(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
   DTW_CHECK_ARG(comm.rank() != root || std::ssize(out) == p * m,
                 "rank " << comm.rank() << ": gather at root: out has " << out.size()
                         << " elements, expected p * in = " << p << " * " << m << " = " << p * m);
-  detail::gather_linear(comm, in, out, root);
+  const Slot s = slot_of(comm);
+  detail::gather_linear(s.comm, in, out, root, s.tag);
 }
 
 template <class T>
@@ -139,7 +156,8 @@ void scatter(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
   DTW_CHECK_ARG(comm.rank() != root || std::ssize(in) == p * m,
                 "rank " << comm.rank() << ": scatter at root: in has " << in.size()
                         << " elements, expected p * out = " << p << " * " << m << " = " << p * m);
-  detail::scatter_linear(comm, in, out, root);
+  const Slot s = slot_of(comm);
+  detail::scatter_linear(s.comm, in, out, root, s.tag);
 }
 
 template <class T>
@@ -155,10 +173,28 @@ void allgather(Comm& comm, std::span<const T> in, std::span<T> out, AllgatherAlg
   // p equal blocks of m: Chunks(p·m, p) makes exactly that layout.
   const Chunks blocks(p * m, p);
   comm.copy_local(blocks.of(out, comm.rank()), in);
+  const Slot s = slot_of(comm);
   if (algo == AllgatherAlgo::kRing) {
-    detail::allgather_ring(comm, out, blocks);
+    detail::allgather_ring(s.comm, out, blocks, s.tag);
   } else {
-    detail::allgather_recursive_doubling(comm, out, blocks);
+    detail::allgather_recursive_doubling(s.comm, out, blocks, s.tag);
+  }
+}
+
+// The ring and recursive doubling walk any Chunks layout (a message carries its
+// chunk's size), so the uneven in-place form is the same call without the copy.
+template <class T>
+void allgather_in_place(Comm& comm, std::span<T> data, AllgatherAlgo algo) {
+  announce<T>(comm,
+              algo == AllgatherAlgo::kRing ? "allgather_in_place:ring"
+                                           : "allgather_in_place:recursive-doubling",
+              std::ssize(data), -1, -1);
+  const Chunks chunks(std::ssize(data), comm.size());
+  const Slot s = slot_of(comm);
+  if (algo == AllgatherAlgo::kRing) {
+    detail::allgather_ring(s.comm, data, chunks, s.tag);
+  } else {
+    detail::allgather_recursive_doubling(s.comm, data, chunks, s.tag);
   }
 }
 
@@ -175,10 +211,11 @@ void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op
                 "rank " << comm.rank() << ": reduce_scatter of " << data.size() << " elements over "
                         << comm.size() << " ranks: out has " << out.size()
                         << " elements, expected this rank's chunk of " << mine);
+  const Slot s = slot_of(comm);
   if (algo == ReduceScatterAlgo::kRing) {
-    detail::reduce_scatter_ring(comm, data, chunks, sum_if_avg(op));
+    detail::reduce_scatter_ring(s.comm, data, chunks, sum_if_avg(op), s.tag);
   } else {
-    detail::reduce_scatter_recursive_halving(comm, data, chunks, sum_if_avg(op));
+    detail::reduce_scatter_recursive_halving(s.comm, data, chunks, sum_if_avg(op), s.tag);
   }
   comm.copy_local(out, chunks.of(data, comm.rank()));
   divide_if_avg(comm, out, op);
@@ -195,7 +232,8 @@ void alltoall(Comm& comm, std::span<const T> in, std::span<T> out, AlltoallAlgo 
   // A block of `out` may land before the block of `in` at the same place has left.
   DTW_CHECK_ARG(!detail::overlap(in, out),
                 "rank " << comm.rank() << ": alltoall: in and out overlap; use two buffers");
-  detail::alltoall_pairwise(comm, in, out);
+  const Slot s = slot_of(comm);
+  detail::alltoall_pairwise(s.comm, in, out, s.tag);
 }
 
 template <class T>
@@ -203,12 +241,13 @@ void allreduce(Comm& comm, std::span<T> data, ReduceOp op, AllreduceAlgo algo) {
   check_algo(comm, "allreduce", static_cast<int>(algo), kAllreduceCalls.size());
   announce<T>(comm, call_name(kAllreduceCalls, algo), std::ssize(data), static_cast<int>(op), -1);
   const ReduceOp sum_op = sum_if_avg(op);
+  const Slot s = slot_of(comm);
   switch (algo) {
-    case AllreduceAlgo::kNaive: detail::allreduce_naive(comm, data, sum_op); break;
-    case AllreduceAlgo::kBinomial: detail::allreduce_binomial(comm, data, sum_op); break;
-    case AllreduceAlgo::kRing: detail::allreduce_ring(comm, data, sum_op); break;
-    case AllreduceAlgo::kRabenseifner: detail::allreduce_rabenseifner(comm, data, sum_op); break;
-    case AllreduceAlgo::kDirect: detail::allreduce_direct(comm, data, sum_op); break;
+    case AllreduceAlgo::kNaive: detail::allreduce_naive(s.comm, data, sum_op, s.tag); break;
+    case AllreduceAlgo::kBinomial: detail::allreduce_binomial(s.comm, data, sum_op, s.tag); break;
+    case AllreduceAlgo::kRing: detail::allreduce_ring(s.comm, data, sum_op, s.tag); break;
+    case AllreduceAlgo::kRabenseifner: detail::allreduce_rabenseifner(s.comm, data, sum_op, s.tag); break;
+    case AllreduceAlgo::kDirect: detail::allreduce_direct(s.comm, data, sum_op, s.tag); break;
   }
   divide_if_avg(comm, data, op);
 }
@@ -225,7 +264,8 @@ void allreduce(Comm& comm, std::span<const T> in, std::span<T> out, ReduceOp op,
 
 void barrier(Comm& comm, BarrierAlgo /*algo*/) {
   comm.verify_collective({.name = "barrier:dissemination", .count = 0, .type = DataType::kByte});
-  detail::barrier_dissemination(comm);
+  const Slot s = slot_of(comm);
+  detail::barrier_dissemination(s.comm, s.tag);
 }
 
 #define DTW_INSTANTIATE(T)                                                                         \
@@ -234,6 +274,7 @@ void barrier(Comm& comm, BarrierAlgo /*algo*/) {
   template void gather<T>(Comm&, std::span<const T>, std::span<T>, int);                           \
   template void scatter<T>(Comm&, std::span<const T>, std::span<T>, int);                          \
   template void allgather<T>(Comm&, std::span<const T>, std::span<T>, AllgatherAlgo);              \
+  template void allgather_in_place<T>(Comm&, std::span<T>, AllgatherAlgo);                         \
   template void reduce_scatter<T>(Comm&, std::span<T>, std::span<T>, ReduceOp, ReduceScatterAlgo); \
   template void alltoall<T>(Comm&, std::span<const T>, std::span<T>, AlltoallAlgo);                \
   template void allreduce<T>(Comm&, std::span<T>, ReduceOp, AllreduceAlgo);                        \

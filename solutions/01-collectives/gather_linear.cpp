@@ -44,7 +44,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
+void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = in.size();
 
@@ -62,7 +62,7 @@ void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root
     for (int src = 0; src < p; ++src)
       if (src != root)
         recvs.push_back(
-            comm.irecv(out.subspan(static_cast<std::size_t>(src) * m, m), src, kGatherTag));
+            comm.irecv(out.subspan(static_cast<std::size_t>(src) * m, m), src, tag));
     comm.wait_all(recvs);
     for (std::size_t i = 0, src = 0; src < static_cast<std::size_t>(p); ++src) {
       if (static_cast<int>(src) == root) continue;
@@ -70,13 +70,13 @@ void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root
                    std::ssize(in));
     }
   } else {
-    comm.send(in, root, kGatherTag);
+    comm.send(in, root, tag);
   }
   // @end
 }
 
 #define DTW_INSTANTIATE(T) \
-  template void gather_linear<T>(Comm&, std::span<const T>, std::span<T>, int);
+  template void gather_linear<T>(Comm&, std::span<const T>, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

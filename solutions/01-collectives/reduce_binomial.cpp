@@ -55,7 +55,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root) {
+void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root, int tag) {
   const int p = comm.size();
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
@@ -64,16 +64,16 @@ void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root) {
   for (int mask = 1; mask < p; mask <<= 1) {
     if (v & mask) {
       // Our subtree is complete: hand its partial result to the parent, done.
-      comm.send(data, to_real(v - mask, root, p), kReduceTag);
+      comm.send(data, to_real(v - mask, root, p), tag);
       return;
     }
     // Fold in the subtree rooted at v + mask, if it exists.
-    if (v + mask < p) comm.recv_reduce(data, to_real(v + mask, root, p), op, kReduceTag);
+    if (v + mask < p) comm.recv_reduce(data, to_real(v + mask, root, p), op, tag);
   }
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void reduce_binomial<T>(Comm&, std::span<T>, ReduceOp, int);
+#define DTW_INSTANTIATE(T) template void reduce_binomial<T>(Comm&, std::span<T>, ReduceOp, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

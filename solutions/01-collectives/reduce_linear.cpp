@@ -57,7 +57,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root) {
+void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
 
@@ -66,14 +66,14 @@ void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root) {
     // recv_reduce checks that the message has exactly data.size() elements,
     // so a rank with another count fails here instead of corrupting the sum.
     for (int src = 0; src < p; ++src)
-      if (src != root) comm.recv_reduce(data, src, op, kReduceTag);
+      if (src != root) comm.recv_reduce(data, src, op, tag);
   } else {
-    comm.send(data, root, kReduceTag);
+    comm.send(data, root, tag);
   }
   // @end
 }
 
-#define DTW_INSTANTIATE(T) template void reduce_linear<T>(Comm&, std::span<T>, ReduceOp, int);
+#define DTW_INSTANTIATE(T) template void reduce_linear<T>(Comm&, std::span<T>, ReduceOp, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -23,7 +23,7 @@ namespace dtw::ch01::detail {
 
 template <class T>
 void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& core,
-                                 std::span<const std::int64_t> bounds, ReduceOp op) {
+                                 std::span<const std::int64_t> bounds, ReduceOp op, int tag) {
   const int c = core.core_rank;
   const auto range = [&](int lo, int hi) {
     const auto begin = bounds[static_cast<std::size_t>(lo)],
@@ -41,8 +41,8 @@ void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& 
     const int give_lo = lower ? mid : lo, give_hi = lower ? hi : mid;
     // Non-blocking send, then the fused receive+add: both partners do the same,
     // and each reads the half of the other that it keeps.
-    Request out = comm.isend(range(give_lo, give_hi), peer, kReduceScatterTag);
-    comm.recv_reduce(range(keep_lo, keep_hi), peer, op, kReduceScatterTag);
+    Request out = comm.isend(range(give_lo, give_hi), peer, tag);
+    comm.recv_reduce(range(keep_lo, keep_hi), peer, op, tag);
     comm.wait(out);
     lo = keep_lo;
     hi = keep_hi;
@@ -52,7 +52,7 @@ void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& 
 
 template <class T>
 void reduce_scatter_recursive_halving(Comm& comm, std::span<T> data, const Chunks& chunks,
-                                      ReduceOp op) {
+                                      ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const Pof2Core core(p, r);
@@ -61,26 +61,26 @@ void reduce_scatter_recursive_halving(Comm& comm, std::span<T> data, const Chunk
   // @lab 01.5: Fold in (odd paired ranks send all of data to the even partner, which recv_reduces it), run reduce_scatter_halving_core on core ranks, fold out (even paired ranks send the partner's chunk, which it receives into its chunk).
   // Fold in: the pair's sum is the even rank's business from now on.
   if (core.partner >= 0 && core.core_rank < 0) {
-    comm.send(data, core.partner, kReduceScatterTag);
+    comm.send(data, core.partner, tag);
   } else if (core.partner >= 0) {
-    comm.recv_reduce(data, core.partner, op, kReduceScatterTag);
+    comm.recv_reduce(data, core.partner, op, tag);
   }
-  if (core.core_rank >= 0) reduce_scatter_halving_core(comm, data, core, bounds, op);
+  if (core.core_rank >= 0) reduce_scatter_halving_core(comm, data, core, bounds, op, tag);
   // Fold out: the even rank holds both reduced chunks of the pair.
   if (core.partner >= 0 && core.core_rank >= 0) {
-    comm.send(chunks.of(data, core.partner), core.partner, kReduceScatterTag);
+    comm.send(chunks.of(data, core.partner), core.partner, tag);
   } else if (core.partner >= 0) {
     const std::span<T> mine = chunks.of(data, r);
-    const std::int64_t got = comm.recv(mine, core.partner, kReduceScatterTag);
+    const std::int64_t got = comm.recv(mine, core.partner, tag);
     expect_count(comm, "reduce_scatter fold-out", core.partner, got, std::ssize(mine));
   }
   // @end
 }
 
 #define DTW_INSTANTIATE(T)                                                                         \
-  template void reduce_scatter_recursive_halving<T>(Comm&, std::span<T>, const Chunks&, ReduceOp); \
+  template void reduce_scatter_recursive_halving<T>(Comm&, std::span<T>, const Chunks&, ReduceOp, int); \
   template void reduce_scatter_halving_core<T>(Comm&, std::span<T>, const Pof2Core&,               \
-                                               std::span<const std::int64_t>, ReduceOp);
+                                               std::span<const std::int64_t>, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -53,7 +53,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, ReduceOp op) {
+void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const int right = (r + 1) % p, left = (r + p - 1) % p;
@@ -63,9 +63,9 @@ void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, Re
     // The send must be non-blocking: our right neighbour only takes it after
     // it has posted its own send, and so on around the ring. A blocking send
     // on every rank would wait forever for a receive nobody reaches.
-    Request out = comm.isend(chunks.of(data, r - s - 1), right, kReduceScatterTag);
+    Request out = comm.isend(chunks.of(data, r - s - 1), right, tag);
     // The two chunks differ (p >= 2), so the peer reads one while we add into the other.
-    comm.recv_reduce(chunks.of(data, r - s - 2), left, op, kReduceScatterTag);
+    comm.recv_reduce(chunks.of(data, r - s - 2), left, op, tag);
     comm.wait(out);
   }
   // @end
@@ -73,7 +73,7 @@ void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, Re
 }
 
 #define DTW_INSTANTIATE(T) \
-  template void reduce_scatter_ring<T>(Comm&, std::span<T>, const Chunks&, ReduceOp);
+  template void reduce_scatter_ring<T>(Comm&, std::span<T>, const Chunks&, ReduceOp, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

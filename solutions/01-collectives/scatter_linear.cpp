@@ -50,7 +50,7 @@
 namespace dtw::ch01::detail {
 
 template <class T>
-void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
+void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = out.size();
 
@@ -64,17 +64,17 @@ void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int roo
     for (int dst = 0; dst < p; ++dst)
       if (dst != root)
         sends.push_back(
-            comm.isend(in.subspan(static_cast<std::size_t>(dst) * m, m), dst, kScatterTag));
+            comm.isend(in.subspan(static_cast<std::size_t>(dst) * m, m), dst, tag));
     comm.wait_all(sends);
   } else {
-    const std::int64_t got = comm.recv(out, root, kScatterTag);
+    const std::int64_t got = comm.recv(out, root, tag);
     expect_count(comm, "scatter", root, got, std::ssize(out));
   }
   // @end
 }
 
 #define DTW_INSTANTIATE(T) \
-  template void scatter_linear<T>(Comm&, std::span<const T>, std::span<T>, int);
+  template void scatter_linear<T>(Comm&, std::span<const T>, std::span<T>, int, int);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

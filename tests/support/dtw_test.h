@@ -3,8 +3,11 @@
 //  - bounded launches, so a wrong lab fails instead of hanging;
 //  - DTW_TRACE, a SCOPED_TRACE that crosses threads: context set on the
 //    launching thread is attached to every failure raised on any rank thread
-//    of a launch_bounded world (gtest's own trace is per thread), and to the
-//    message of an exception that escapes the launch ("while: ...");
+//    of every launch (gtest's own trace is per thread), and to the message of
+//    an error a rank raises ("while: ..."). Including this header installs the
+//    LaunchWrapper that does it (dtw::set_launch_wrapper), so it works for
+//    worlds any code launches: launch_bounded, dtw::launch, the training
+//    harness;
 //  - comparisons whose failure names the rank, the index, the expected and the
 //    received value in the one format `dtw check` reads back:
 //      "rank 2, index 17: expected 3.5, got 0"
@@ -92,10 +95,11 @@ class Text {
 };
 
 /// `fn`, run with the calling thread's DTW_TRACE lines (and "rank R of P") as
-/// gtest traces on the rank thread; an error it throws carries the context of
-/// the DTW_TRACE scopes it left as notes.
+/// gtest traces on the rank thread; an error it throws carries, as notes, the
+/// context of the DTW_TRACE scopes it left and then the calling thread's.
+/// The LaunchWrapper this header installs.
 inline RankFunction with_context(const RankFunction& fn) {
-  return [outer = detail::live_context(), &fn](Comm& comm) {
+  return [outer = detail::live_context(), fn](Comm& comm) {
     std::vector<std::unique_ptr<::testing::ScopedTrace>> traces;
     for (const ContextLine& line : outer)
       traces.push_back(std::make_unique<::testing::ScopedTrace>(line.file, line.line, line.text));
@@ -106,22 +110,22 @@ inline RankFunction with_context(const RankFunction& fn) {
     try {
       fn(comm);
     } catch (Error& e) {
-      detail::attach_context(e, {});
+      detail::attach_context(e, outer);
       throw;
     }
   };
 }
 
-/// A launch whose every blocked call gives up after `options.timeout`, with
-/// the caller's DTW_TRACE context on every rank thread (and in the message of
-/// an error that escapes).
+namespace detail {
+inline const bool kContextWrapperInstalled = [] {
+  set_launch_wrapper(&with_context);
+  return true;
+}();
+}  // namespace detail
+
+/// A launch whose every blocked call gives up after `options.timeout`.
 inline Report launch_bounded(int world, const LaunchOptions& options, const RankFunction& fn) {
-  try {
-    return launch(world, options, with_context(fn));
-  } catch (Error& e) {
-    detail::attach_context(e, detail::live_context());
-    throw;
-  }
+  return launch(world, options, fn);
 }
 
 /// launch_bounded with a time limit of `timeout` per blocked call.
@@ -132,10 +136,10 @@ inline Report launch_bounded(int world, const RankFunction& fn,
   return launch_bounded(world, options, fn);
 }
 
-/// launch_collecting (errors in the report, not thrown) with the context of launch_bounded.
+/// launch_collecting (errors in the report, not thrown), bounded like launch_bounded.
 inline Report launch_collecting_bounded(int world, const LaunchOptions& options,
                                         const RankFunction& fn) {
-  return launch_collecting(world, options, with_context(fn));
+  return launch_collecting(world, options, fn);
 }
 
 /// Empty when `got` equals `expected` within `tolerance` (relative to

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dtw/train/run_spec.h"
 #include "manifest.h"
 
 namespace dtw::cli {
@@ -34,7 +35,7 @@ int hint_command(const Context& context, const std::string& chapter, const std::
 int diff_command(const Context& context, const std::string& chapter);
 
 struct RunOptions {
-  std::string demo;
+  std::vector<std::string> words;  // "DEMO", or "pitfall" [NAME]
   int ranks = 0;  // 0: the demo's default
   std::string backend = "threads";
   std::string trace;  // Chrome trace output file, empty: none
@@ -45,19 +46,23 @@ int run_command(const RunOptions& options);
 int tour_command();
 
 struct TrainCommandOptions {
-  std::string model = "gpt-tiny";
-  std::int64_t steps = 200;
-  std::int64_t batch = 8;
-  std::int64_t seq_len = 0;  // 0: the model's context
+  // The run: train::standard_run's defaults, the one set dtw train, the
+  // tests, the demos and the benchmarks share.
+  train::RunSpec spec = train::standard_run("gpt-tiny");
   std::string task = "corpus";
   std::string optimizer = "adamw";
-  double lr = 0;  // 0: the optimizer's default in dtw::model::TrainOptions
-  double clip = 1.0;
-  std::int64_t warmup = 30;  // linear learning-rate warm-up steps
-  std::uint64_t seed = 1234;
+  std::string dtype = "float32";
+  double lr = 0;  // 0: the optimizer's default in the RunSpec
+  std::string strategy = "single";
+  int ranks = 1;
+  std::string backend = "threads";
+  std::vector<std::string> knobs;  // --set key=value
+  std::int64_t memory_cap = 0;     // per-rank ledger cap in bytes, 0: none
+  bool compare = false;            // compare with the reference (runs it once more)
+  bool list = false;               // list the strategies
   std::string out;  // file stem for .csv and .svg; empty: train-<model>
 };
-/// Trains on one device with dtw::train_reference and reports as it goes.
+/// Trains with a registered strategy (single: the reference) and reports as it goes.
 int train_command(const TrainCommandOptions& options);
 
 /// `args[0]` is the benchmark's name, the rest are passed on.

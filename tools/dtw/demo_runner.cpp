@@ -27,13 +27,17 @@ const Demo& find_demo(const std::string& name) {
   throw UsageError(fmt::format("no demo '{}'; the demos are:\n{}", name, demo_list()));
 }
 
-std::string demo_list() {
+std::string demo_list(bool pitfalls) {
   if (demos().empty()) return "  (none: no chapter registers a demo)\n";
+  if (pitfalls && std::none_of(demos().begin(), demos().end(),
+                               [](const Demo& d) { return !d.catches.empty(); }))
+    return "  (none: no chapter registers a pitfall)\n";
   std::size_t width = 0;
   for (const Demo& d : demos()) width = std::max(width, d.name.size());
   std::string out;
   for (const Demo& d : demos())
-    out += fmt::format("  {:<{}}  ch {}, {} rank(s)  {}\n", d.name, width, d.chapter,
+    if (d.catches.empty() == !pitfalls)
+      out += fmt::format("  {:<{}}  ch {}, {} rank(s)  {}\n", d.name, width, d.chapter,
                        d.default_ranks, d.description);
   return out;
 }
@@ -61,12 +65,25 @@ DemoOutcome run_demo(const Demo& demo, int ranks, const std::string& backend, bo
   return outcome;
 }
 
+// The message of the error (or deadlock report) that shows a pitfall was
+// caught, or nullptr when nothing that failed names what it should.
+const RankError* pitfall_catch(const Demo& demo, const DemoOutcome& outcome) {
+  if (demo.catches.empty()) return nullptr;
+  if (outcome.deadlock && outcome.deadlock->message.find(demo.catches) != std::string::npos)
+    return &*outcome.deadlock;
+  for (const RankError& e : outcome.failures)
+    if (e.message.find(demo.catches) != std::string::npos) return &e;
+  return nullptr;
+}
+
 std::string verdict(const Demo& demo, const DemoOutcome& outcome) {
+  if (!demo.catches.empty()) return pitfall_catch(demo, outcome) ? "caught" : "NOT CAUGHT";
   if (demo.expects_deadlock) return outcome.deadlock ? "deadlock caught" : "no deadlock";
   return outcome.correct() ? "ok" : "WRONG";
 }
 
 bool as_intended(const Demo& demo, const DemoOutcome& outcome) {
+  if (!demo.catches.empty()) return pitfall_catch(demo, outcome) != nullptr;
   return demo.expects_deadlock ? outcome.deadlock.has_value() : outcome.correct();
 }
 

@@ -26,8 +26,13 @@ struct DemoOutcome {
 /// The demo called `name`; throws UsageError listing the demos when none is.
 const Demo& find_demo(const std::string& name);
 
-/// Every demo, one per line: "  name  (chapter NN, N ranks)  description".
-std::string demo_list();
+/// Every demo (or, with `pitfalls`, every pitfall), one per line:
+/// "  name  ch NN, N rank(s)  description".
+std::string demo_list(bool pitfalls = false);
+
+/// For a pitfall (Demo::catches), the failure whose message shows the
+/// workbench caught it; nullptr when none does (or for an ordinary demo).
+const RankError* pitfall_catch(const Demo& demo, const DemoOutcome& outcome);
 
 /// Runs `demo` on `ranks` ranks (0: its default); never throws for a rank's failure.
 DemoOutcome run_demo(const Demo& demo, int ranks, const std::string& backend, bool trace,

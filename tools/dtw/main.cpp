@@ -74,7 +74,10 @@ int run_main(int argc, char** argv) {
   RunOptions run;
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run a chapter demo with the solution (dtw run --list names them)");
-  run_cmd->add_option("demo", run.demo, "Demo name, e.g. ping-pong");
+  run_cmd->add_option("demo", run.words,
+                      "Demo name, e.g. ping-pong; or `pitfall NAME` for a broken variant from "
+                      "the field that the workbench must catch (`pitfall` alone lists them)")
+      ->expected(0, 2);
   run_cmd->add_flag("--list", run.list, "List the demos");
   run_cmd->add_option("--ranks", run.ranks, "World size (default: the demo's)")
       ->check(CLI::Range(1, 4096));
@@ -92,27 +95,41 @@ int run_main(int argc, char** argv) {
       ->callback([&] { action = [] { return tour_command(); }; });
 
   TrainCommandOptions train;
+  train::RunSpec& spec = train.spec;
   CLI::App* train_cmd = app.add_subcommand(
       "train",
-      "Train a model on one device (the reference every parallel chapter must match):\n"
-      "progress with loss and tokens/s, the loss curve as CSV and SVG, time per layer type");
-  train_cmd->add_option("--model", train.model, "mlp-tiny, gpt-tiny or gpt-small")
+      "Train with a strategy (default: single, the reference every parallel chapter must match)\n"
+      "on P ranks: progress with loss and tokens/s, the loss curve as CSV and SVG, time per\n"
+      "layer type, memory per rank. Defaults are the standard run (dtw::train::standard_run).");
+  train_cmd->add_option("--strategy", train.strategy, "Strategy name (--list shows them)")
       ->capture_default_str();
-  train_cmd->add_option("--steps", train.steps, "Optimizer steps")->capture_default_str()
+  train_cmd->add_flag("--list", train.list, "List the registered strategies");
+  train_cmd->add_option("--ranks", train.ranks, "World size")->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  train_cmd->add_option("--backend", train.backend, "threads")->capture_default_str();
+  train_cmd->add_option("--set", train.knobs, "Strategy parameter key=value (repeatable)");
+  train_cmd->add_option("--memory-cap", train.memory_cap,
+                        "Per-rank memory cap in bytes (0: none); past it, OutOfMemory");
+  train_cmd->add_flag("--compare", train.compare,
+                      "Also run the reference and report max |θ − θ_ref| (exit 1 on mismatch)");
+  train_cmd->add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")
+      ->capture_default_str();
+  train_cmd->add_option("--steps", spec.steps, "Optimizer steps")->capture_default_str()
       ->check(CLI::PositiveNumber);
-  train_cmd->add_option("--batch", train.batch, "Global batch (sequences, or rows for the MLP)")
+  train_cmd->add_option("--batch", spec.batch, "Global batch (sequences, or rows for the MLP)")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  train_cmd->add_option("--seq-len", train.seq_len, "Tokens per sequence (default: the context)");
+  train_cmd->add_option("--seq-len", spec.seq_len, "Tokens per sequence (default: the context)");
   train_cmd->add_option("--task", train.task, "corpus (built-in text) or synthetic")
       ->capture_default_str();
   train_cmd->add_option("--optimizer", train.optimizer, "adamw or sgd")->capture_default_str();
   train_cmd->add_option("--lr", train.lr, "Learning rate (default: the optimizer's)");
-  train_cmd->add_option("--clip", train.clip, "Gradient-norm clip, 0 for none")
+  train_cmd->add_option("--clip", spec.clip_norm, "Gradient-norm clip, 0 for none")
       ->capture_default_str();
-  train_cmd->add_option("--warmup", train.warmup, "Steps of linear learning-rate warm-up")
+  train_cmd->add_option("--warmup", spec.warmup_steps, "Steps of linear learning-rate warm-up")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  train_cmd->add_option("--seed", train.seed, "Seed of the initial weights and the data")
+  train_cmd->add_option("--seed", spec.seed, "Seed of the initial weights and the data")
       ->capture_default_str();
+  train_cmd->add_option("--dtype", train.dtype, "float32 or float64")->capture_default_str();
   train_cmd->add_option("--out", train.out,
                         "File stem of the loss curve (STEM.csv, STEM.svg); default train-MODEL");
   train_cmd->callback([&] { action = [&] { return train_command(train); }; });

@@ -12,11 +12,40 @@
 #include <thread>
 
 #include "dtw/config.h"
+#include "dtw/results.h"
 #include "manifest.h"
 #include "style.h"
 #if DTW_HAVE_MPI
 #include "dtw/mpi.h"
 #endif
+
+// A demo check with the rank that made it, as allgather_results carries it.
+namespace dtw::cli {
+struct IndexedCheck {
+  std::int64_t rank = -1;
+  DemoCheck check;
+};
+}  // namespace dtw::cli
+
+namespace dtw::detail {
+template <>
+struct ResultCodec<cli::IndexedCheck> {
+  static void put(ResultWriter& w, const cli::IndexedCheck& c) {
+    ResultCodec<std::int64_t>::put(w, c.rank);
+    ResultCodec<bool>::put(w, c.check.correct);
+    ResultCodec<std::string>::put(w, c.check.detail);
+    ResultCodec<double>::put(w, c.check.busbw_gbps);
+  }
+  static cli::IndexedCheck get(ResultReader& r) {
+    cli::IndexedCheck c;
+    c.rank = ResultCodec<std::int64_t>::get(r);
+    c.check.correct = ResultCodec<bool>::get(r);
+    c.check.detail = ResultCodec<std::string>::get(r);
+    c.check.busbw_gbps = ResultCodec<double>::get(r);
+    return c;
+  }
+};
+}  // namespace dtw::detail
 
 namespace dtw::cli {
 namespace {
@@ -96,28 +125,15 @@ void exec_mpirun(const MpiRunRequest& request) {
 
 void share_checks_over_mpi(std::vector<std::optional<DemoCheck>>& checks) {
 #if DTW_HAVE_MPI
-  // One line per filled slot: "rank correct busbw detail".
-  std::string mine;
-  for (std::size_t r = 0; r < checks.size(); ++r) {
-    if (!checks[r]) continue;
-    std::string detail = checks[r]->detail;
-    std::replace(detail.begin(), detail.end(), '\n', ' ');
-    mine += fmt::format("{} {} {} {}\n", r, checks[r]->correct ? 1 : 0, checks[r]->busbw_gbps, detail);
-  }
-  for (const std::string& part : dtw::mpi::allgather_strings(mine)) {
-    std::istringstream lines(part);
-    std::string entry;
-    while (std::getline(lines, entry)) {
-      std::istringstream fields(entry);
-      std::size_t rank = 0;
-      int correct = 0;
-      DemoCheck check;
-      fields >> rank >> correct >> check.busbw_gbps;
-      std::getline(fields >> std::ws, check.detail);
-      check.correct = correct != 0;
-      if (rank < checks.size()) checks[rank] = check;
-    }
-  }
+  // Each process filled the slot of its own rank; every process gets them all.
+  std::vector<IndexedCheck> mine;
+  for (std::size_t r = 0; r < checks.size(); ++r)
+    if (checks[r]) mine.push_back({static_cast<std::int64_t>(r), *checks[r]});
+  const std::unique_ptr<Comm> all = dtw::mpi::process_comm();
+  for (const std::vector<IndexedCheck>& from : allgather_results(*all, mine))
+    for (const IndexedCheck& c : from)
+      if (c.rank >= 0 && static_cast<std::size_t>(c.rank) < checks.size())
+        checks[static_cast<std::size_t>(c.rank)] = c.check;
 #else
   (void)checks;
 #endif

@@ -23,9 +23,23 @@ int run_command(const RunOptions& options) {
     fmt::print("{}\n{}", paint(Paint::kBold, "Demos (dtw run NAME [--ranks N]):"), demo_list());
     return 0;
   }
-  if (options.demo.empty())
+  const std::vector<std::string>& words = options.words;
+  const bool pitfall = !words.empty() && words[0] == "pitfall";
+  if (pitfall && words.size() == 1) {
+    fmt::print("{}\n{}", paint(Paint::kBold, "Pitfalls (dtw run pitfall NAME): bugs from the "
+                                             "field, each caught by the workbench:"),
+               demo_list(/*pitfalls=*/true));
+    return 0;
+  }
+  if (words.empty())
     throw UsageError("dtw run needs a demo name; the demos are:\n" + demo_list());
-  const Demo& demo = find_demo(options.demo);
+  if (!pitfall && words.size() > 1)
+    throw UsageError(fmt::format("dtw run takes one demo name, not '{} {}' (or: dtw run pitfall NAME)",
+                                 words[0], words[1]));
+  const Demo& demo = find_demo(pitfall ? words[1] : words[0]);
+  if (pitfall && demo.catches.empty())
+    throw UsageError(fmt::format("'{}' is a demo, not a pitfall: dtw run {}; the pitfalls are:\n{}",
+                                 demo.name, demo.name, demo_list(true)));
   const bool on_mpi = options.backend == "mpi";
   if (!options.hostfile.empty() && !on_mpi)
     throw UsageError("--hostfile only applies to --backend mpi");
@@ -102,6 +116,19 @@ int run_command(const RunOptions& options) {
     outcome.report.write_trace(options.trace);
     fmt::print("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)\n",
                options.trace);
+  }
+  if (!demo.catches.empty()) {
+    if (const RankError* caught = pitfall_catch(demo, outcome)) {
+      fmt::print("{}\n  {}\n",
+                 paint(Paint::kYellow, "Pitfall caught, as intended: the workbench stopped the "
+                                       "broken run with"),
+                 trim_end(caught->message));
+      return 0;
+    }
+    print_error(fmt::format("pitfall '{}' was not caught: no rank failed with a message "
+                            "containing \"{}\"",
+                            demo.name, demo.catches));
+    return 1;
   }
   if (demo.expects_deadlock) {
     if (!outcome.deadlock) {

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "dtw/model/config.h"
 #include "dtw/model/trainer.h"
+#include "dtw/train/run_spec.h"
 #include "demo_runner.h"
 #include "process.h"
 #include "style.h"
@@ -23,6 +24,7 @@ struct Row {
 // The one-line story of a run: a rank's detail, or what went wrong.
 std::string detail_of(const Demo& demo, const DemoOutcome& outcome) {
   if (demo.expects_deadlock && outcome.deadlock) return "detector reported the wait-for cycle";
+  if (const RankError* caught = pitfall_catch(demo, outcome)) return "caught: " + caught->message;
   if (!outcome.failures.empty())
     return outcome.failures.front().kind + ": " + outcome.failures.front().message;
   for (const std::optional<DemoCheck>& c : outcome.checks)
@@ -39,7 +41,12 @@ Row reference_training_row() {
   Row row{"--", "train gpt-tiny", "1", "", "", "-", "-", ""};
   try {
     const auto start = std::chrono::steady_clock::now();
-    const auto result = model::train_reference<float>(model::model_config("gpt-tiny"), kSteps);
+    // The standard run, on the synthetic task without warm-up: learnable in 20 steps.
+    train::RunSpec spec = train::standard_run("gpt-tiny");
+    spec.steps = kSteps;
+    spec.task = model::TokenTask::kSynthetic;
+    spec.warmup_steps = 0;
+    const auto result = model::train_reference<float>(spec.config(), spec.steps, spec.options());
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const bool fell = result.losses.back() < 0.7 * result.losses.front();
@@ -91,9 +98,9 @@ int tour_command() {
             human_bytes(static_cast<double>(outcome.report.total_bytes())),
             outcome.busbw_gbps() > 0 ? fmt::format("{:.2f} GB/s", outcome.busbw_gbps()) : "-",
             clip(detail_of(demo, outcome), 60)};
-    row.check_paint = !intended               ? Paint::kRed
-                      : demo.expects_deadlock ? Paint::kYellow
-                                              : Paint::kGreen;
+    row.check_paint = !intended                                       ? Paint::kRed
+                      : demo.expects_deadlock || !demo.catches.empty() ? Paint::kYellow
+                                                                        : Paint::kGreen;
     rows.push_back(std::move(row));
   }
   rows.push_back(reference_training_row());

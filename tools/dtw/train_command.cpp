@@ -1,9 +1,12 @@
-// dtw train: the single-device reference trainer (dtw::train_reference) with a
-// progress bar, a loss curve (CSV and SVG) and the time each kind of layer took.
+// dtw train: any registered strategy (the single-device reference, "single",
+// by default) on P ranks through the training layer's harness, with a progress
+// bar, a loss curve (CSV and SVG), the time each kind of layer took and every
+// rank's memory by category.
 #include <fmt/core.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +19,8 @@
 #include "dtw/model/config.h"
 #include "dtw/model/profile.h"
 #include "dtw/model/trainer.h"
+#include "dtw/train/reference.h"
+#include "dtw/train/strategy.h"
 #include "style.h"
 
 namespace dtw::cli {
@@ -46,11 +51,12 @@ class Progress {
     const int filled = static_cast<int>(kWidth * (s.step + 1) / std::max<std::int64_t>(steps_, 1));
     const std::string bar = std::string(static_cast<std::size_t>(filled), '#') +
                             std::string(static_cast<std::size_t>(kWidth - filled), '.');
+    const std::string norm =
+        std::isfinite(s.grad_norm) ? fmt::format("  |g| {:.3f}", s.grad_norm) : std::string();
     const std::string line =
-        fmt::format("step {:>{}}/{} [{}] loss {:.4f}  |g| {:.3f}  {} {}/s  {}", s.step + 1,
-                    std::to_string(steps_).size(), steps_, bar, s.loss, s.grad_norm,
-                    human_rate(rate), unit_,
-                    eta > 0 ? "eta " + human_seconds(eta) : std::string("done"));
+        fmt::format("step {:>{}}/{} [{}] loss {:.4f}{}  {} {}/s  {}", s.step + 1,
+                    std::to_string(steps_).size(), steps_, bar, s.loss, norm, human_rate(rate),
+                    unit_, eta > 0 ? "eta " + human_seconds(eta) : std::string("done"));
     if (tty_) {
       fmt::print("\r\033[K{}", line);
       if (s.step + 1 == steps_) fmt::print("\n");
@@ -95,7 +101,7 @@ void write_plot(const std::string& csv, const std::string& svg, const std::strin
 }
 
 void print_breakdown(const model::LayerTimes& times, double step_seconds) {
-  fmt::print("\n{}\n", paint(Paint::kBold, "time per layer type (all steps, forward + backward)"));
+  fmt::print("\n{}\n", paint(Paint::kBold, "time per layer type (rank 0, all steps, forward + backward)"));
   fmt::print("  {:<11} {:>10} {:>7} {:>9} {:>10}\n", "layer", "time", "share", "calls", "GFLOP/s");
   const double total = times.total_seconds();
   for (const model::LayerTimes::Entry& e : times.entries()) {
@@ -109,54 +115,94 @@ void print_breakdown(const model::LayerTimes& times, double step_seconds) {
              human_seconds(total), human_seconds(step_seconds));
 }
 
+void list_strategies() {
+  fmt::print("{}\n", paint(Paint::kBold, "strategies (dtw train --strategy NAME)"));
+  for (const train::Strategy& s : train::strategies()) {
+    const std::string ranks = s.max_ranks == s.min_ranks ? std::to_string(s.min_ranks)
+                              : s.max_ranks >= (1 << 20)
+                                  ? std::to_string(s.min_ranks) + "+"
+                                  : fmt::format("{}-{}", s.min_ranks, s.max_ranks);
+    fmt::print("  {:<24} ch {:<3} ranks {:<6} {}\n", s.name, s.chapter.empty() ? "--" : s.chapter,
+               ranks, s.description);
+  }
+}
+
 }  // namespace
 
 int train_command(const TrainCommandOptions& options) {
-  const model::ModelConfig config = model::model_config(options.model);
-  DTW_CHECK_ARG(options.steps > 0, "dtw train: --steps must be positive, got " << options.steps);
-  model::TrainOptions train;
-  train.task = model::token_task_from_name(options.task);
-  train.batch = options.batch;
-  train.seq_len = options.seq_len;
-  train.seed = options.seed;
-  train.clip_norm = options.clip;
-  train.warmup_steps = options.warmup;
-  if (options.optimizer == "sgd") {
-    train.optimizer = model::Optimizer::kSgd;
-    if (options.lr > 0) train.sgd.lr = options.lr;
-  } else {
-    DTW_CHECK_ARG(options.optimizer == "adamw",
-                  "dtw train: --optimizer is adamw or sgd, got '" << options.optimizer << "'");
-    if (options.lr > 0) train.adamw.lr = options.lr;
+  if (options.list) {
+    list_strategies();
+    return 0;
   }
+  train::RunSpec spec = options.spec;
+  const model::ModelConfig config = spec.config();
+  DTW_CHECK_ARG(spec.steps > 0, "dtw train: --steps must be positive, got " << spec.steps);
+  spec.task = model::token_task_from_name(options.task);
+  DTW_CHECK_ARG(options.optimizer == "adamw" || options.optimizer == "sgd",
+                "dtw train: --optimizer is adamw or sgd, got '" << options.optimizer << "'");
+  spec.optimizer = options.optimizer == "sgd" ? model::Optimizer::kSgd : model::Optimizer::kAdamW;
+  if (options.lr > 0) spec.set_lr(options.lr);
+  spec.dtype = train::dtype_from_name(options.dtype);
+  spec.validate();
+  const train::Strategy& strategy = train::find_strategy(options.strategy);
+  if (options.backend != "threads")
+    throw UsageError("dtw train runs on the threads backend for now (got --backend " +
+                     options.backend + ")");
+
   model::LayerTimes times;
-  train.times = &times;
   const bool gpt = config.kind == model::ModelKind::kGpt;
   const std::string unit = gpt ? "tok" : "rows";
-  const std::string data = gpt ? options.task + " text" : "synthetic classification";
-  Progress progress(options.steps, unit);
-  train.on_step = [&](const model::StepInfo& s) { progress.update(s); };
+  const std::string data =
+      gpt ? std::string(spec.task == model::TokenTask::kCorpus ? "corpus" : "synthetic") + " text"
+          : "synthetic classification";
+  Progress progress(spec.steps, unit);
+  train::HarnessOptions harness;
+  harness.ranks = options.ranks;
+  harness.backend = options.backend;
+  harness.memory_cap = options.memory_cap;
+  harness.knobs = train::Knobs::parse(options.knobs);
+  harness.compare = options.compare;
+  harness.layer_times = &times;
+  harness.on_step = [&](const model::StepInfo& s) { progress.update(s); };
 
-  fmt::print("{} {} for {} steps: batch {}, {} data, {} (warm-up {} steps), seed {}\n",
-             paint(Paint::kBold, "training"), config.name, options.steps, options.batch, data,
-             options.optimizer, options.warmup, options.seed);
-  const model::TrainResult<float> result = model::train_reference<float>(config, options.steps, train);
+  fmt::print("{} {} with {} on {} rank{} ({}) for {} steps: batch {}, {} data, {} (warm-up {} "
+             "steps), seed {}, {}{}\n",
+             paint(Paint::kBold, "training"), config.name, strategy.name, options.ranks,
+             options.ranks == 1 ? "" : "s", options.backend, spec.steps, spec.batch, data,
+             options.optimizer, spec.warmup_steps, spec.seed, train::name_of(spec.dtype),
+             harness.knobs.describe().empty() ? "" : ", " + harness.knobs.describe());
+  const train::RunOutcome out = train::run_strategy(strategy, spec, harness);
+  DTW_CHECK(!out.losses.empty(), Error,
+            "dtw train: strategy " << strategy.name << " recorded no losses (RankRun::record_loss)");
 
   const double rate =
-      progress.seconds() > 0 ? static_cast<double>(progress.tokens()) / progress.seconds() : 0;
-  fmt::print("{} parameters; loss {:.4f} -> {:.4f}; {} {} in {} ({} {}/s)\n", result.layout.size(),
-             result.losses.front(), result.losses.back(), progress.tokens(), unit,
-             human_seconds(progress.seconds()), human_rate(rate), unit);
-  print_breakdown(times, progress.seconds());
-  fmt::print("  matmul by {}\n", kernels::blas_name());
+      out.seconds > 0 ? static_cast<double>(spec.steps * spec.tokens_per_step()) / out.seconds : 0;
+  fmt::print("{} parameters; loss {:.4f} -> {:.4f}; {} {} in {} ({} {}/s)\n",
+             model::param_layout(config).size(), out.losses.front(), out.losses.back(),
+             spec.steps * spec.tokens_per_step(), unit, human_seconds(out.seconds),
+             human_rate(rate), unit);
+  if (options.compare && !out.checked)
+    fmt::print("reference: not compared ({} does not reproduce the single-device run with "
+               "these settings)\n",
+               strategy.name);
+  else if (options.compare)
+    fmt::print("reference: {} (max |θ − θ_ref| = {:.3g} over {} values)\n",
+               out.matches ? paint(Paint::kGreen, "matches") : paint(Paint::kRed, out.mismatch),
+               out.max_abs_param_diff, out.compared);
+  if (times.total_seconds() > 0) {
+    print_breakdown(times, out.seconds);
+    fmt::print("  matmul by {}\n", kernels::blas_name());
+  }
+  fmt::print("\n{}\n{}", paint(Paint::kBold, "memory per rank (the ledger: peak by category)"),
+             out.report.memory_table());
 
   const std::string stem = options.out.empty() ? "train-" + config.name : options.out;
-  write_csv(stem + ".csv", result.losses);
+  write_csv(stem + ".csv", out.losses);
   fmt::print("\nwrote {}.csv (step,loss)\n", stem);
   write_plot(stem + ".csv", stem + ".svg",
-             fmt::format("{}, batch {}, {} data, {}", config.name, options.batch, data,
-                         options.optimizer));
-  return 0;
+             fmt::format("{}, {} on {} rank(s), batch {}, {} data, {}", config.name,
+                         strategy.name, options.ranks, spec.batch, data, options.optimizer));
+  return out.matches ? 0 : 1;
 }
 
 }  // namespace dtw::cli

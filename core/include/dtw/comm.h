@@ -14,13 +14,17 @@
 #include <ranges>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "dtw/exec.h"
 #include "dtw/trace.h"
 #include "dtw/traffic.h"
 #include "dtw/types.h"
 
 namespace dtw {
+
+class Comm;
 
 /// Largest tag a caller may use; tags run from 0 to kMaxTag.
 inline constexpr int kMaxTag = (1 << 30) - 1;
@@ -45,12 +49,19 @@ struct RequestState {
   std::int64_t elem_bytes = 1;   ///< bytes per element of the buffer
   bool is_send = false;
   double start_us = 0;
+  const Comm* comm = nullptr;  ///< the communicator that started it (completes it)
 };
 
 /// A contiguous range of dtw element types (vector, span, array, ...).
 template <class R>
 concept ElementRange = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
                        kIsElement<std::remove_cv_t<std::ranges::range_value_t<R>>>;
+
+/// A range that says where its memory lives (dtw::Array).
+template <class R>
+concept HasExec = requires(const R& r) {
+  { r.exec() } -> std::convertible_to<const Exec&>;
+};
 
 template <ElementRange R>
 ConstBuffer const_view(const R& r) {
@@ -86,13 +97,15 @@ class Request {
   explicit Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {}
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
-  /// Takes over `other`'s operation; `other` becomes empty.
-  Request(Request&& other) noexcept = default;
+  /// Takes over `other`'s operation; `other` becomes empty and moved-from.
+  Request(Request&& other) noexcept
+      : state_(std::move(other.state_)), moved_from_(std::exchange(other.moved_from_, true)) {}
   /// Abandons this request's pending operation (if any), then takes over `other`'s.
   Request& operator=(Request&& other) noexcept {
     if (this != &other) {
       release();
       state_ = std::move(other.state_);
+      moved_from_ = std::exchange(other.moved_from_, true);
     }
     return *this;
   }
@@ -103,6 +116,9 @@ class Request {
   std::int64_t received_count() const { return state_ ? state_->received_count : 0; }
   /// The backend's state of the operation, or nullptr for an empty request.
   detail::RequestState* state() const { return state_.get(); }
+  /// True when this request was moved from: its operation belongs to another
+  /// Request now, and completing this one is a mistake (InvalidArgument).
+  bool moved_from() const { return moved_from_; }
 
  private:
   void release() noexcept {
@@ -110,6 +126,7 @@ class Request {
     state_.reset();
   }
   std::shared_ptr<detail::RequestState> state_;
+  bool moved_from_ = false;
 };
 
 /// One rank's view of a communicator. Backends derive from it; code using it
@@ -130,6 +147,10 @@ class Comm {
   int world_rank_of(int r) const { return members_[static_cast<std::size_t>(r)]; }
   /// The backend's name ("threads", "mpi", "nccl").
   virtual const char* backend() const = 0;
+  /// Where this rank's memory lives and work runs, with the rank's memory
+  /// ledger: the host on the threads and mpi backends, the rank's GPU and
+  /// stream on nccl. Make a rank's Arrays here: `Array<float> a(comm.exec(), n);`
+  const Exec& exec() const { return exec_; }
 
   // ---- typed point-to-point -------------------------------------------------
   // Buffers are host memory on the CPU backends. The nccl backend moves device
@@ -140,17 +161,20 @@ class Comm {
   /// Sends `data` to `peer` with `tag` and returns once `peer` has received it.
   template <detail::ElementRange R>
   void send(const R& data, int peer, int tag = 0) {
+    check_place(data, "send");
     send_buffer(detail::const_view(data), peer, tag);
   }
   /// Receives into `data` from `peer` with `tag`; returns the element count that
   /// arrived (at most data.size(): a larger message is an InvalidArgument).
   template <detail::ElementRange R>
   std::int64_t recv(R&& data, int peer, int tag = 0) {
+    check_place(data, "recv");
     return recv_buffer(detail::mutable_view(data), peer, tag);
   }
   /// Starts a send; `data` must stay untouched until `wait`.
   template <detail::ElementRange R>
   [[nodiscard]] Request isend(const R& data, int peer, int tag = 0) {
+    check_place(data, "isend");
     return isend_buffer(detail::const_view(data), peer, tag);
   }
   /// A temporary container as the buffer of a non-blocking call is rejected at
@@ -167,12 +191,15 @@ class Comm {
   [[nodiscard]] Request irecv(R&& data, int peer, int tag = 0) {
     static_assert(std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>,
                   "irecv into a temporary container: keep the buffer in a variable until wait");
+    check_place(data, "irecv");
     return irecv_buffer(detail::mutable_view(data), peer, tag);
   }
   /// Sends `out` to `dst` and receives `in` from `src` at the same time, so two
   /// ranks exchanging with each other never deadlock. Both use `tag`.
   template <detail::ElementRange S, detail::ElementRange R>
   std::int64_t sendrecv(const S& out, int dst, R&& in, int src, int tag = 0) {
+    check_place(out, "sendrecv");
+    check_place(in, "sendrecv");
     return sendrecv_buffer(detail::const_view(out), dst, detail::mutable_view(in), src, tag);
   }
   /// Receives a message from `src` and combines it into `inout` element-wise:
@@ -181,6 +208,7 @@ class Comm {
   /// copy into the reduction (one pass over memory instead of two).
   template <detail::ElementRange R>
   void recv_reduce(R&& inout, int src, ReduceOp op, int tag = 0) {
+    check_place(inout, "recv_reduce");
     recv_reduce_buffer(detail::mutable_view(inout), src, op, tag);
   }
 
@@ -229,15 +257,61 @@ class Comm {
 
   // ---- completion and group operations --------------------------------------
 
+  // A request is completed on the communicator that started it (another one's
+  // request is an InvalidArgument), and never through a Request it was moved
+  // out of (InvalidArgument: the operation belongs to the other Request now).
+
   /// Waits until `request` completes; a no-op for an empty or completed one.
   void wait(Request& request);
   /// Waits for every request in `requests`.
   void wait_all(std::span<Request> requests);
+  /// Completes `request` if it can without blocking and says whether it did
+  /// (true for an empty or already completed request). Never blocks: on the
+  /// threads backend it also does the copies queued for this rank, so a rank
+  /// that polls makes progress. A rank that polls an operation that cannot
+  /// complete fails with TimeoutError once it has polled for the launch timeout
+  /// with no operation of its own completing.
+  bool test(Request& request);
+  /// Blocks until at least one pending request in `requests` completes,
+  /// completes it and returns its index; the others stay pending. Requests
+  /// that are empty or already completed are skipped; when none is pending
+  /// (an empty span included) returns requests.size() at once. On the threads
+  /// backend a rank blocked here waits for *any* of its requests: the deadlock
+  /// detector reports a cycle through it only when none of them can complete.
+  std::size_t wait_any(std::span<Request> requests);
+  /// Like wait_any, but completes every pending request that can complete by
+  /// the time one has, and returns their indices in increasing order (empty
+  /// when none is pending).
+  std::vector<std::size_t> wait_some(std::span<Request> requests);
   /// Returns once every rank of the group has entered barrier().
   void barrier();
   /// Collective: partitions the group by `color` (ranks ordered by `key`, ties
   /// by rank). Returns the new group, or nullptr for `kNoColor`.
   std::unique_ptr<Comm> split(int color, int key);
+  /// Collective: the same group in a new context. Messages never cross between
+  /// the two communicators, whatever their tags, so a library can talk on its
+  /// own duplicate while the caller's messages are in flight. Every rank must
+  /// call it (as every collective) in the same order. AbortedError when the
+  /// launch is failing.
+  std::unique_ptr<Comm> dup();
+
+  // ---- the context collectives run in ----------------------------------------
+  // Collectives built from point-to-point (chapter 01's) must never take a
+  // message meant for the caller's own point-to-point, nor one meant for
+  // another collective still in flight. So they run on this communicator's
+  // collective channel -- the same group in a context of its own, as MPI
+  // gives its collectives -- with a tag from a per-communicator operation
+  // counter (as gloo's slots do): two collectives in flight on one
+  // communicator have different tags, and no legal user tag reaches either.
+
+  /// The communicator collectives run on: this group in a private context,
+  /// made on first use (collectively: the first collective every rank calls)
+  /// and kept for this communicator's life. A channel is its own channel.
+  Comm& collective_channel();
+  /// The tag of the next collective operation on this communicator: 0, 1, 2,
+  /// ... wrapping after kMaxTag. Ranks that start their collectives in the
+  /// same order (which every collective requires) get the same tags.
+  int next_collective_tag();
 
   // ---- reference collectives --------------------------------------------------
   // The backend's trusted implementations that tests and benchmarks compare the
@@ -296,7 +370,7 @@ class Comm {
  protected:
   /// `members[r]` is the world rank of group rank r.
   Comm(int rank, std::vector<int> members, std::shared_ptr<Traffic> traffic,
-       std::shared_ptr<Tracer> tracer);
+       std::shared_ptr<Tracer> tracer, Exec exec);
 
   // What a backend implements. Arguments arrive validated (peer in range, count
   // >= 0, tag in range), and `op_name` says which public call is running, for
@@ -311,6 +385,16 @@ class Comm {
   virtual void do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag);
   /// Blocks until every request in `states` completed.
   virtual void complete(std::span<detail::RequestState* const> states, const char* op_name) = 0;
+  /// Blocks until at least one request in `states` (none completed yet, at
+  /// least one given) completed; returns the index of one that did.
+  virtual std::size_t complete_any(std::span<detail::RequestState* const> states,
+                                   const char* op_name) = 0;
+  /// Without blocking: true once `state` has completed, after any progress the
+  /// backend makes in the caller's thread. Throws what complete() would for it.
+  virtual bool poll(detail::RequestState* state, const char* op_name) = 0;
+  /// The same group in a new context (for dup, and for the collective channel
+  /// when `channel`); `dup_id` numbers this communicator's dups, like split_id.
+  virtual std::unique_ptr<Comm> make_dup(std::uint64_t dup_id, bool channel) = 0;
   /// `group` lists the parent ranks of the new group in new-rank order.
   virtual std::unique_ptr<Comm> make_subgroup(const std::vector<int>& group, int color,
                                               std::uint64_t split_id) = 0;
@@ -354,6 +438,15 @@ class Comm {
   const std::vector<int>& members() const { return members_; }
 
  private:
+  // A device Array must live where this communicator runs (host Arrays are
+  // fine everywhere: the nccl backend stages them).
+  template <class R>
+  void check_place(const R& data, const char* call) const {
+    if constexpr (detail::HasExec<std::remove_cvref_t<R>>) check_exec(data.exec(), call);
+  }
+  void check_exec(const Exec& where, const char* call) const;
+  void check_request(const Request& request, std::size_t index, const char* call) const;
+  void complete_one(detail::RequestState& state);
   static const char* internal_call_name(int tag);
   void check_peer(int peer, const char* op) const;
   void check_tag(int tag, const char* op) const;
@@ -370,7 +463,12 @@ class Comm {
   std::vector<int> members_;
   std::shared_ptr<Traffic> traffic_;
   std::shared_ptr<Tracer> tracer_;
+  Exec exec_;
   std::uint64_t splits_ = 0;  // how many splits this rank has done: names the next one
+  std::uint64_t dups_ = 0;    // how many dups: names the next one
+  std::uint64_t collective_ops_ = 0;     // the operation counter behind next_collective_tag
+  std::unique_ptr<Comm> channel_;        // the collective channel, once made
+  bool is_channel_ = false;              // this communicator is a collective channel
   bool verify_collectives_;   // initialised from the build type and DTW_CHECK_COLLECTIVES
 };
 

@@ -32,6 +32,13 @@ struct Demo {
   int min_ranks = 1;
   /// The demo fails on purpose with a DeadlockError (shown, not a bug).
   bool expects_deadlock = false;
+  /// Non-empty makes the demo a *pitfall*: a broken variant of a chapter's
+  /// code, taken from a bug seen in the field, that the workbench must catch.
+  /// The run is as intended when some rank fails (an error or a deadlock
+  /// report) with a message containing this text, e.g. "diverged". Run with
+  /// `dtw run pitfall NAME`; `dtw run pitfall` lists them. The description
+  /// tells the story in a line and names its source.
+  std::string catches;
   /// The code every rank runs; returns that rank's check of its result.
   std::function<DemoCheck(Comm&)> run;
 };

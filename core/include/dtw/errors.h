@@ -68,6 +68,8 @@ DTW_DEFINE_ERROR(CudaError, Error);
 DTW_DEFINE_ERROR(NcclError, Error);
 /// An MPI call failed.
 DTW_DEFINE_ERROR(MpiError, Error);
+/// A rank asked its memory ledger for more than its cap (`LaunchOptions::memory_cap`).
+DTW_DEFINE_ERROR(OutOfMemory, Error);
 
 #undef DTW_DEFINE_ERROR
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dtw/comm.h"
+#include "dtw/memory.h"
 #include "dtw/trace.h"
 
 namespace dtw {
@@ -22,6 +23,10 @@ struct LaunchOptions {
   std::chrono::milliseconds timeout{60'000};
   /// Record every communication call and phase for `Report::write_trace`.
   bool trace = false;
+  /// Per-rank memory cap in bytes (0: none). Every rank's ledger
+  /// (`comm.exec().ledger()`) refuses an allocation that would take it past
+  /// the cap with OutOfMemory, naming the rank, the category and the bytes.
+  std::int64_t memory_cap = 0;
 };
 
 /// One rank's failure as the report lists it.
@@ -48,6 +53,9 @@ struct Report {
   std::vector<TraceEvent> trace;
   /// One entry per failed rank; ranks cancelled by another's failure show AbortedError.
   std::vector<RankError> errors;
+  /// memory[r]: world rank r's ledger when its function had returned (peak and
+  /// final bytes per category), on every backend and every process.
+  std::vector<MemorySnapshot> memory;
 
   /// True when no rank failed.
   bool ok() const { return errors.empty(); }
@@ -55,6 +63,9 @@ struct Report {
   std::int64_t total_bytes() const;
   /// The traffic matrix as a printable table (bytes, with K/M/G suffixes).
   std::string traffic_table() const;
+  /// Per-rank memory as a printable table: the peak of each category, the
+  /// peak of the total, what was still held at the end, and the cap.
+  std::string memory_table() const;
   /// Writes the trace as Chrome trace JSON; throws if tracing was off.
   void write_trace(const std::string& path) const;
 };
@@ -68,6 +79,14 @@ using RankFunction = std::function<void(Comm&)>;
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn);
 /// launch with default options.
 Report launch(int world_size, const RankFunction& fn);
+
+/// A function every launch of this process passes each rank function through
+/// before running it (on the launching thread, once per launch).
+using LaunchWrapper = RankFunction (*)(const RankFunction& fn);
+/// Installs `wrapper` for every later launch (nullptr removes it). Test
+/// support uses it to carry a test's context onto the rank threads
+/// (tests/support/dtw_test.h); other programs have no need for it.
+void set_launch_wrapper(LaunchWrapper wrapper);
 
 /// Like launch, but returns the report with `errors` filled instead of throwing.
 Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn);

@@ -10,8 +10,9 @@
 /// gets the same Report (traffic matrix, trace, errors), and the same error is
 /// rethrown on every process.
 
-#include <string>
-#include <vector>
+#include <memory>
+
+#include "dtw/comm.h"
 
 namespace dtw::mpi {
 
@@ -25,8 +26,12 @@ bool inside_mpirun();
 int world_rank();
 /// The number of processes in MPI_COMM_WORLD (initialises MPI).
 int world_size();
-/// Every process's `value`, in rank order (collective over MPI_COMM_WORLD).
-std::vector<std::string> allgather_strings(const std::string& value);
+/// A communicator of every process of the job, outside any launch: collective
+/// over MPI_COMM_WORLD, each call a new one (its own context). What code that
+/// runs around launches uses to share per-process values with
+/// `dtw::allgather_results` (dtw/results.h), as `dtw run` does with the demo
+/// checks and `launch` with the pieces of its report. Host memory, no ledger.
+std::unique_ptr<Comm> process_comm();
 
 /// Test-harness mode: launches that ask for the default "threads" backend run
 /// on MPI instead. A world of at most world_size() ranks runs on processes

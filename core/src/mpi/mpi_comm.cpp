@@ -54,8 +54,8 @@ void backoff(long spins) {
 }  // namespace
 
 MpiComm::MpiComm(std::shared_ptr<Job> job, MPI_Comm user, int rank, std::vector<int> members,
-                 std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer)
-    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer)),
+                 std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer, Exec exec)
+    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer), std::move(exec)),
       job_(std::move(job)),
       user_(user) {
   // Errors come back as codes so truncation becomes an InvalidArgument.
@@ -109,7 +109,34 @@ std::shared_ptr<detail::RequestState> MpiComm::start_recv(Buffer data, int peer,
   return state;
 }
 
-void MpiComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {
+bool MpiComm::test_request(detail::RequestState* state, const char* op_name) {
+  auto* r = static_cast<MpiRequest*>(state);
+  if (r->req == MPI_REQUEST_NULL) return true;
+  int done = 0;
+  MPI_Status status;
+  const int rc = MPI_Test(&r->req, &done, &status);
+  if (rc != MPI_SUCCESS) {
+    int error_class = 0;
+    MPI_Error_class(rc, &error_class);
+    DTW_CHECK_ARG(error_class != MPI_ERR_TRUNCATE,
+                  "rank " << rank() << ": " << op_name << " from rank " << r->peer << " tag "
+                          << r->tag << ": the message is larger than the receive buffer of "
+                          << r->capacity_bytes / r->elem_bytes << " elements ("
+                          << r->capacity_bytes << " bytes)");
+    check_mpi(rc, "MPI_Test", world_rank());
+  }
+  if (!done) return false;
+  r->req = MPI_REQUEST_NULL;
+  if (!r->is_send) {
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    r->received_count = bytes / r->elem_bytes;
+  }
+  return true;
+}
+
+std::size_t MpiComm::poll_until(std::span<detail::RequestState* const> states,
+                                const char* op_name, bool any) {
   if (job_->poll_aborted()) job_->throw_aborted(op_name);
   std::vector<PendingOp> pending;
   pending.reserve(states.size());
@@ -119,37 +146,47 @@ void MpiComm::complete(std::span<detail::RequestState* const> states, const char
                        r->is_send ? r->bytes : r->capacity_bytes, r->is_send});
   }
   const BlockedScope blocked(op_name, pending.data(), pending.size());
-  std::size_t left = states.size();
   for (long spins = 0;; ++spins) {
-    for (detail::RequestState* s : states) {
-      auto* r = static_cast<MpiRequest*>(s);
-      if (r->req == MPI_REQUEST_NULL) continue;
-      int done = 0;
-      MPI_Status status;
-      const int rc = MPI_Test(&r->req, &done, &status);
-      if (rc != MPI_SUCCESS) {
-        int error_class = 0;
-        MPI_Error_class(rc, &error_class);
-        DTW_CHECK_ARG(error_class != MPI_ERR_TRUNCATE,
-                      "rank " << rank() << ": " << op_name << " from rank " << r->peer << " tag "
-                              << r->tag << ": the message is larger than the receive buffer of "
-                              << r->capacity_bytes / r->elem_bytes << " elements ("
-                              << r->capacity_bytes << " bytes)");
-        check_mpi(rc, "MPI_Test", world_rank());
-      }
-      if (!done) continue;
-      r->req = MPI_REQUEST_NULL;
-      --left;
-      if (!r->is_send) {
-        int bytes = 0;
-        MPI_Get_count(&status, MPI_BYTE, &bytes);
-        r->received_count = bytes / r->elem_bytes;
-      }
+    std::size_t done = 0, first = states.size();
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      if (!test_request(states[i], op_name)) continue;
+      ++done;
+      if (first == states.size()) first = i;
     }
-    if (left == 0) return;
+    if (any ? done > 0 : done == states.size()) return any ? first : 0;
     if (spins % 64 == 63 && job_->poll_aborted()) job_->throw_aborted(op_name);
     backoff(spins);
   }
+}
+
+void MpiComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {
+  poll_until(states, op_name, false);
+}
+
+std::size_t MpiComm::complete_any(std::span<detail::RequestState* const> states,
+                                  const char* op_name) {
+  return poll_until(states, op_name, true);
+}
+
+bool MpiComm::poll(detail::RequestState* state, const char* op_name) {
+  // MPI progresses inside the library; a test only asks it once. A rank that
+  // failed elsewhere ends the poll too, as it ends a wait.
+  if (test_request(state, op_name)) return true;
+  if (job_->poll_aborted()) job_->throw_aborted(op_name);
+  return false;
+}
+
+// MPI_Comm_idup polled like a collective, so a peer that failed before
+// reaching it aborts this rank instead of leaving it in MPI_Comm_dup.
+std::unique_ptr<Comm> MpiComm::make_dup(std::uint64_t /*dup_id*/, bool channel) {
+  const char* what = channel ? "collective channel (MPI_Comm_idup)" : "dup (MPI_Comm_idup)";
+  if (job_->poll_aborted()) job_->throw_aborted(channel ? "collective channel" : "dup");
+  MPI_Comm made = MPI_COMM_NULL;
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Comm_idup(user_, &made, &req), "MPI_Comm_idup", world_rank());
+  wait_collective(req, what);
+  return std::make_unique<MpiComm>(job_, made, rank(), members(), traffic_ptr(), tracer_ptr(),
+                                   exec());
 }
 
 std::unique_ptr<Comm> MpiComm::make_subgroup(const std::vector<int>& group, int /*color*/,
@@ -172,7 +209,7 @@ std::unique_ptr<Comm> MpiComm::make_subgroup(const std::vector<int>& group, int 
     if (group[i] == rank()) my_rank = static_cast<int>(i);
   }
   return std::make_unique<MpiComm>(job_, sub, my_rank, std::move(members), traffic_ptr(),
-                                   tracer_ptr());
+                                   tracer_ptr(), exec());
 }
 
 void MpiComm::do_barrier() {

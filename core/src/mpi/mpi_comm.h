@@ -17,7 +17,7 @@ class MpiComm final : public Comm {
   /// Takes ownership of `user` (a communicator over `members`, this process at
   /// `rank`) and duplicates it for internal traffic.
   MpiComm(std::shared_ptr<Job> job, MPI_Comm user, int rank, std::vector<int> members,
-          std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer);
+          std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer, Exec exec);
   ~MpiComm() override;
   const char* backend() const override { return "mpi"; }
 
@@ -36,6 +36,10 @@ class MpiComm final : public Comm {
   std::shared_ptr<detail::RequestState> start_recv(Buffer data, int peer, int tag,
                                                    const char* op_name) override;
   void complete(std::span<detail::RequestState* const> states, const char* op_name) override;
+  std::size_t complete_any(std::span<detail::RequestState* const> states,
+                           const char* op_name) override;
+  bool poll(detail::RequestState* state, const char* op_name) override;
+  std::unique_ptr<Comm> make_dup(std::uint64_t dup_id, bool channel) override;
   std::unique_ptr<Comm> make_subgroup(const std::vector<int>& group, int color,
                                       std::uint64_t split_id) override;
   void do_barrier() override;
@@ -45,6 +49,12 @@ class MpiComm final : public Comm {
   MPI_Comm comm_for(int tag) const { return tag < 0 ? internal_ : user_; }
   int mpi_tag(int tag) const { return tag < 0 ? -tag : tag; }
   int checked_bytes(std::int64_t bytes, int peer, const char* op_name) const;
+  // One MPI_Test of a request: true once it completed (sets received_count).
+  bool test_request(detail::RequestState* state, const char* op_name);
+  // Polls until `need` of `states` completed (all of them, or any one);
+  // returns the index of one that did.
+  std::size_t poll_until(std::span<detail::RequestState* const> states, const char* op_name,
+                         bool any);
   // Reference-collective helpers (mpi_reference.cpp).
   void agree(const char* what, std::int64_t count, int root);
   void run_collective(const char* what, int rc);

@@ -63,9 +63,10 @@ std::shared_ptr<Job> run_rank(int world, const LaunchOptions& options, const Ran
   auto tracer = std::make_shared<Tracer>(me, options.trace, Tracer::Clock::now());
   std::vector<int> members(static_cast<std::size_t>(world));
   std::iota(members.begin(), members.end(), 0);
+  auto ledger = std::make_shared<MemoryLedger>(me, options.memory_cap);
   Watchdog::instance().arm(me, watchdog_timeout(options));
   {
-    MpiComm comm(state, job, me, members, traffic, tracer);
+    MpiComm comm(state, job, me, members, traffic, tracer, Exec::host().with_ledger(ledger));
     try {
       fn(comm);
       if (!state->abandoned().empty()) {
@@ -96,33 +97,8 @@ std::shared_ptr<Job> run_rank(int world, const LaunchOptions& options, const Ran
   part.bytes.push_back(traffic->bytes_sent);
   part.messages.push_back(traffic->messages_sent);
   part.trace = tracer->events();
+  part.memory.push_back(ledger->snapshot());
   return state;
-}
-
-std::vector<std::string> allgather_on(MPI_Comm comm, const std::string& value) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  int length = static_cast<int>(value.size());
-  std::vector<int> lengths(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
-  // Processes that sat out the launch wait here for the others; sleep while
-  // polling so they leave the cores to the ranks still at work.
-  MPI_Request req;
-  MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm, &req);
-  for (long polls = 0;; ++polls) {
-    int done = 0;
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) break;
-    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(polls > 20000 ? 1000 : 50));
-  }
-  std::exclusive_scan(lengths.begin(), lengths.end(), offsets.begin(), 0);
-  std::string all(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
-  MPI_Allgatherv(value.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-                 MPI_CHAR, comm);
-  std::vector<std::string> out;
-  for (int i = 0; i < size; ++i)
-    out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(i)]),
-                             static_cast<std::size_t>(lengths[static_cast<std::size_t>(i)])));
-  return out;
 }
 
 }  // namespace
@@ -160,9 +136,23 @@ int world_size() {
   return process().size;
 }
 
-std::vector<std::string> allgather_strings(const std::string& value) {
+MPI_Comm launches_comm() {
   init();
-  return allgather_on(process().launches, value);
+  return process().launches;
+}
+
+std::unique_ptr<Comm> process_comm() {
+  init();
+  MPI_Comm all = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_dup(process().launches, &all), "MPI_Comm_dup", process().rank);
+  const int rank = process().rank, size = process().size;
+  std::vector<int> members(static_cast<std::size_t>(size));
+  std::iota(members.begin(), members.end(), 0);
+  // The communicator owns `all` and its Job; both are freed with it.
+  return std::make_unique<MpiComm>(std::make_shared<Job>(all, rank), all, rank, std::move(members),
+                                   std::make_shared<Traffic>(size),
+                                   std::make_shared<Tracer>(rank, false, Tracer::Clock::now()),
+                                   Exec::host());
 }
 
 void set_route_launches(bool on) { process().route = on; }

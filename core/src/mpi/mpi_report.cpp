@@ -1,63 +1,91 @@
 #include "mpi/mpi_report.h"
 
 #include <cstring>
+#include <numeric>
+
+#include "dtw/results.h"
 
 #include "dtw/errors.h"
 #include "dtw/mpi.h"
 #include "mpi/mpi_job.h"
 
+// How a PartialReport travels (dtw/results.h): field by field, each a
+// result type allgather_results already knows.
+namespace dtw::detail {
+template <>
+struct ResultCodec<TraceEvent> {
+  static void put(ResultWriter& w, const TraceEvent& e) {
+    ResultCodec<std::string>::put(w, e.name);
+    ResultCodec<std::string>::put(w, e.category);
+    for (const std::int64_t x : {std::int64_t{e.rank}, std::int64_t{e.peer}, e.bytes, std::int64_t{e.tag}})
+      ResultCodec<std::int64_t>::put(w, x);
+    ResultCodec<double>::put(w, e.start_us);
+    ResultCodec<double>::put(w, e.end_us);
+  }
+  static TraceEvent get(ResultReader& r) {
+    TraceEvent e;
+    e.name = ResultCodec<std::string>::get(r);
+    e.category = ResultCodec<std::string>::get(r);
+    e.rank = static_cast<int>(ResultCodec<std::int64_t>::get(r));
+    e.peer = static_cast<int>(ResultCodec<std::int64_t>::get(r));
+    e.bytes = ResultCodec<std::int64_t>::get(r);
+    e.tag = static_cast<int>(ResultCodec<std::int64_t>::get(r));
+    e.start_us = ResultCodec<double>::get(r);
+    e.end_us = ResultCodec<double>::get(r);
+    return e;
+  }
+};
+
+template <>
+struct ResultCodec<RankError> {
+  static void put(ResultWriter& w, const RankError& e) {
+    ResultCodec<int>::put(w, e.rank);
+    ResultCodec<std::string>::put(w, e.kind);
+    ResultCodec<std::string>::put(w, e.message);
+  }
+  static RankError get(ResultReader& r) {
+    RankError e;
+    e.rank = ResultCodec<int>::get(r);
+    e.kind = ResultCodec<std::string>::get(r);
+    e.message = ResultCodec<std::string>::get(r);
+    return e;
+  }
+};
+
+template <>
+struct ResultCodec<mpi::PartialReport> {
+  static void put(ResultWriter& w, const mpi::PartialReport& p) {
+    ResultCodec<std::vector<int>>::put(w, p.ranks);
+    ResultCodec<std::vector<std::vector<std::int64_t>>>::put(w, p.bytes);
+    ResultCodec<std::vector<std::vector<std::int64_t>>>::put(w, p.messages);
+    ResultCodec<std::vector<TraceEvent>>::put(w, p.trace);
+    ResultCodec<std::vector<MemorySnapshot>>::put(w, p.memory);
+    ResultCodec<std::vector<RankError>>::put(w, p.errors);
+    ResultCodec<std::vector<std::string>>::put(w, p.bare_messages);
+  }
+  static mpi::PartialReport get(ResultReader& r) {
+    mpi::PartialReport p;
+    p.ranks = ResultCodec<std::vector<int>>::get(r);
+    p.bytes = ResultCodec<std::vector<std::vector<std::int64_t>>>::get(r);
+    p.messages = ResultCodec<std::vector<std::vector<std::int64_t>>>::get(r);
+    p.trace = ResultCodec<std::vector<TraceEvent>>::get(r);
+    p.memory = ResultCodec<std::vector<MemorySnapshot>>::get(r);
+    p.errors = ResultCodec<std::vector<RankError>>::get(r);
+    p.bare_messages = ResultCodec<std::vector<std::string>>::get(r);
+    return p;
+  }
+};
+}  // namespace dtw::detail
+
 namespace dtw::mpi {
 namespace {
 
-class Writer {
- public:
-  template <class T>
-  void put(T value) {
-    out_.append(reinterpret_cast<const char*>(&value), sizeof value);
-  }
-  void put_string(const std::string& s) {
-    put<std::int64_t>(static_cast<std::int64_t>(s.size()));
-    out_ += s;
-  }
-  void put_vector(const std::vector<std::int64_t>& v) {
-    put<std::int64_t>(static_cast<std::int64_t>(v.size()));
-    for (std::int64_t x : v) put(x);
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  template <class T>
-  T get() {
-    DTW_CHECK(pos_ + sizeof(T) <= in_.size(), MpiError, "mpi launch: truncated report from a peer");
-    T value;
-    std::memcpy(&value, in_.data() + pos_, sizeof value);
-    pos_ += sizeof value;
-    return value;
-  }
-  std::string get_string() {
-    const auto n = static_cast<std::size_t>(get<std::int64_t>());
-    DTW_CHECK(pos_ + n <= in_.size(), MpiError, "mpi launch: truncated report from a peer");
-    std::string s(in_.substr(pos_, n));
-    pos_ += n;
-    return s;
-  }
-  std::vector<std::int64_t> get_vector() {
-    std::vector<std::int64_t> v(static_cast<std::size_t>(get<std::int64_t>()));
-    for (auto& x : v) x = get<std::int64_t>();
-    return v;
-  }
-  bool done() const { return pos_ == in_.size(); }
-
- private:
-  std::string_view in_;
-  std::size_t pos_ = 0;
-};
+// Every process's part, on every process, those that sat the launch out included.
+std::vector<PartialReport> share_with_every_process(const PartialReport& part) {
+  const std::unique_ptr<Comm> all = process_comm();
+  all->set_verify_collectives(false);
+  return allgather_results(*all, part);
+}
 
 template <class E>
 [[noreturn]] void throw_as(const RankError& error, const std::string& bare) {
@@ -81,72 +109,6 @@ template <class E>
 
 }  // namespace
 
-std::string pack(const PartialReport& part) {
-  Writer w;
-  w.put<std::int64_t>(static_cast<std::int64_t>(part.ranks.size()));
-  for (std::size_t i = 0; i < part.ranks.size(); ++i) {
-    w.put<std::int32_t>(part.ranks[i]);
-    w.put_vector(part.bytes[i]);
-    w.put_vector(part.messages[i]);
-  }
-  w.put<std::int64_t>(static_cast<std::int64_t>(part.trace.size()));
-  for (const TraceEvent& e : part.trace) {
-    w.put_string(e.name);
-    w.put_string(e.category);
-    w.put<std::int32_t>(e.rank);
-    w.put<std::int32_t>(e.peer);
-    w.put<std::int64_t>(e.bytes);
-    w.put<std::int32_t>(e.tag);
-    w.put<double>(e.start_us);
-    w.put<double>(e.end_us);
-  }
-  w.put<std::int64_t>(static_cast<std::int64_t>(part.errors.size()));
-  for (std::size_t i = 0; i < part.errors.size(); ++i) {
-    w.put<std::int32_t>(part.errors[i].rank);
-    w.put_string(part.errors[i].kind);
-    w.put_string(part.errors[i].message);
-    w.put_string(part.bare_messages[i]);
-  }
-  return w.take();
-}
-
-void unpack_into(std::string_view blob, Report& report, PartialReport& merged) {
-  if (blob.empty()) return;
-  Reader r(blob);
-  const auto rows = r.get<std::int64_t>();
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const auto rank = static_cast<std::size_t>(r.get<std::int32_t>());
-    auto bytes = r.get_vector();
-    auto messages = r.get_vector();
-    if (rank < report.bytes.size()) {
-      report.bytes[rank] = std::move(bytes);
-      report.messages[rank] = std::move(messages);
-    }
-  }
-  const auto events = r.get<std::int64_t>();
-  for (std::int64_t i = 0; i < events; ++i) {
-    TraceEvent e;
-    e.name = r.get_string();
-    e.category = r.get_string();
-    e.rank = r.get<std::int32_t>();
-    e.peer = r.get<std::int32_t>();
-    e.bytes = r.get<std::int64_t>();
-    e.tag = r.get<std::int32_t>();
-    e.start_us = r.get<double>();
-    e.end_us = r.get<double>();
-    merged.trace.push_back(std::move(e));
-  }
-  const auto errors = r.get<std::int64_t>();
-  for (std::int64_t i = 0; i < errors; ++i) {
-    RankError e;
-    e.rank = r.get<std::int32_t>();
-    e.kind = r.get_string();
-    e.message = r.get_string();
-    merged.errors.push_back(std::move(e));
-    merged.bare_messages.push_back(r.get_string());
-  }
-}
-
 void throw_remote(const RankError& error, const std::string& bare) {
   const std::string& k = error.kind;
   if (k == "InvalidArgument") throw_as<InvalidArgument>(error, bare);
@@ -158,6 +120,7 @@ void throw_remote(const RankError& error, const std::string& bare) {
   if (k == "CudaError") throw_as<CudaError>(error, bare);
   if (k == "NcclError") throw_as<NcclError>(error, bare);
   if (k == "MpiError") throw_as<MpiError>(error, bare);
+  if (k == "OutOfMemory") throw_as<OutOfMemory>(error, bare);
   throw_as<Error>(error, bare);
 }
 
@@ -170,8 +133,23 @@ Report merge_parts(const char* backend, int world, int my_rank, Tracer::Clock::t
   report.bytes.assign(static_cast<std::size_t>(world),
                       std::vector<std::int64_t>(static_cast<std::size_t>(world)));
   report.messages = report.bytes;
+  report.memory.resize(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) report.memory[static_cast<std::size_t>(r)].rank = r;
   PartialReport merged;
-  for (const std::string& blob : allgather_strings(pack(part))) unpack_into(blob, report, merged);
+  for (const PartialReport& from : share_with_every_process(part)) {
+    for (std::size_t i = 0; i < from.ranks.size(); ++i) {
+      const auto rank = static_cast<std::size_t>(from.ranks[i]);
+      if (rank >= report.bytes.size()) continue;
+      report.bytes[rank] = from.bytes[i];
+      report.messages[rank] = from.messages[i];
+    }
+    for (const MemorySnapshot& m : from.memory)
+      if (m.rank >= 0 && m.rank < world) report.memory[static_cast<std::size_t>(m.rank)] = m;
+    merged.trace.insert(merged.trace.end(), from.trace.begin(), from.trace.end());
+    merged.errors.insert(merged.errors.end(), from.errors.begin(), from.errors.end());
+    merged.bare_messages.insert(merged.bare_messages.end(), from.bare_messages.begin(),
+                                from.bare_messages.end());
+  }
   report.seconds = std::chrono::duration<double>(Tracer::Clock::now() - start).count();
   report.trace = std::move(merged.trace);
   report.errors = merged.errors;

@@ -17,13 +17,11 @@ struct PartialReport {
   std::vector<int> ranks;  ///< world ranks whose traffic rows follow
   std::vector<std::vector<std::int64_t>> bytes, messages;
   std::vector<TraceEvent> trace;
+  std::vector<MemorySnapshot> memory;  ///< the ledgers of the ranks in `ranks`
   std::vector<RankError> errors;
   std::vector<std::string> bare_messages;  ///< Error::message() of each error
 };
 
-std::string pack(const PartialReport& part);
-/// Merges one packed PartialReport into `report` (rows) and `part` (the rest).
-void unpack_into(std::string_view blob, Report& report, PartialReport& merged);
 
 /// Rethrows `error` as the dtw exception type its kind names.
 [[noreturn]] void throw_remote(const RankError& error, const std::string& bare_message);

@@ -33,8 +33,10 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
-RankContext::RankContext(int dev, std::chrono::milliseconds t, std::shared_ptr<std::atomic<bool>> failed)
-    : device(dev), timeout(t), world_failed(std::move(failed)) {
+RankContext::RankContext(int dev, std::chrono::milliseconds t,
+                         std::shared_ptr<std::atomic<bool>> failed,
+                         std::shared_ptr<MemoryLedger> rank_ledger)
+    : device(dev), timeout(t), world_failed(std::move(failed)), ledger(std::move(rank_ledger)) {
   DTW_CUDA_CHECK(cudaSetDevice(device));
   DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 }
@@ -46,7 +48,7 @@ RankContext::~RankContext() {
 NcclComm::NcclComm(std::shared_ptr<RankContext> ctx, ncclComm_t comm, int rank,
                    std::vector<int> members, std::shared_ptr<Traffic> traffic,
                    std::shared_ptr<Tracer> tracer, const char* init_call)
-    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer)),
+    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer), ctx->exec()),
       ctx_(std::move(ctx)),
       comm_(comm) {
   try {
@@ -60,7 +62,10 @@ NcclComm::NcclComm(std::shared_ptr<RankContext> ctx, ncclComm_t comm, int rank,
 
 NcclComm::~NcclComm() {
   for (auto& op : queued_) op->owner = nullptr;
-  for (auto& op : in_flight_) op->owner = nullptr;
+  for (auto& launched : launched_) {
+    for (auto& op : launched.ops) op->owner = nullptr;
+    if (launched.done) cudaEventDestroy(launched.done);
+  }
   if (barrier_word_) cudaFree(barrier_word_);
   if (empty_token_) cudaFree(empty_token_);
   if (!comm_) return;
@@ -208,56 +213,6 @@ void NcclComm::withdraw(NcclOp* op) noexcept {
   }
   if (op->staged) cudaFreeAsync(op->device, ctx_->stream);
   queued_.erase(it);
-}
-
-void NcclComm::flush() {
-  if (queued_.empty()) return;
-  std::vector<std::shared_ptr<NcclOp>> ops;
-  ops.swap(queued_);
-  // An empty message must still be a message: its arrival is the signal (a
-  // barrier sends nothing else). NCCL would skip zero elements on both sides,
-  // so both sides move one token byte instead; the pairing is unchanged,
-  // since every empty send meets an empty receive in posting order.
-  const bool any_empty =
-      std::any_of(ops.begin(), ops.end(), [](const auto& op) { return op->count == 0; });
-  if (any_empty && !empty_token_)
-    DTW_CUDA_CHECK(cudaMalloc(&empty_token_, 2));
-  DTW_NCCL_CHECK(ncclGroupStart());
-  for (const auto& op : ops) {
-    const bool empty = op->count == 0;
-    const auto n = empty ? std::size_t{1} : static_cast<std::size_t>(op->count);
-    const ncclDataType_t type = empty ? ncclUint8 : nccl_type(op->type);
-    auto* token = static_cast<unsigned char*>(empty_token_);
-    if (op->send)
-      DTW_NCCL_CHECK(ncclSend(empty ? token : op->device, n, type, op->nccl_peer, comm_, ctx_->stream));
-    else
-      DTW_NCCL_CHECK(ncclRecv(empty ? token + 1 : op->device, n, type, op->nccl_peer, comm_, ctx_->stream));
-  }
-  const ncclResult_t rc = ncclGroupEnd();
-  in_flight_.insert(in_flight_.end(), ops.begin(), ops.end());
-  DTW_NCCL_CHECK(rc);
-}
-
-void NcclComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {
-  flush();
-  sync(op_name);
-  // Everything launched so far has finished: hand staged data back to the host.
-  for (const auto& op : in_flight_) {
-    if (op->staged) {
-      if (op->host_copy_back)
-        DTW_CUDA_CHECK(cudaMemcpy(op->host_copy_back, op->device,
-                                  static_cast<std::size_t>(op->count) * size_of(op->type),
-                                  cudaMemcpyDeviceToHost));
-      // The stream is idle (sync above), so the pool may reuse the buffer at once;
-      // cudaFree would wait for the whole device instead.
-      DTW_CUDA_CHECK(cudaFreeAsync(op->device, ctx_->stream));
-    }
-    op->received_count = op->send ? 0 : op->count;
-    op->done = true;
-    op->owner = nullptr;
-  }
-  in_flight_.clear();
-  (void)states;  // every queued op completed, these among them
 }
 
 void NcclComm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {

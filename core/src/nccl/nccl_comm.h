@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -28,7 +29,8 @@ namespace dtw::nccl {
 /// What all of one rank's communicators (the world and its splits) share.
 struct RankContext {
   RankContext(int device, std::chrono::milliseconds timeout,
-              std::shared_ptr<std::atomic<bool>> world_failed);
+              std::shared_ptr<std::atomic<bool>> world_failed,
+              std::shared_ptr<MemoryLedger> ledger);
   ~RankContext();
   RankContext(const RankContext&) = delete;
   RankContext& operator=(const RankContext&) = delete;
@@ -37,6 +39,9 @@ struct RankContext {
   std::chrono::milliseconds timeout;
   std::shared_ptr<std::atomic<bool>> world_failed;  // set once any rank failed
   int abandoned = 0;  // requests dropped while pending, outside error handling
+  std::shared_ptr<MemoryLedger> ledger;  // the rank's memory ledger
+  /// The rank's GPU and stream, counted in its ledger: every NcclComm's exec().
+  Exec exec() const { return Exec::cuda(device, stream).with_ledger(ledger); }
 };
 
 struct NcclOp;
@@ -73,6 +78,10 @@ class NcclComm final : public Comm {
                                                    const char* op_name) override;
   void do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) override;
   void complete(std::span<detail::RequestState* const> states, const char* op_name) override;
+  std::size_t complete_any(std::span<detail::RequestState* const> states,
+                           const char* op_name) override;
+  bool poll(detail::RequestState* state, const char* op_name) override;
+  std::unique_ptr<Comm> make_dup(std::uint64_t dup_id, bool channel) override;
   std::unique_ptr<Comm> make_subgroup(const std::vector<int>& group, int color,
                                       std::uint64_t split_id) override;
   void skip_subgroup(std::uint64_t split_id) override;
@@ -104,7 +113,17 @@ class NcclComm final : public Comm {
   // abandoned by a timeout cannot write into a stack frame that is gone.
   ncclComm_t split_result_ = nullptr;
   std::vector<std::shared_ptr<NcclOp>> queued_;
-  std::vector<std::shared_ptr<NcclOp>> in_flight_;
+  // Groups launched by flush, oldest first. Each gets an event on the stream
+  // once NCCL has enqueued it (a non-blocking communicator may still be
+  // connecting when ncclGroupEnd returns); the stream runs them in order, so a
+  // group whose event completed is finished, and so is every group before it.
+  struct Launched {
+    std::vector<std::shared_ptr<NcclOp>> ops;
+    cudaEvent_t done = nullptr;
+  };
+  std::deque<Launched> launched_;
+  void retire(Launched& launched);  // hands staged data back, marks the ops done
+  void advance(const char* what);   // retires finished groups; never blocks
 };
 
 /// ncclDataType_t of a dtw element type.

@@ -34,14 +34,15 @@ Report launch(int world_size, const LaunchOptions& options, const RankFunction& 
   DTW_NCCL_CHECK(ncclGetUniqueId(&id));
 
   auto world_failed = std::make_shared<std::atomic<bool>>(false);
-  const detail::RankRecorders recorders(world_size, options.trace);
+  const detail::RankRecorders recorders(world_size, options.trace, options.memory_cap);
   detail::RankFailures failures;
   {
     std::vector<std::jthread> threads;
     for (int r = 0; r < world_size; ++r) {
       threads.emplace_back([&, r] {
         const std::exception_ptr failed = detail::run_recording(r, failures, [&] {
-          auto ctx = std::make_shared<RankContext>(r % devices, options.timeout, world_failed);
+          auto ctx = std::make_shared<RankContext>(r % devices, options.timeout, world_failed,
+                                                   recorders.ledgers[r]);
           ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
           config.blocking = 0;  // every wait polls, so a failed peer cannot hang this rank
           ncclComm_t raw = nullptr;

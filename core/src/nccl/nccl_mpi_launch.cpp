@@ -106,6 +106,7 @@ std::shared_ptr<mpi::Job> run_rank(int world, const LaunchOptions& options, cons
   MPI_Barrier(job);  // the clocks start together, so trace timestamps line up
   auto tracer = std::make_shared<Tracer>(me, options.trace, Tracer::Clock::now());
   auto world_failed = std::make_shared<std::atomic<bool>>(false);
+  auto ledger = std::make_shared<MemoryLedger>(me, options.memory_cap);
   std::vector<int> members(static_cast<std::size_t>(world));
   std::iota(members.begin(), members.end(), 0);
   const auto fail = [&](const Error& e, std::exception_ptr ptr) {
@@ -134,7 +135,7 @@ std::shared_ptr<mpi::Job> run_rank(int world, const LaunchOptions& options, cons
       DTW_CHECK(all_ok == 1, AbortedError,
                 "rank " << me << ": launch cancelled: another process could not set up its GPU");
       mpi::check_mpi(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, job), "MPI_Bcast", me);
-      auto ctx = std::make_shared<RankContext>(device, options.timeout, world_failed);
+      auto ctx = std::make_shared<RankContext>(device, options.timeout, world_failed, ledger);
       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
       config.blocking = 0;  // every wait polls, so a failed peer cannot hang this rank
       ncclComm_t raw = nullptr;
@@ -170,6 +171,7 @@ std::shared_ptr<mpi::Job> run_rank(int world, const LaunchOptions& options, cons
   part.bytes.push_back(traffic->bytes_sent);
   part.messages.push_back(traffic->messages_sent);
   part.trace = tracer->events();
+  part.memory.push_back(ledger->snapshot());
   return state;
 }
 

@@ -1,13 +1,14 @@
 #include "threads/threads_comm.h"
 
 #include <array>
+#include <string_view>
 
 namespace dtw::threads {
 
 ThreadsComm::ThreadsComm(std::shared_ptr<World> world, int context, int rank,
                          std::vector<int> members, std::shared_ptr<Traffic> traffic,
-                         std::shared_ptr<Tracer> tracer)
-    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer)),
+                         std::shared_ptr<Tracer> tracer, Exec exec)
+    : Comm(rank, std::move(members), std::move(traffic), std::move(tracer), std::move(exec)),
       world_(std::move(world)),
       context_(context) {}
 
@@ -60,11 +61,39 @@ void ThreadsComm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
   recv->completed = true;
 }
 
-void ThreadsComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {
+namespace {
+std::vector<Op*> ops_of(std::span<detail::RequestState* const> states) {
   std::vector<Op*> ops;
   ops.reserve(states.size());
   for (detail::RequestState* s : states) ops.push_back(static_cast<Op*>(s));
-  world_->complete(world_rank(), ops, op_name);
+  return ops;
+}
+}  // namespace
+
+void ThreadsComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {
+  world_->complete(world_rank(), ops_of(states), op_name);
+}
+
+std::size_t ThreadsComm::complete_any(std::span<detail::RequestState* const> states,
+                                      const char* op_name) {
+  return world_->complete(world_rank(), ops_of(states), op_name, /*any=*/true);
+}
+
+bool ThreadsComm::poll(detail::RequestState* state, const char* op_name) {
+  // Only Comm::test polls on the caller's behalf; wait_some's sweep after a
+  // completion is not a poll the timeout should count.
+  const bool polling = std::string_view(op_name) == "test";
+  return world_->test(world_rank(), *static_cast<Op*>(state), op_name, polling);
+}
+
+// Every rank numbers its dups alike, so the world hands all of them the same
+// context without a message; the collective channel has a key of its own.
+std::unique_ptr<Comm> ThreadsComm::make_dup(std::uint64_t dup_id, bool channel) {
+  world_->check_alive(world_rank());
+  constexpr int kDupColor = -2, kChannelColor = -3;
+  const int context = world_->subgroup_context(context_, dup_id, channel ? kChannelColor : kDupColor);
+  return std::make_unique<ThreadsComm>(world_, context, rank(), members(), traffic_ptr(),
+                                       tracer_ptr(), exec());
 }
 
 std::unique_ptr<Comm> ThreadsComm::make_subgroup(const std::vector<int>& group, int color,
@@ -77,7 +106,7 @@ std::unique_ptr<Comm> ThreadsComm::make_subgroup(const std::vector<int>& group, 
   }
   const int context = world_->subgroup_context(context_, split_id, color);
   return std::make_unique<ThreadsComm>(world_, context, my_rank, std::move(members),
-                                       traffic_ptr(), tracer_ptr());
+                                       traffic_ptr(), tracer_ptr(), exec());
 }
 
 }  // namespace dtw::threads

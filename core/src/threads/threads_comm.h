@@ -10,7 +10,7 @@ namespace dtw::threads {
 class ThreadsComm final : public Comm {
  public:
   ThreadsComm(std::shared_ptr<World> world, int context, int rank, std::vector<int> members,
-              std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer);
+              std::shared_ptr<Traffic> traffic, std::shared_ptr<Tracer> tracer, Exec exec);
   const char* backend() const override { return "threads"; }
 
  protected:
@@ -20,6 +20,10 @@ class ThreadsComm final : public Comm {
                                                    const char* op_name) override;
   void do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) override;
   void complete(std::span<detail::RequestState* const> states, const char* op_name) override;
+  std::size_t complete_any(std::span<detail::RequestState* const> states,
+                           const char* op_name) override;
+  bool poll(detail::RequestState* state, const char* op_name) override;
+  std::unique_ptr<Comm> make_dup(std::uint64_t dup_id, bool channel) override;
   std::unique_ptr<Comm> make_subgroup(const std::vector<int>& group, int color,
                                       std::uint64_t split_id) override;
 

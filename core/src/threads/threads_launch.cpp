@@ -34,14 +34,14 @@ void run_rank(World& world, Comm& comm, const RankFunction& fn, detail::RankFail
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn,
               std::exception_ptr* first_error) {
   auto world = std::make_shared<World>(world_size, options.timeout);
-  const detail::RankRecorders recorders(world_size, options.trace);
+  const detail::RankRecorders recorders(world_size, options.trace, options.memory_cap);
   detail::RankFailures failures;
   {
     std::vector<std::jthread> threads;
     for (int r = 0; r < world_size; ++r) {
       threads.emplace_back([&, r] {
         ThreadsComm comm(world, 0, r, recorders.members, recorders.traffic[r],
-                         recorders.tracers[r]);
+                         recorders.tracers[r], Exec::host().with_ledger(recorders.ledgers[r]));
         run_rank(*world, comm, fn, failures);
       });
     }

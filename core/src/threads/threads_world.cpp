@@ -64,6 +64,7 @@ class World::NotifyOnExit {
 void World::mark_done(Op& op) {
   op.state = Op::State::kDone;
   op.done.store(true, std::memory_order_release);
+  ranks_[op.owner].polled = nullptr;  // its poll (if any) is fresh again
   auto& owned = ranks_[op.owner].owned;
   owned.erase(std::remove_if(owned.begin(), owned.end(),
                              [&](const std::shared_ptr<Op>& o) { return o.get() == &op; }),
@@ -140,6 +141,7 @@ void World::post(const std::shared_ptr<Op>& op) {
   std::unique_lock lock(mu_);
   const NotifyOnExit notify(*this, lock);
   throw_if_failed(op->owner, lock);
+  ranks_[op->owner].polled = nullptr;  // a rank that posts is not stuck polling
   ranks_[op->owner].owned.push_back(op);
   // Receiver-side queues, keyed by (context, source, tag): FIFO per key is what
   // makes messages of one (source, tag) arrive in the order they were sent.
@@ -193,49 +195,69 @@ void World::throw_if_failed(int rank, std::unique_lock<std::mutex>& lock) {
                      " failed first (" + abort_kind_ + ")");
 }
 
-void World::complete(int rank, std::span<Op* const> ops, const char* call) {
+void World::throw_op_error(const Op& op) {
+  if (op.error.empty()) return;
+  if (op.error_is_abort) throw AbortedError(op.error);
+  throw InvalidArgument(op.error);
+}
+
+// Copies of large messages into this rank's receive buffers: done by the
+// receiver, in its own wait or test, outside the lock.
+void World::run_copy_jobs(int rank, std::unique_lock<std::mutex>& lock) {
+  RankState& me = ranks_[rank];
+  if (me.copy_jobs.empty()) return;
+  std::vector<std::shared_ptr<Op>> jobs;
+  jobs.swap(me.copy_jobs);
+  for (auto& job : jobs) ++ranks_[job->partner->owner].copies_in_flight;
+  me.copies_in_flight += static_cast<int>(jobs.size());
+  lock.unlock();
+  for (auto& job : jobs) transfer(*job->partner, *job);
+  lock.lock();
+  for (auto& job : jobs) {
+    --ranks_[job->partner->owner].copies_in_flight;
+    --me.copies_in_flight;
+    mark_done(*job->partner);
+    mark_done(*job);
+  }
+}
+
+std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call, bool any) {
   std::unique_lock lock(mu_);
   const NotifyOnExit notify(*this, lock);
   RankState& me = ranks_[rank];
+  me.polled = nullptr;
   const Clock::time_point start = Clock::now();
+  const auto is_done = [](const Op* op) { return op->state == Op::State::kDone; };
   for (;;) {
     me.waiting = false;
     // This rank's own outcome first: an operation that completed (or failed on
     // its own bad match) reports that, even if another rank has failed since.
-    if (std::all_of(ops.begin(), ops.end(), [](const Op* op) { return op->state == Op::State::kDone; })) {
-      for (const Op* op : ops) {
-        if (op->error.empty()) continue;
-        if (op->error_is_abort) throw AbortedError(op->error);
-        throw InvalidArgument(op->error);
+    if (any) {
+      const auto it = std::find_if(ops.begin(), ops.end(), is_done);
+      if (it != ops.end()) {
+        throw_op_error(**it);
+        return static_cast<std::size_t>(it - ops.begin());
       }
-      return;
+    } else if (std::all_of(ops.begin(), ops.end(), is_done)) {
+      for (const Op* op : ops) throw_op_error(*op);
+      return 0;
     }
     throw_if_failed(rank, lock);
     if (!me.copy_jobs.empty()) {
-      // Copies of large messages into this rank's receive buffers: done here,
-      // by the receiver, outside the lock.
-      std::vector<std::shared_ptr<Op>> jobs;
-      jobs.swap(me.copy_jobs);
-      for (auto& job : jobs) ++ranks_[job->partner->owner].copies_in_flight;
-      me.copies_in_flight += static_cast<int>(jobs.size());
-      lock.unlock();
-      for (auto& job : jobs) transfer(*job->partner, *job);
-      lock.lock();
-      for (auto& job : jobs) {
-        --ranks_[job->partner->owner].copies_in_flight;
-        --me.copies_in_flight;
-        mark_done(*job->partner);
-        mark_done(*job);
-      }
+      run_copy_jobs(rank, lock);
       continue;
     }
     // Nothing to do: record what this rank waits for, then look for a deadlock.
+    // can_progress() asks whether *any* op in waiting_on is done: exact for
+    // wait_any (one is all it needs), and for a full wait it wakes the rank to
+    // look again.
     me.waiting = true;
+    me.any = any;
     me.call = call;
     me.since = start;
     me.waiting_on.clear();
     for (Op* op : ops)
-      if (op->state != Op::State::kDone) me.waiting_on.push_back(op);
+      if (!is_done(op)) me.waiting_on.push_back(op);
     if (all_live_stuck()) {
       deadlocked_ = true;
       deadlock_report_ = wait_graph("deadlock: every live rank is blocked and none can make progress");
@@ -262,6 +284,35 @@ void World::complete(int rank, std::span<Op* const> ops, const char* call) {
     }
     me.cv.wait_until(lock, deadline, [&] { return me.wake_seq.load() != seq; });
   }
+}
+
+bool World::test(int rank, Op& op, const char* call, bool polling) {
+  std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
+  RankState& me = ranks_[rank];
+  run_copy_jobs(rank, lock);
+  if (op.state == Op::State::kDone) {
+    throw_op_error(op);
+    return true;
+  }
+  throw_if_failed(rank, lock);
+  if (!polling) return false;
+  const Clock::time_point now = Clock::now();
+  if (me.polled == nullptr) {
+    me.polled = &op;
+    me.call = call;
+    me.polling_since = now;
+  } else if (now - me.polling_since >= timeout_) {
+    throw TimeoutError(wait_graph("timeout: a rank polled with test longer than the launch timeout "
+                                  "while none of its operations completed"));
+  }
+  return false;
+}
+
+void World::check_alive(int rank) {
+  std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
+  throw_if_failed(rank, lock);
 }
 
 std::string World::finish_rank(int rank) {

@@ -67,9 +67,17 @@ class World {
 
   // Posts a send or receive; may match (and for small messages copy) at once.
   void post(const std::shared_ptr<Op>& op);
-  // Blocks rank `rank` until all `ops` are done; throws AbortedError,
-  // DeadlockError, TimeoutError, or InvalidArgument for a bad match.
-  void complete(int rank, std::span<Op* const> ops, const char* call);
+  // Blocks rank `rank` until all `ops` are done (`any`: until one is, and
+  // returns its index); throws AbortedError, DeadlockError, TimeoutError, or
+  // InvalidArgument for a bad match of an op it returns for.
+  std::size_t complete(int rank, std::span<Op* const> ops, const char* call, bool any = false);
+  // Without blocking: does the copies queued for `rank`, then says whether
+  // `op` is done (throwing its error if it failed). `polling`: the caller is
+  // polling (Comm::test), so polling for longer than the timeout with nothing
+  // of this rank completing is a TimeoutError.
+  bool test(int rank, Op& op, const char* call, bool polling);
+  // Throws AbortedError or DeadlockError when the launch is failing.
+  void check_alive(int rank);
   // A rank returned or threw: cancel what it left behind, re-run the detector.
   // Returns a description of requests it left pending ("" if none).
   std::string finish_rank(int rank);
@@ -93,9 +101,16 @@ class World {
     // The wait this rank is in (valid while waiting).
     bool waiting = false;
     bool finished = false;
+    bool any = false;  // waits for any one of waiting_on (wait_any), not all
     const char* call = "";
     std::vector<Op*> waiting_on;
     Clock::time_point since;
+    // A rank polling with test() is running, not waiting: the detector never
+    // counts it as stuck, but a poll that fails for longer than the timeout,
+    // with nothing of this rank completing meanwhile, is a TimeoutError.
+    // Cleared whenever one of its ops completes or it blocks.
+    const Op* polled = nullptr;
+    Clock::time_point polling_since;
   };
 
   // Wake-ups are collected under mu_ and sent once it is released: a rank
@@ -107,6 +122,8 @@ class World {
   // released (`relock`: takes it again).
   void notify_pending(std::unique_lock<std::mutex>& lock, bool relock);
 
+  void run_copy_jobs(int rank, std::unique_lock<std::mutex>& lock);
+  static void throw_op_error(const Op& op);
   void match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& recv, int by_rank,
              std::unique_lock<std::mutex>& lock);
   void transfer(Op& send, Op& recv);  // the copy (or reduction), outside the lock

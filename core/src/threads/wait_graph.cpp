@@ -42,12 +42,20 @@ std::string World::wait_graph(const char* headline) const {
       out += fmt::format("  rank {:>3}  finished\n", r);
       continue;
     }
+    if (!s.waiting && s.polled) {
+      const double ms = std::chrono::duration<double, std::milli>(now - s.polling_since).count();
+      out += fmt::format("  rank {:>3}  running, polling with {} for {:.1f} ms: {}\n", r, s.call, ms,
+                         describe(*s.polled));
+      continue;
+    }
     if (!s.waiting) {
       out += fmt::format("  rank {:>3}  running\n", r);
       continue;
     }
     const double ms = std::chrono::duration<double, std::milli>(now - s.since).count();
-    out += fmt::format("  rank {:>3}  in {}, waiting {:.1f} ms for:\n", r, s.call, ms);
+    // wait_any needs one of its operations, a full wait every one of them.
+    out += fmt::format("  rank {:>3}  in {}, waiting {:.1f} ms for{}:\n", r, s.call, ms,
+                       s.any && s.waiting_on.size() > 1 ? " any one of" : "");
     for (const Op* op : s.waiting_on) {
       out += fmt::format("              {}\n", describe(*op));
       edges[r].push_back(op->peer_world);

@@ -7,15 +7,18 @@
 /// parameters and gradients live outside it, so many Gpt objects (rank
 /// threads, micro-batches in flight) can share one parameter buffer. The
 /// layers themselves are in gpt_layers.h for chapters that compose them
-/// differently.
+/// differently, or run a stage of units (units.h) through the stage entry
+/// points below.
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "dtw/model/config.h"
 #include "dtw/model/gpt_layers.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
+#include "dtw/model/units.h"
 
 namespace dtw::model {
 
@@ -27,10 +30,12 @@ struct GptActivations {
   std::vector<std::int32_t> tokens;   ///< [batch, seq]
   std::vector<std::int32_t> targets;  ///< [batch, seq] (empty: inference)
   /// The residual stream: x[0] is the embedding, x[l + 1] block l's output,
-  /// x[layers] what the head reads; each [batch·seq, dim].
+  /// x[layers] what the head reads; each [batch·seq, dim]. A stage keeps only
+  /// the entries its units read or write; the others stay empty.
   std::vector<std::vector<T>> x;
-  std::vector<BlockCache<T>> blocks;  ///< one per block
+  std::vector<BlockCache<T>> blocks;  ///< one per block (empty outside the stage)
   HeadCache<T> head;                  ///< final norm, logits and loss
+  UnitRange range;                    ///< the units the forward ran
 };
 
 /// A decoder-only transformer of a kGpt configuration.
@@ -59,6 +64,48 @@ class Gpt {
   /// loss into grads (layout().size() elements). params must hold the values
   /// the forward saw. loss_scale = 1/m averages m accumulated micro-batches.
   void backward(const T* params, T* grads, T loss_scale = T(1));
+  /// backward() that reports each unit's gradient range the moment it is
+  /// final (units.h, GradReady): "head", then blocks L−1 … 0, then "embed"
+  /// last — with a tied head the embedding's wte gradient gets the head's
+  /// share first and its own last, so it is the last one ready. DDP starts a
+  /// bucket's allreduce from here. on_grad_ready may be empty.
+  void backward(const T* params, T* grads, T loss_scale, const GradReady& on_grad_ready);
+
+  // ---- stages: a run of units on an input activation (pipeline, ZeRO-3) ----
+
+  /// The units of this model: "embed", "h.0" … "h.L−1", "head" (units.h).
+  const std::vector<Unit>& units() const { return units_; }
+  /// Runs units `range` (begin < end ≤ units().size()) with parameters from
+  /// `access`. A range starting at 0 embeds `tokens` [batch, seq_len]; a later
+  /// one starts from `x_in` [batch·seq_len, dim], the previous stage's
+  /// output(). A range ending with the head returns the mean loss against
+  /// `targets` (nullptr: inference, returns 0); otherwise returns 0 and
+  /// output() holds the residual stream after its last block. Keeps what
+  /// backward needs (activations()).
+  T forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* tokens, const T* x_in,
+            const std::int32_t* targets, std::int64_t batch, std::int64_t seq_len);
+  /// Backward of the last forward over its range: from the loss when the range
+  /// ends with the head (dx_out ignored), else from `dx_out`, the gradient of
+  /// output() that the next stage sent back. Accumulates into access.grads,
+  /// reports ranges to on_grad_ready as the whole-model backward does, and
+  /// leaves the gradient of x_in in input_grad() when the range does not start
+  /// at the embedding.
+  void backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
+                const GradReady& on_grad_ready);
+  /// The residual stream after the last forward's last block, [batch·seq, dim]
+  /// (what a stage sends to the next one).
+  std::span<const T> output() const;
+  /// The gradient of the last forward's x_in after backward, [batch·seq, dim]
+  /// (what a stage sends to the previous one).
+  std::span<const T> input_grad() const;
+  /// Bytes of activations a forward over `range` keeps for its backward, for
+  /// batch×seq_len tokens: exactly what activations() holds after it (T-sized
+  /// values and 4-byte token ids). The training layer charges this to the
+  /// memory ledger while a forward's activations are alive.
+  std::int64_t activation_bytes(UnitRange range, std::int64_t batch, std::int64_t seq_len) const;
+  /// Frees the activations (activation checkpointing keeps only a stage's
+  /// input and runs forward again before backward).
+  void release_activations();
 
   /// What the last forward kept (overwritten by the next forward).
   const GptActivations<T>& activations() const { return acts_; }
@@ -68,6 +115,7 @@ class Gpt {
  private:
   ModelConfig config_;
   ParamLayout layout_;
+  std::vector<Unit> units_;
   LayerTimes* times_ = nullptr;
   GptActivations<T> acts_;
   bool has_forward_ = false;

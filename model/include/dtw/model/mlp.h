@@ -6,11 +6,13 @@
 /// a learnable task).
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
+#include "dtw/model/units.h"
 
 namespace dtw::model {
 
@@ -40,6 +42,7 @@ struct MlpActivations {
   /// @var probs
   /// softmax of the logits, [rows, classes]
   std::vector<T> probs, losses;  ///< per-row cross-entropy, [rows]
+  UnitRange range;               ///< the layers (units) the forward ran
 };
 
 /// A multi-layer perceptron of a kMlp configuration.
@@ -66,18 +69,50 @@ class Mlp {
   /// Accumulates `loss_scale ×` the gradient of the last forward's mean loss
   /// into grads (layout().size() elements).
   void backward(const T* params, T* grads, T loss_scale = T(1));
+  /// backward() that reports each layer's gradient range the moment it is
+  /// final, last layer first (units.h, GradReady); on_grad_ready may be empty.
+  void backward(const T* params, T* grads, T loss_scale, const GradReady& on_grad_ready);
+
+  // ---- stages: a run of layers on an input activation (pipeline, ZeRO-3) ----
+
+  /// The units of this model: one per linear layer, "fc.0" … (units.h).
+  const std::vector<Unit>& units() const { return units_; }
+  /// Runs layers `range` (begin < end ≤ layers()) on x_in [rows, width of
+  /// layer begin's input] (the inputs when begin == 0) with parameters from
+  /// `access`; when the range ends with the classifier, returns the mean loss
+  /// against labels [rows], otherwise 0 with output() holding the activation.
+  T forward(UnitAccess<T>& access, UnitRange range, const T* x_in, const std::int32_t* labels,
+            std::int64_t rows);
+  /// Backward of the last forward over its range, from the loss or from
+  /// `dx_out` (the gradient of output()); reports ranges like backward()
+  /// above and leaves the gradient of x_in in input_grad() when begin > 0.
+  void backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
+                const GradReady& on_grad_ready);
+  /// The last forward's output activation [rows, width].
+  std::span<const T> output() const;
+  /// The gradient of the last forward's x_in after backward (empty when the
+  /// range starts at the inputs).
+  std::span<const T> input_grad() const;
+  /// Bytes of activations a forward over `range` keeps for `rows` examples:
+  /// exactly what activations() holds after it.
+  std::int64_t activation_bytes(UnitRange range, std::int64_t rows) const;
+  /// Frees the activations (activation checkpointing).
+  void release_activations();
 
   /// What the last forward kept (overwritten by the next forward).
   const MlpActivations<T>& activations() const { return acts_; }
 
  private:
   std::int64_t width(int boundary) const;  // width of x[boundary]
+  void check_range(UnitRange range, const char* call) const;
   ModelConfig config_;
   ParamLayout layout_;
+  std::vector<Unit> units_;
   LayerTimes* times_ = nullptr;
   MlpActivations<T> acts_;
   bool has_forward_ = false;
   std::vector<T> grad_a_, grad_b_;  // ping-pong gradients of consecutive layers
+  std::span<const T> input_grad_;   // into grad_a_ or grad_b_ after a stage's backward
 };
 
 }  // namespace dtw::model

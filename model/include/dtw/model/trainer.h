@@ -66,6 +66,14 @@ struct TrainResult {
 /// Trains `config` for `steps` steps on one device. Bad options (batch < 1,
 /// seq_len outside [0, context], steps < 0, negative clip_norm) raise
 /// InvalidArgument naming the values. T is float or double.
+///
+/// Defined in the training layer (library dtw::train, train/src/reference.cpp),
+/// where the reference is a `dtw::train::Replica` over the whole model with
+/// one data shard, so it and every parallel strategy share the step by
+/// construction: link dtw::train to call it. The canonical run's options are
+/// `dtw::train::standard_run(model).options()`; the defaults of TrainOptions
+/// are the bare trainer's (synthetic data, no warm-up) that the model's own
+/// unit tests use.
 template <class T = float>
 TrainResult<T> train_reference(const ModelConfig& config, std::int64_t steps,
                                const TrainOptions& options = {});

@@ -1,0 +1,247 @@
+// Completion without blocking: Comm::test, wait_any and wait_some, the
+// deadlock detector through a rank blocked in wait_any, and their bad input.
+#include <gmock/gmock.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "dtw_test.h"
+
+namespace dtw {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::launch_bounded;
+
+TEST(CompletionTest, ServerServesSevenWorkersInTheOrderTheySend) {
+  // Worker order[i] sends i * 60 ms after the start; the server must serve
+  // whichever request completes first, so it serves them in exactly this order.
+  const std::vector<int> order = {4, 1, 6, 2, 7, 3, 5};
+  launch_bounded(8, [&](Comm& comm) {
+    if (comm.rank() != 0) {
+      const auto position = std::find(order.begin(), order.end(), comm.rank()) - order.begin();
+      std::this_thread::sleep_for(std::chrono::milliseconds(60) * position);
+      const std::vector<std::int64_t> job{comm.rank(), 100 * comm.rank()};
+      comm.send(job, 0, 3);
+      return;
+    }
+    std::vector<std::vector<std::int64_t>> jobs(7, std::vector<std::int64_t>(2));
+    std::vector<Request> pending;
+    for (int w = 1; w < 8; ++w) pending.push_back(comm.irecv(jobs[w - 1], w, 3));
+    std::vector<int> served;
+    for (int k = 0; k < 7; ++k) {
+      const std::size_t i = comm.wait_any(pending);
+      ASSERT_LT(i, pending.size());
+      EXPECT_FALSE(pending[i].pending());
+      EXPECT_EQ(jobs[i], (std::vector<std::int64_t>{static_cast<std::int64_t>(i) + 1, 100 * (static_cast<std::int64_t>(i) + 1)}));
+      served.push_back(static_cast<int>(i) + 1);
+    }
+    EXPECT_EQ(served, order);
+    EXPECT_EQ(comm.wait_any(pending), pending.size());  // nothing left pending
+  });
+}
+
+TEST(CompletionTest, TestPollsToCompletion) {
+  // A small message and one past the threads backend's eager limit, whose
+  // copy the receiver makes inside its own test().
+  for (const std::size_t n : {std::size_t{3}, std::size_t{1} << 18}) {
+    launch_bounded(2, [n](Comm& comm) {
+      std::vector<float> data(n, static_cast<float>(comm.rank() + 1));
+      if (comm.rank() == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        comm.send(data, 0, 9);
+        return;
+      }
+      Request r = comm.irecv(data, 1, 9);
+      long polls = 0;
+      while (!comm.test(r)) {
+        ++polls;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      EXPECT_GT(polls, 0) << "the sender waits 30 ms, so the first test cannot succeed";
+      EXPECT_FALSE(r.pending());
+      EXPECT_EQ(r.received_count(), static_cast<std::int64_t>(n));
+      EXPECT_EQ(data, std::vector<float>(n, 2.0f));
+      EXPECT_TRUE(comm.test(r));  // completed: stays true
+      Request empty;
+      EXPECT_TRUE(comm.test(empty));
+      EXPECT_EQ(comm.traffic().messages_received[1], 1);  // counted once
+    });
+  }
+}
+
+TEST(CompletionTest, WaitAnyOnEmptyAndCompletedSets) {
+  launch_bounded(2, [](Comm& comm) {
+    std::vector<Request> none;
+    EXPECT_EQ(comm.wait_any(none), 0u);
+    EXPECT_TRUE(comm.wait_some(none).empty());
+    const int peer = 1 - comm.rank();
+    std::vector<std::int32_t> out{comm.rank()}, in(1);
+    std::vector<Request> both;
+    both.push_back(comm.irecv(in, peer, 1));
+    both.push_back(comm.isend(out, peer, 1));
+    comm.wait_all(both);
+    EXPECT_EQ(comm.wait_any(both), both.size());  // all completed already: none pending
+    EXPECT_TRUE(comm.wait_some(both).empty());
+    // One completed, one pending: wait_any skips the completed one.
+    std::vector<std::int32_t> in2(1);
+    both[0] = comm.irecv(in2, peer, 2);
+    comm.send(out, peer, 2);  // peer posted its irecv first, so this cannot block forever
+    EXPECT_EQ(comm.wait_any(both), 0u);
+    EXPECT_EQ(in2[0], peer);
+  });
+}
+
+TEST(CompletionTest, WaitSomeCompletesEveryRequestExactlyOnce) {
+  launch_bounded(4, [](Comm& comm) {
+    if (comm.rank() != 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 * comm.rank()));
+      comm.send(std::vector<std::int64_t>{comm.rank()}, 0);
+      return;
+    }
+    std::vector<std::vector<std::int64_t>> got(3, std::vector<std::int64_t>(1));
+    std::vector<Request> reqs;
+    for (int w = 1; w < 4; ++w) reqs.push_back(comm.irecv(got[w - 1], w));
+    std::multiset<std::size_t> seen;
+    while (seen.size() < 3) {
+      const std::vector<std::size_t> some = comm.wait_some(reqs);
+      ASSERT_FALSE(some.empty());
+      EXPECT_TRUE(std::is_sorted(some.begin(), some.end()));
+      seen.insert(some.begin(), some.end());
+    }
+    EXPECT_EQ(seen, (std::multiset<std::size_t>{0, 1, 2}));
+    for (int w = 1; w < 4; ++w) EXPECT_EQ(got[w - 1][0], w);
+    EXPECT_EQ(comm.traffic().messages_received[1] + comm.traffic().messages_received[2] +
+                  comm.traffic().messages_received[3],
+              3);
+  });
+}
+
+TEST(CompletionTest, WaitAnyReturnsWhileItsOtherPeerIsBlockedOnIt) {
+  // Rank 0 waits for either rank; rank 1 is blocked on rank 0, rank 2 sends.
+  // Not a deadlock: rank 2's message completes one of rank 0's requests.
+  launch_bounded(3, [](Comm& comm) {
+    std::vector<std::int32_t> a(1), b(1);
+    if (comm.rank() == 0) {
+      std::vector<Request> reqs;
+      reqs.push_back(comm.irecv(a, 1, 5));
+      reqs.push_back(comm.irecv(b, 2, 5));
+      EXPECT_EQ(comm.wait_any(reqs), 1u);
+      EXPECT_EQ(b[0], 22);
+      comm.send(std::vector<std::int32_t>{7}, 1, 6);
+      comm.wait(reqs[0]);
+      EXPECT_EQ(a[0], 11);
+    } else if (comm.rank() == 1) {
+      comm.recv(a, 0, 6);
+      comm.send(std::vector<std::int32_t>{11}, 0, 5);
+    } else {
+      comm.send(std::vector<std::int32_t>{22}, 0, 5);
+    }
+  });
+}
+
+TEST(CompletionTest, DeadlockThroughWaitAnyIsReportedWithTheGraph) {
+  // Rank 0 waits for any of ranks 1 and 2, and both wait for rank 0: none of
+  // rank 0's requests can ever complete.
+  const auto start = std::chrono::steady_clock::now();
+  const Report report = launch_collecting(3, {}, [](Comm& comm) {
+    std::vector<std::int32_t> a(1), b(1);
+    if (comm.rank() == 0) {
+      std::vector<Request> reqs;
+      reqs.push_back(comm.irecv(a, 1, 5));
+      reqs.push_back(comm.irecv(b, 2, 5));
+      (void)comm.wait_any(reqs);
+    } else {
+      comm.recv(a, 0, 6);
+    }
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0);
+  ASSERT_EQ(report.errors.size(), 3u);
+  for (const RankError& e : report.errors) EXPECT_EQ(e.kind, "DeadlockError");
+  const std::string& graph = report.errors[0].message;
+  EXPECT_THAT(graph, HasSubstr("in wait_any, waiting"));
+  EXPECT_THAT(graph, HasSubstr("for any one of:"));
+  EXPECT_THAT(graph, HasSubstr("irecv from rank 1, tag 5, 4 B (1 int32)"));
+  EXPECT_THAT(graph, HasSubstr("irecv from rank 2, tag 5, 4 B (1 int32)"));
+  EXPECT_THAT(graph, HasSubstr("recv from rank 0, tag 6"));
+  EXPECT_THAT(graph, HasSubstr("cycle: rank 0 -> rank 1 -> rank 0"));
+  std::printf("deadlock through wait_any, reported after %.3f s:\n%s\n", seconds, graph.c_str());
+}
+
+TEST(CompletionTest, PollingThatCannotCompleteEndsInTimeout) {
+  LaunchOptions options;
+  options.timeout = std::chrono::milliseconds(300);
+  const Report report = launch_collecting(2, options, [](Comm& comm) {
+    std::vector<std::int32_t> x(1);
+    if (comm.rank() == 1) return;  // never sends what rank 0 polls for
+    Request r = comm.irecv(x, 1, 2);
+    while (!comm.test(r)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  ASSERT_FALSE(report.errors.empty());
+  const RankError& first = report.errors[0];
+  EXPECT_EQ(first.kind, "TimeoutError");
+  EXPECT_THAT(first.message, HasSubstr("polled with test longer than the launch timeout"));
+  EXPECT_THAT(first.message, HasSubstr("polling with test"));
+}
+
+TEST(CompletionTest, WaitAnyOnAnotherCommunicatorsRequestIsInvalidArgument) {
+  launch_bounded(2, [](Comm& comm) {
+    const std::unique_ptr<Comm> other = comm.dup();
+    const int peer = 1 - comm.rank();
+    std::vector<std::int32_t> in(1), out{comm.rank()};
+    std::vector<Request> reqs;
+    reqs.push_back(comm.irecv(in, peer, 4));
+    reqs.push_back(other->irecv(in, peer, 4));
+    try {
+      (void)comm.wait_any(reqs);
+      ADD_FAILURE() << "wait_any took another communicator's request";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("rank " + std::to_string(comm.rank()) +
+                                      ": wait_any on request 1 (irecv from rank " +
+                                      std::to_string(peer) + ", tag 4), which another "
+                                                             "communicator started"));
+    }
+    EXPECT_THROW(comm.wait(reqs[1]), InvalidArgument);
+    // Both complete on their own communicators.
+    comm.send(out, peer, 4);
+    other->send(out, peer, 4);
+    comm.wait(reqs[0]);
+    other->wait(reqs[1]);
+  });
+}
+
+TEST(CompletionTest, TestOnAMovedFromRequestIsInvalidArgument) {
+  launch_bounded(2, [](Comm& comm) {
+    const int peer = 1 - comm.rank();
+    std::vector<std::int32_t> in(1), out{comm.rank()};
+    Request r = comm.irecv(in, peer);
+    Request owner = std::move(r);
+    try {
+      (void)comm.test(r);
+      ADD_FAILURE() << "test on a moved-from request";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("test on request 0, which was moved from"));
+    }
+    std::vector<Request> two;
+    two.push_back(std::move(owner));
+    two.push_back(Request());
+    EXPECT_THROW((void)comm.wait_any(std::span<Request>(&r, 1)), InvalidArgument);
+    EXPECT_THROW(comm.wait(r), InvalidArgument);
+    comm.send(out, peer);
+    EXPECT_EQ(comm.wait_any(two), 0u);  // an empty (never started) request is simply skipped
+    EXPECT_EQ(in[0], peer);
+    r = comm.isend(out, peer, 1);  // assigned again: usable
+    comm.recv(in, peer, 1);
+    comm.wait(r);
+  });
+}
+
+}  // namespace
+}  // namespace dtw

@@ -1,0 +1,52 @@
+#pragma once
+// Plain data parallelism on the backend's reference allreduce: a test of the
+// training layer, not a chapter's strategy. Every rank holds the whole model,
+// computes the gradient of its shard of the batch weighted by the shard's
+// share of the batch (so uneven shards average correctly), sums the
+// gradients, clips and steps like the reference.
+#include <cstdint>
+
+#include "dtw/reference.h"
+#include "dtw/train/replica.h"
+#include "dtw/train/strategy.h"
+
+namespace dtw::train::testing {
+
+/// One gradient element to corrupt (after clipping, before the step) on one
+/// rank: the planted error the comparison must name.
+struct Plant {
+  int rank = -1;          ///< −1: none
+  std::int64_t step = 0;  ///< data step
+  std::int64_t index = 0;  ///< flat index of the element
+};
+
+template <class T>
+void plain_dp(RankRun<T>& run, const Plant& plant = {}) {
+  Comm& comm = run.comm();
+  const RunSpec& spec = run.spec();
+  const int p = comm.size(), r = comm.rank();
+  Replica<T> replica(spec, run.exec(), ReplicaPlan::whole(spec));
+  const double weight = make_batch(spec, 0, r, p).weight;  // rows_r / batch
+  for (std::int64_t step = 0; step < spec.steps; ++step) {
+    double loss = 0;
+    {
+      auto phase = run.phase("forward-backward");
+      loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight));
+    }
+    {
+      auto phase = run.phase("allreduce");
+      reference::allreduce(comm, replica.grads(), ReduceOp::kSum);
+      reference::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
+    }
+    replica.clip(replica.local_sum_of_squares());  // every rank holds the whole sum
+    if (r == plant.rank && step == plant.step) {
+      const std::span<T> g = replica.grads(plant.index, plant.index + 1);
+      g[0] = g[0] * T(1.5) + T(1e-3);
+    }
+    replica.step(step);
+    run.record_loss(step, loss);
+  }
+  run.report(replica);
+}
+
+}  // namespace dtw::train::testing

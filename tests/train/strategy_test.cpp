@@ -1,0 +1,128 @@
+// The strategy registry and harness: "single" is always first and matches the
+// reference; unknown names, bad worlds and bad knobs are named.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "dtw/errors.h"
+#include "dtw/train/reference.h"
+#include "dtw/train/strategy.h"
+
+namespace dtw::train {
+namespace {
+
+template <class T>
+void noop(RankRun<T>&) {}
+DTW_REGISTER_STRATEGY({.name = "test-noop", .chapter = "99", .description = "does nothing",
+                       .max_ranks = 3, .run = [](auto& run) { noop(run); }});
+
+TEST(StrategyTest, SingleIsFirstAndUnknownNamesListTheKnownOnes) {
+  ASSERT_FALSE(strategies().empty());
+  EXPECT_EQ(strategies().front().name, "single");
+  EXPECT_EQ(find_strategy("test-noop").chapter, "99");
+  try {
+    find_strategy("ddp-magic");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown strategy 'ddp-magic'; known: single"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(StrategyTest, ANameRegisteredTwiceIsReportedWhenUsed) {
+  EXPECT_TRUE(register_strategy({.name = "test-twice", .chapter = "97"}));
+  EXPECT_FALSE(register_strategy({.name = "test-twice", .chapter = "98"}));
+  try {
+    find_strategy("test-twice");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("test-twice is registered twice: test-twice (chapters 97 and 98)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(StrategyTest, SingleMatchesTheReferenceInBothPrecisions) {
+  RunSpec spec = standard_run("gpt-tiny");
+  spec.steps = 3;
+  spec.batch = 4;
+  for (DType d : {DType::kFloat64, DType::kFloat32}) {
+    spec.dtype = d;
+    int calls = 0;
+    HarnessOptions o;
+    o.on_step = [&](const model::StepInfo& s) {
+      EXPECT_EQ(s.step, calls++);
+      EXPECT_EQ(s.tokens, 4 * 32);
+    };
+    const RunOutcome out = run_strategy(find_strategy("single"), spec, o);
+    EXPECT_TRUE(out.matches) << out.mismatch;
+    EXPECT_EQ(out.max_abs_param_diff, 0.0);  // the same computation, bitwise
+    EXPECT_EQ(calls, 3);
+    ASSERT_EQ(out.report.memory.size(), 1u);
+    EXPECT_GT(out.report.memory[0].peak_of(MemoryCategory::kActivations), 0);
+  }
+}
+
+TEST(StrategyTest, WorldsOutsideTheStrategysRangeAreRefused) {
+  HarnessOptions o;
+  o.ranks = 4;
+  try {
+    run_strategy(find_strategy("test-noop"), standard_run("mlp-tiny"), o);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("test-noop runs on 1 to 3 ranks, not 4"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A strategy that reports parameters the reference never had: the harness
+// must catch it unless the strategy declares that it does not reproduce the
+// reference for this run (asynchronous training), and then say so.
+template <class T>
+void off_by_one(RankRun<T>& run) {
+  const std::vector<T> wrong(4, T(1));
+  run.record_loss(0, 123.0);
+  run.report_params(wrong, 0);
+}
+DTW_REGISTER_STRATEGY({.name = "test-inexact", .chapter = "96", .description = "not the reference",
+                       .run = [](auto& run) { off_by_one(run); },
+                       .reproduces_reference = [](int ranks, const Knobs& knobs) {
+                         return ranks == 1 && knobs.get("exact", "no") == "yes";
+                       }});
+
+TEST(StrategyTest, AStrategyThatDoesNotReproduceTheReferenceIsNotCompared) {
+  RunSpec spec = standard_run("mlp-tiny");
+  spec.steps = 1;
+  spec.dtype = DType::kFloat64;
+  const Strategy& s = find_strategy("test-inexact");
+  HarnessOptions o;
+  o.ranks = 2;
+  RunOutcome out = run_strategy(s, spec, o);
+  EXPECT_FALSE(out.checked);
+  EXPECT_TRUE(out.matches);
+  EXPECT_EQ(out.compared, 0);
+  o.ranks = 1;
+  o.knobs.set("exact", "yes");  // where it claims to reproduce it, it is compared
+  out = run_strategy(s, spec, o);
+  EXPECT_TRUE(out.checked);
+  EXPECT_FALSE(out.matches);
+  EXPECT_NE(out.mismatch.find("rank 0"), std::string::npos) << out.mismatch;
+  EXPECT_TRUE(find_strategy("single").reproduces(1, Knobs{}));
+}
+
+TEST(StrategyTest, KnobsParseAndNameBadValues) {
+  const Knobs k = Knobs::parse({"bucket_kib=64", "schedule=1f1b", "ratio=0.5"});
+  EXPECT_EQ(k.get_int("bucket_kib", 0), 64);
+  EXPECT_EQ(k.get_int("missing", 7), 7);
+  EXPECT_EQ(k.get("schedule", ""), "1f1b");
+  EXPECT_EQ(k.get_double("ratio", 0), 0.5);
+  EXPECT_THROW(k.get_int("schedule", 0), InvalidArgument);
+  EXPECT_THROW(Knobs::parse({"novalue"}), InvalidArgument);
+  EXPECT_EQ(k.describe(), "bucket_kib=64 ratio=0.5 schedule=1f1b");
+}
+
+}  // namespace
+}  // namespace dtw::train

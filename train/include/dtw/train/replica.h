@@ -1,0 +1,230 @@
+#pragma once
+/// @file
+/// `Replica<T>`: one rank's share of the model — parameters, gradients and
+/// optimizer state of the ranges of the flat buffer it holds, in `Array`s
+/// counted by the rank's memory ledger — and the only way a strategy
+/// computes gradients, clips and steps.
+///
+///     Replica<T> replica(spec, comm.exec(), ReplicaPlan::whole(spec));   // DDP
+///     for (std::int64_t step = 0; step < spec.steps; ++step) {
+///       double loss = replica.forward_backward(step, comm.rank(), comm.size(),
+///                                              T(1), on_grad_ready);
+///       ... allreduce replica.grads(), replica.scale_grads(T(1) / p) ...
+///       replica.clip(replica.local_sum_of_squares());  // full grads: local is global
+///       replica.step(step);
+///     }
+///
+/// `train_reference` is exactly this loop with one shard on one device, so a
+/// strategy and the reference share the clipping rule, the optimizer and the
+/// order of operations by construction.
+///
+/// **What a replica holds** is a ReplicaPlan: lists of ranges of the flat
+/// buffer for parameters, gradients and optimizer state. DDP holds everything;
+/// ZeRO-1 full parameters and gradients but optimizer state for its shard;
+/// ZeRO-2 full parameters, gradients and state for its shard; ZeRO-3 / FSDP
+/// its shard of every unit; a pipeline stage the range of its units (plus wte
+/// on a last stage with a tied head); a parameter server the shard it serves.
+/// The pieces of each list are stored back to back in one Array.
+///
+/// **Tensor parallelism fits without a rewrite**: a plan is a layout of views
+/// the replica owns, of which a contiguous range is one case. A TP rank will
+/// hold, per tensor, a slice (rows [r0, r1) of a column-parallel weight, a
+/// column block of a row-parallel one, the three row ranges of its heads in
+/// qkv): pieces that are strided views rather than ranges. Everything the
+/// replica does per element — initialisation (init_value is keyed by tensor
+/// and index, so any slice initialises alone), the optimizer step (element-wise,
+/// with each view's decay flag), the sum of squares for clipping — only needs,
+/// per stored element, its tensor and index, which a slice piece provides as
+/// a range does. The TP chapter adds a piece kind and a UnitAccess that hands
+/// its sublayer calls (BlockDims with fewer heads) the slices; forward_backward
+/// on a whole range and the accessors here stay as they are.
+///
+/// Precondition of all computing calls: the model code runs on the host, so
+/// the Exec must be the host (InvalidArgument otherwise).
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dtw/array.h"
+#include "dtw/comm.h"
+#include "dtw/exec.h"
+#include "dtw/model/units.h"
+#include "dtw/train/network.h"
+#include "dtw/train/run_spec.h"
+
+namespace dtw::train {
+
+/// [begin, end) of the flat parameter buffer.
+struct Range {
+  std::int64_t begin = 0;  ///< first element
+  std::int64_t end = 0;    ///< one past the last element
+  /// end − begin.
+  std::int64_t size() const { return end - begin; }
+};
+
+/// What a replica holds: for each kind of state, sorted, disjoint ranges.
+/// Every optimizer range must lie inside one parameter range and one gradient
+/// range (stepping needs both). Lists may be empty (a worker that never steps
+/// holds no optimizer state).
+struct ReplicaPlan {
+  std::vector<Range> params;     ///< parameters held (initialised from the seed)
+  std::vector<Range> grads;      ///< gradients held (start at zero)
+  std::vector<Range> optimizer;  ///< what step() updates (optimizer state held for these)
+
+  /// The whole model, everything: DDP and the reference.
+  static ReplicaPlan whole(const RunSpec& spec);
+  /// One range, everything: a ZeRO-3 shard, a pipeline stage, a server's shard.
+  static ReplicaPlan range(std::int64_t begin, std::int64_t end);
+  /// Several ranges, everything (a pipeline stage with the tied wte).
+  static ReplicaPlan ranges(std::vector<Range> ranges);
+  /// "params [0, 100) grads [0, 100) optimizer [0, 50)".
+  std::string describe() const;
+};
+
+/// One rank's parameters, gradients and optimizer state (see the file comment).
+template <class T>
+class Replica {
+ public:
+  /// Holds `plan` of `spec`'s model on `exec` (host only for now), counting
+  /// parameters, gradients and optimizer state in exec.ledger(). Parameters
+  /// start at init_params' values, gradients and state at zero. Ranges
+  /// outside the model, unsorted or overlapping ones, and optimizer ranges not
+  /// covered by parameters and gradients raise InvalidArgument naming the
+  /// rank (the ledger's) and the ranges; a ledger cap smaller than the plan
+  /// raises OutOfMemory naming the rank and the category.
+  Replica(const RunSpec& spec, const Exec& exec, ReplicaPlan plan);
+  Replica(Replica&&) noexcept;
+  Replica& operator=(Replica&&) noexcept;
+  ~Replica();
+
+  /// The run.
+  const RunSpec& spec() const { return spec_; }
+  /// What this replica holds.
+  const ReplicaPlan& plan() const { return plan_; }
+  /// The model's flat layout (names and offsets of every tensor).
+  const model::ParamLayout& layout() const;
+  /// The model's units in forward order.
+  const std::vector<model::Unit>& units() const;
+  /// The model (for stage passes, FLOP counts and activation sizes).
+  Network<T>& network();
+  /// Elements in the whole model (layout().size()).
+  std::int64_t model_size() const;
+
+  // ---- state ------------------------------------------------------------------
+
+  /// Parameters [begin, end) of the flat buffer, which must lie inside one
+  /// held parameter range (InvalidArgument naming the rank and what is held).
+  std::span<T> params(std::int64_t begin, std::int64_t end);
+  /// Every held parameter, the pieces back to back (one range: that range).
+  std::span<T> params();
+  /// Gradients [begin, end), like params(begin, end).
+  std::span<T> grads(std::int64_t begin, std::int64_t end);
+  /// Every held gradient, the pieces back to back.
+  std::span<T> grads();
+  /// `grads(r.begin, r.end)`.
+  std::span<T> grads(Range r) { return grads(r.begin, r.end); }
+  /// `params(r.begin, r.end)`.
+  std::span<T> params(Range r) { return params(r.begin, r.end); }
+  /// Optimizer state of [begin, end), which must lie inside one optimizer
+  /// range (InvalidArgument naming the rank and what is held): moment 0 is
+  /// AdamW's m (SGD's momentum), moment 1 AdamW's v (SGD has none: an
+  /// InvalidArgument). What a checkpoint saves and restores beside the
+  /// parameters; a strategy never updates it by hand (step() does).
+  std::span<T> optimizer_state(int moment, std::int64_t begin, std::int64_t end);
+  /// Moments the optimizer keeps per element: 2 for AdamW, 1 for SGD.
+  int optimizer_moments() const;
+  /// Sets every held gradient to zero (step() does it after updating).
+  void zero_grads();
+  /// Multiplies every held gradient by `factor` (1/p turns a sum into a mean).
+  void scale_grads(T factor);
+
+  // ---- computing ----------------------------------------------------------------
+
+  /// Forward and backward of the whole model on step `step`'s data shard
+  /// `shard` of `shards` (make_batch: rows split as evenly as possible),
+  /// accumulating (+=) `loss_scale ×` the gradient of the shard's mean loss.
+  /// `on_grad_ready(begin, end)` fires as each unit's gradient becomes final
+  /// (units.h: last unit first, the embedding last). Returns the shard's mean
+  /// loss; the global mean is Σ over shards of Batch::weight × loss.
+  /// The activations are charged to the ledger (kActivations) from the
+  /// forward to the end of the backward.
+  /// `access` (nullptr: this replica's own buffers, which must then hold the
+  /// parameters and gradients of every unit) lets ZeRO-2/3 supply per-unit
+  /// parameters and gradient buffers (units.h: UnitAccess).
+  double forward_backward(std::int64_t step, std::int64_t shard, std::int64_t shards,
+                          T loss_scale = T(1), const model::GradReady& on_grad_ready = {},
+                          model::UnitAccess<T>* access = nullptr);
+  /// Σ g² over the optimizer ranges' gradients. The optimizer ranges of all
+  /// ranks that step partition the model, so the sum of this over them
+  /// (an allreduce) is the global sum of squares; with full gradients on
+  /// every rank, this rank's value already is.
+  double local_sum_of_squares();
+  /// Clips by the global norm √global_sum_of_squares exactly as the reference
+  /// does (scale by clip/(norm + 1e-6) when norm > clip; nothing when the
+  /// run's clip_norm is 0), on the optimizer ranges' gradients. Returns the
+  /// norm before clipping.
+  double clip(double global_sum_of_squares);
+  /// One optimizer step of the optimizer ranges, as the reference steps them
+  /// after data step `step` (0-based: the step forward_backward trained), then
+  /// zeroes every held gradient.
+  void step(std::int64_t step);
+  /// Records per-layer time and FLOPs of this replica's passes (and of
+  /// StagePasses made after this call) into `times`; nullptr stops.
+  void set_times(model::LayerTimes* times);
+  /// Our UnitAccess over this replica's own buffers (for stage passes).
+  model::UnitAccess<T>& access();
+  /// Where the activations of a pass are charged (exec().ledger(), may be null).
+  const Exec& exec() const { return exec_; }
+
+ private:
+  template <class U>
+  friend class StagePass;
+  struct State;
+  RunSpec spec_;
+  ReplicaPlan plan_;
+  Exec exec_;
+  std::unique_ptr<State> state_;
+};
+
+/// One forward pass kept for its backward: a pipeline stage holds one per
+/// micro-batch in flight. The pass's activations are charged to the replica's
+/// ledger (kActivations) from forward() until backward() or release().
+template <class T>
+class StagePass {
+ public:
+  /// A pass over `replica`'s model; `access` (nullptr: the replica's own
+  /// buffers) is where parameters and gradients are found.
+  explicit StagePass(Replica<T>& replica, model::UnitAccess<T>* access = nullptr);
+  StagePass(StagePass&&) noexcept;
+  ~StagePass();
+  /// Forward of units `range` on `batch` (make_batch(spec, step, mb, m) for
+  /// micro-batch mb of m), from x_in when the range does not start at unit 0.
+  /// Returns the mean loss when the range ends with the loss, else 0.
+  T forward(model::UnitRange range, const Batch& batch, std::span<const T> x_in = {});
+  /// Backward from the loss (last stage; dx_out empty) or from dx_out, the
+  /// gradient of output(); accumulates loss_scale × the gradient, reports
+  /// ranges to on_grad_ready, then frees the activations. input_grad() stays
+  /// valid until the next forward.
+  void backward(std::span<const T> dx_out, T loss_scale,
+                const model::GradReady& on_grad_ready = {});
+  /// The activation this stage sends on, after forward.
+  std::span<const T> output() const;
+  /// The gradient this stage sends back, after backward.
+  std::span<const T> input_grad() const;
+  /// Drops the activations without a backward (activation checkpointing
+  /// recomputes them with a second forward).
+  void release();
+  /// Bytes charged now for this pass's activations.
+  std::int64_t charged_bytes() const;
+
+ private:
+  template <class U>
+  friend class Replica;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace dtw::train

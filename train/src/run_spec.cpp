@@ -1,0 +1,160 @@
+// RunSpec: the canonical run, its validation and the data each shard reads.
+#include "dtw/train/run_spec.h"
+
+#include <sstream>
+
+#include "dtw/errors.h"
+
+namespace dtw::train {
+
+const char* name_of(DType dtype) { return dtype == DType::kFloat64 ? "float64" : "float32"; }
+
+DType dtype_from_name(std::string_view name) {
+  if (name == "float32" || name == "float" || name == "f32") return DType::kFloat32;
+  if (name == "float64" || name == "double" || name == "f64") return DType::kFloat64;
+  DTW_CHECK_ARG(false, "dtype '" << name << "' is not float32 or float64");
+  return DType::kFloat32;
+}
+
+model::ModelConfig RunSpec::config() const {
+  if (!custom_config) return model::model_config(model);
+  model::validate(*custom_config);
+  return *custom_config;
+}
+
+double RunSpec::lr() const { return optimizer == model::Optimizer::kAdamW ? adamw.lr : sgd.lr; }
+
+void RunSpec::set_lr(double value) {
+  if (optimizer == model::Optimizer::kAdamW) adamw.lr = value;
+  else sgd.lr = value;
+}
+
+model::TrainOptions RunSpec::options() const {
+  model::TrainOptions o;
+  o.task = task;
+  o.batch = batch;
+  o.seq_len = seq_len;
+  o.seed = seed;
+  o.optimizer = optimizer;
+  o.adamw = adamw;
+  o.sgd = sgd;
+  o.clip_norm = clip_norm;
+  o.warmup_steps = warmup_steps;
+  return o;
+}
+
+RunSpec run_from_options(const model::ModelConfig& config, std::int64_t steps,
+                         const model::TrainOptions& o, DType dtype) {
+  RunSpec spec;
+  spec.model = config.name;
+  spec.custom_config = config;
+  spec.steps = steps;
+  spec.batch = o.batch;
+  spec.seq_len = o.seq_len;
+  spec.seed = o.seed;
+  spec.task = o.task;
+  spec.optimizer = o.optimizer;
+  spec.adamw = o.adamw;
+  spec.sgd = o.sgd;
+  spec.warmup_steps = o.warmup_steps;
+  spec.clip_norm = o.clip_norm;
+  spec.dtype = dtype;
+  return spec;
+}
+
+std::int64_t RunSpec::sequence() const {
+  const model::ModelConfig c = config();
+  if (c.kind != model::ModelKind::kGpt) return 1;
+  return seq_len == 0 ? c.context : seq_len;
+}
+
+std::int64_t RunSpec::tokens_per_step() const { return batch * sequence(); }
+
+void RunSpec::validate() const {
+  const model::ModelConfig c = config();  // unknown model: InvalidArgument listing the known ones
+  DTW_CHECK_ARG(steps >= 0, "RunSpec: steps " << steps << " must not be negative");
+  DTW_CHECK_ARG(batch >= 1, "RunSpec: batch " << batch << " must be at least 1");
+  DTW_CHECK_ARG((seq_len >= 0 && seq_len <= c.context) || c.kind != model::ModelKind::kGpt,
+                "RunSpec: seq_len " << seq_len << " is outside [0, context " << c.context
+                                    << "] of model " << c.name);
+  DTW_CHECK_ARG(lr() > 0, "RunSpec: learning rate " << lr() << " must be positive");
+  DTW_CHECK_ARG(warmup_steps >= 0,
+                "RunSpec: warmup_steps " << warmup_steps << " must not be negative");
+  DTW_CHECK_ARG(clip_norm >= 0, "RunSpec: clip_norm " << clip_norm << " must not be negative");
+}
+
+std::string RunSpec::describe() const {
+  std::ostringstream s;
+  s.precision(17);  // the memo key of the reference: distinct runs must differ
+  s << model << " steps " << steps << " batch " << batch << " seq_len " << sequence() << " seed "
+    << seed << " task " << (task == model::TokenTask::kCorpus ? "corpus" : "synthetic") << " "
+    << (optimizer == model::Optimizer::kAdamW ? "adamw" : "sgd") << " adamw " << adamw.lr << ","
+    << adamw.beta1 << "," << adamw.beta2 << "," << adamw.eps << "," << adamw.weight_decay
+    << " sgd " << sgd.lr << "," << sgd.momentum << "," << sgd.weight_decay << " warmup "
+    << warmup_steps << " clip " << clip_norm << " " << name_of(dtype);
+  if (custom_config) {
+    const model::ModelConfig& c = *custom_config;
+    s << " custom " << model::name_of(c.kind) << " " << c.vocab << "," << c.context << "," << c.dim
+      << "," << c.heads << "," << c.layers << "," << c.mlp_hidden << "," << c.tied_head << ","
+      << c.features << "," << c.classes << " hidden";
+    for (std::int64_t h : c.hidden) s << " " << h;
+  }
+  return s.str();
+}
+
+RunSpec standard_run(std::string_view model) {
+  RunSpec spec;
+  spec.model = std::string(model);
+  spec.config();  // an unknown name fails here, listing the known ones
+  return spec;
+}
+
+ShardRows shard_rows(const RunSpec& spec, std::int64_t shard, std::int64_t shards) {
+  DTW_CHECK_ARG(shards >= 1 && shard >= 0 && shard < shards,
+                "shard " << shard << " is outside [0, " << shards << ")");
+  DTW_CHECK_ARG(shards <= spec.batch, "a global batch of "
+                                          << spec.batch << " cannot be split over " << shards
+                                          << " data shards: each needs at least one row");
+  const std::int64_t base = spec.batch / shards, extra = spec.batch % shards;
+  const std::int64_t begin = shard * base + std::min(shard, extra);
+  return {begin, begin + base + (shard < extra ? 1 : 0)};
+}
+
+void require_even_split(const RunSpec& spec, std::int64_t shards, std::string_view who) {
+  DTW_CHECK_ARG(shards >= 1 && spec.batch % shards == 0,
+                who << ": the global batch of " << spec.batch << " does not split evenly over "
+                    << shards << " data-parallel ranks (" << spec.batch << " % " << shards
+                    << " = " << (shards >= 1 ? spec.batch % shards : spec.batch) << ")");
+}
+
+Batch make_batch(const RunSpec& spec, std::int64_t step, std::int64_t shard, std::int64_t shards) {
+  const model::ModelConfig c = spec.config();
+  const ShardRows rows = shard_rows(spec, shard, shards);
+  Batch b;
+  b.rows = rows.size();
+  b.weight = static_cast<double>(rows.size()) / static_cast<double>(spec.batch);
+  // Sample g of a step is a pure function of (seed, step, g), so an uneven
+  // shard is the concatenation of its rows drawn one by one (shards = batch).
+  const bool even = spec.batch % shards == 0;
+  const std::int64_t parts = even ? shards : spec.batch;
+  const std::int64_t first = even ? shard : rows.begin, last = even ? shard + 1 : rows.end;
+  if (c.kind == model::ModelKind::kGpt) {
+    b.seq_len = spec.sequence();
+    for (std::int64_t g = first; g < last; ++g) {
+      const model::TokenBatch t = model::token_batch(spec.task, spec.seed, step, spec.batch,
+                                                     b.seq_len, c.vocab, g, parts);
+      b.tokens.insert(b.tokens.end(), t.tokens.begin(), t.tokens.end());
+      b.targets.insert(b.targets.end(), t.targets.begin(), t.targets.end());
+    }
+  } else {
+    for (std::int64_t g = first; g < last; ++g) {
+      const model::ClassBatch m =
+          model::class_batch(spec.seed, step, spec.batch, c.features, c.classes, g, parts);
+      b.inputs.insert(b.inputs.end(), m.inputs.begin(), m.inputs.end());
+      b.labels.insert(b.labels.end(), m.labels.begin(), m.labels.end());
+    }
+  }
+  return b;
+}
+
+}  // namespace dtw::train
