@@ -24,7 +24,8 @@
 #
 # Targets: dtw_chNN_solution, dtw_chNN_lab (static libraries), dtw_chNN_demos
 # (object library the dtw program and dtw_bench_train link, so the demos' and
-# strategies' static registration survives), dtw_bench_<topic> with BENCH,
+# strategies' static registration survives), dtw_chNN_lab_run (the demos with
+# the lab, for `dtw run DEMO --lab`), dtw_bench_<topic> with BENCH,
 # chNN_solution_tests and chNN_lab_tests (GoogleTest programs). The solution
 # test program runs a copy of the solution with a probe at each @lab region,
 # which checks every DTW_TEST_STEPS. chNN_planted_NN.K_tests is the lab test
@@ -281,6 +282,12 @@ function(dtw_add_chapter name)
     add_library(dtw_ch${id}_demos OBJECT ${demo_sources})
     target_link_libraries(dtw_ch${id}_demos PUBLIC dtw_ch${id}_solution)
     dtw_target_warnings(dtw_ch${id}_demos)
+    # The same demos with the learner's library: `dtw run DEMO --lab` hands
+    # over to this program (tools/dtw/lab_run_main.cpp; dtw_cli_run is made in
+    # tools/dtw, after the chapters).
+    add_executable(dtw_ch${id}_lab_run "${root}/tools/dtw/lab_run_main.cpp" ${demo_sources})
+    target_link_libraries(dtw_ch${id}_lab_run PRIVATE dtw_ch${id}_lab dtw_cli_run)
+    dtw_target_warnings(dtw_ch${id}_lab_run)
   endif()
 
   set(test_programs "")
@@ -456,6 +463,9 @@ function(dtw_add_chapter name)
   endif()
   list(JOIN planted_json ", " planted_joined)
   set(lab_run "")
+  if(demo_sources)
+    set(lab_run ",\n  \"lab_run\": \"$<TARGET_FILE:dtw_ch${id}_lab_run>\"")
+  endif()
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/chapters/${id}.json" CONTENT "{
   \"id\": \"${id}\",
   \"name\": \"${name}\",

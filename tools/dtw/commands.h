@@ -41,6 +41,8 @@ struct RunOptions {
   std::string trace;  // Chrome trace output file, empty: none
   std::string hostfile;  // OpenMPI hostfile for --backend mpi, empty: this machine only
   bool list = false;
+  bool lab = false;          // --lab: run the demo with the learner's library
+  bool lab_program = false;  // this is a chapter's lab-run program (dtw_chNN_lab_run)
 };
 int run_command(const RunOptions& options);
 int tour_command();

@@ -71,7 +71,7 @@ FailureReport parse_failure(const std::string& failure, const std::string& root)
   const bool dtw_mismatch = text.find("dtw_mismatch_") != std::string::npos;
   static const std::string kWhich = "    Which is: ";
   for (const std::string& l : lines) {
-    if (l == "Failed" || (dtw_mismatch && (l.starts_with("Value of: dtw_mismatch_") ||
+    if (l.find_first_not_of(' ') == std::string::npos || l == "Failed" || (dtw_mismatch && (l.starts_with("Value of: dtw_mismatch_") ||
                                            l == "  Actual: false" || l == "Expected: true")))
       continue;
     if (l.starts_with(kWhich) && !report.message.empty()) {

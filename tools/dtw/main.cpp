@@ -6,17 +6,11 @@
 #include <functional>
 
 #include "commands.h"
+#include "run_cli.h"
 #include "dtw/errors.h"
 #include "style.h"
 
 namespace dtw::cli {
-
-Context load_context() {
-  Context context;
-  context.build = locate_build();
-  context.chapters = load_chapters(context.build);
-  return context;
-}
 
 namespace {
 
@@ -72,22 +66,7 @@ int run_main(int argc, char** argv) {
   diff_cmd->callback([&] { action = [&] { return diff_command(load_context(), diff_chapter); }; });
 
   RunOptions run;
-  CLI::App* run_cmd =
-      app.add_subcommand("run", "Run a chapter demo with the solution (dtw run --list names them)");
-  run_cmd->add_option("demo", run.words,
-                      "Demo name, e.g. ping-pong; or `pitfall NAME` for a broken variant from "
-                      "the field that the workbench must catch (`pitfall` alone lists them)")
-      ->expected(0, 2);
-  run_cmd->add_flag("--list", run.list, "List the demos");
-  run_cmd->add_option("--ranks", run.ranks, "World size (default: the demo's)")
-      ->check(CLI::Range(1, 4096));
-  run_cmd->add_option("--backend", run.backend,
-                      "threads (default), or mpi / nccl where built; mpi starts mpirun itself");
-  run_cmd->add_option("--hostfile", run.hostfile,
-                      "With --backend mpi: an OpenMPI hostfile (lines like `node1 slots=2`) to "
-                      "spread the ranks over several machines");
-  run_cmd->add_option("--trace", run.trace,
-                      "Write a Chrome trace (Perfetto, chrome://tracing) to this file");
+  CLI::App* run_cmd = add_run_subcommand(app, run);
   run_cmd->callback([&] { action = [&] { return run_command(run); }; });
 
   app.add_subcommand("tour",

@@ -61,6 +61,7 @@ std::vector<Chapter> load_chapters(const BuildInfo& build) {
     c.lab_tests = j.value("lab_tests", std::string());
     c.solution_tests = j.value("solution_tests", std::string());
     c.steps = j.at("steps").get<std::vector<std::string>>();
+    c.lab_run = j.value("lab_run", std::string());
     if (j.contains("planted"))
       for (const auto& [step, program] : j.at("planted").items())
         c.planted.emplace_back(step, program.get<std::string>());

@@ -37,6 +37,7 @@ struct Chapter {
   fs::path solution_tests;
   std::vector<std::string> steps;  // "00.1", ... in the order of the chapter text
   std::vector<std::pair<std::string, fs::path>> planted;  // step -> planted-bug program
+  fs::path lab_run;  // the demos with the lab (dtw run --lab); empty without demos
 
   fs::path lab_dir() const { return source_dir / "labs" / name; }
   fs::path solution_dir() const { return source_dir / "solutions" / name; }

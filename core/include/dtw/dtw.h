@@ -11,4 +11,5 @@
 #include "dtw/launch.h"
 #include "dtw/memory.h"
 #include "dtw/reference.h"
+#include "dtw/tag_names.h"
 #include "dtw/types.h"

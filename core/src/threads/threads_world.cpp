@@ -383,7 +383,7 @@ void World::abandon(Op& op) noexcept {
     Op& partner = *op.partner;
     partner.error = "rank " + std::to_string(op.owner) + " dropped its pending " + op.call +
                     (op.send ? " to" : " from") + " rank " + std::to_string(op.peer_world) +
-                    " (tag " + std::to_string(op.msg_tag) + ") without waiting for it";
+                    " (" + describe_tag(op) + ") without waiting for it";
     partner.error_is_abort = consequence;
     mark_done(partner);
     mark_done(op);

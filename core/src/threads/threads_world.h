@@ -37,6 +37,7 @@ struct Op : detail::RequestState {
   int group_peer = 0;  // the other side's rank in the posting communicator (for messages)
   int context = 0;
   int msg_tag = 0;
+  bool channel = false;  // posted on a collective channel: msg_tag numbers an operation
   bool send = false;
   const void* src = nullptr;  // sends
   void* dst = nullptr;        // receives
