@@ -117,7 +117,8 @@ void Comm::finish(detail::RequestState& state) {
     traffic_->bytes_received[peer] += state.bytes;
     traffic_->messages_received[peer] += 1;
   }
-  if (tracer_->enabled()) tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us);
+  if (tracer_->enabled())
+    tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us, state.is_send);
 }
 
 void Comm::check_request(const Request& request, std::size_t index, const char* call) const {

@@ -7,17 +7,28 @@
 
 namespace dtw {
 
-void Tracer::comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us) {
+void Tracer::comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us,
+                        bool is_send) {
   if (!enabled_) return;
-  events_.push_back({op, "comm", rank_, peer, bytes, tag, start_us, now_us()});
+  TraceEvent e{op, "comm", rank_, peer, bytes, tag, start_us, now_us()};
+  e.is_send = is_send;
+  events_.push_back(std::move(e));
 }
 
-Tracer::Phase::Phase(Tracer& tracer, std::string name)
-    : tracer_(tracer), name_(std::move(name)), start_us_(tracer.enabled() ? tracer.now_us() : 0) {}
+Tracer::Phase::Phase(Tracer& tracer, std::string name, const PhaseMeta& meta)
+    : tracer_(tracer),
+      name_(std::move(name)),
+      meta_(meta),
+      start_us_(tracer.enabled() ? tracer.now_us() : 0) {}
 
 Tracer::Phase::~Phase() {
   if (!tracer_.enabled()) return;
-  tracer_.events_.push_back({name_, "phase", tracer_.rank_, -1, 0, 0, start_us_, tracer_.now_us()});
+  TraceEvent e{name_, meta_.compute ? "compute" : "phase", tracer_.rank_, -1,
+               static_cast<std::int64_t>(meta_.bytes), 0, start_us_, tracer_.now_us()};
+  e.stage = meta_.stage;
+  e.micro_batch = meta_.micro_batch;
+  e.flops = meta_.flops;
+  tracer_.events_.push_back(std::move(e));
 }
 
 void write_chrome_trace(const std::vector<TraceEvent>& events, const std::string& path) {
@@ -26,7 +37,13 @@ void write_chrome_trace(const std::vector<TraceEvent>& events, const std::string
   for (const TraceEvent& e : events) {
     nlohmann::json args = {{"bytes", e.bytes}};
     if (e.peer >= 0) args["peer"] = e.peer;
-    if (e.category == "comm") args["tag"] = e.tag;
+    if (e.category == "comm") {
+      args["tag"] = e.tag;
+      args["direction"] = e.is_send ? "send" : "recv";
+    }
+    if (e.stage >= 0) args["stage"] = e.stage;
+    if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
+    if (e.flops > 0) args["flops"] = e.flops;
     trace_events.push_back({{"name", e.name},
                             {"cat", e.category},
                             {"ph", "X"},

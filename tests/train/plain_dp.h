@@ -26,15 +26,17 @@ void plain_dp(RankRun<T>& run, const Plant& plant = {}) {
   const RunSpec& spec = run.spec();
   const int p = comm.size(), r = comm.rank();
   Replica<T> replica(spec, run.exec(), ReplicaPlan::whole(spec));
-  const double weight = make_batch(spec, 0, r, p).weight;  // rows_r / batch
+  const Batch shard = make_batch(spec, 0, r, p);
+  const double weight = shard.weight;  // rows_r / batch
+  const Cost pass = replica.pass_cost(replica.network().all(), shard, true);
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
     {
-      auto phase = run.phase("forward-backward");
+      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
       loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight));
     }
     {
-      auto phase = run.phase("allreduce");
+      auto phase = run.phase("allreduce", {.compute = false});
       reference::allreduce(comm, replica.grads(), ReduceOp::kSum);
       reference::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
     }

@@ -61,6 +61,7 @@ struct TrainCommandOptions {
   std::vector<std::string> knobs;  // --set key=value
   std::int64_t memory_cap = 0;     // per-rank ledger cap in bytes, 0: none
   bool compare = false;            // compare with the reference (runs it once more)
+  std::string fabric = "nvlink-8";  // the modeled cluster the timeline is replayed on
   bool list = false;               // list the strategies
   std::string out;  // file stem for .csv and .svg; empty: train-<model>
 };

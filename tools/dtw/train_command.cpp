@@ -19,8 +19,10 @@
 #include "dtw/model/config.h"
 #include "dtw/model/profile.h"
 #include "dtw/model/trainer.h"
+#include "dtw/train/fabric.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
+#include "dtw/train/timeline.h"
 #include "style.h"
 
 namespace dtw::cli {
@@ -115,6 +117,44 @@ void print_breakdown(const model::LayerTimes& times, double step_seconds) {
              human_seconds(total), human_seconds(step_seconds));
 }
 
+std::string percent(double x) { return std::isfinite(x) ? fmt::format("{:.0f}%", 100 * x) : "-"; }
+
+// Where the time went, measured and on the modeled fabric.
+void print_timeline(const Report& report, int ranks, const train::Cluster& fabric,
+                    std::int64_t steps) {
+  const train::Timeline t = train::analyze_timeline(report.trace, ranks);
+  const train::Replay r = train::replay_on(report.trace, ranks, fabric);
+  fmt::print("\n{}\n", paint(Paint::kBold, "timeline (compute / communication / idle per rank)"));
+  fmt::print("  {:<6} {:>10} {:>10} {:>10} {:>10}\n", "rank", "compute", "comm", "hidden", "idle");
+  for (const train::RankTimeline& rt : t.ranks)
+    fmt::print("  {:<6} {:>10} {:>10} {:>10} {:>10}\n", rt.rank, human_seconds(rt.compute),
+               human_seconds(rt.comm), human_seconds(rt.hidden), human_seconds(rt.idle));
+  fmt::print("  measured: bubble {}, overlap {}; on {}: step {} (modeled), bubble {}, overlap {}{}\n",
+             t.has_stages ? percent(t.bubble) : "-", percent(t.overlap), fabric.name,
+             human_seconds(r.seconds / static_cast<double>(steps)),
+             t.has_stages ? percent(r.timeline.bubble) : "-", percent(r.timeline.overlap),
+             r.unmodeled > 0 ? fmt::format(" ({} compute phases without FLOPs or bytes count 0)",
+                                           r.unmodeled)
+                             : std::string());
+}
+
+// The last three steps of the run (the whole run when it is that short).
+void write_timeline(const Report& report, int ranks, std::int64_t steps, const std::string& name,
+                    const std::string& path) {
+  double first = 1e300, last = -1e300;
+  for (const TraceEvent& e : report.trace) {
+    if (e.category != "compute" && e.category != "comm") continue;
+    first = std::min(first, e.start_us);
+    last = std::max(last, e.end_us);
+  }
+  const double from = steps > 3 ? last - (last - first) * 3.0 / static_cast<double>(steps) : first;
+  train::write_timeline_svg(report.trace, ranks,
+                            fmt::format("{} on {} rank(s), {}", name, ranks,
+                                        steps > 3 ? "the last 3 steps" : "every step"),
+                            path, from, last);
+  fmt::print("wrote {} (the timeline)\n", path);
+}
+
 void list_strategies() {
   fmt::print("{}\n", paint(Paint::kBold, "strategies (dtw train --strategy NAME)"));
   for (const train::Strategy& s : train::strategies()) {
@@ -145,6 +185,10 @@ int train_command(const TrainCommandOptions& options) {
   spec.dtype = train::dtype_from_name(options.dtype);
   spec.validate();
   const train::Strategy& strategy = train::find_strategy(options.strategy);
+  if (options.fabric == "this-machine")
+    throw UsageError("dtw train models the named GPU clusters; this-machine (links fitted by "
+                     "ping-pong) is in dtw bench train --fabric this-machine");
+  const train::Cluster& fabric = train::find_gpu_cluster(options.fabric);
   if (options.backend != "threads")
     throw UsageError("dtw train runs on the threads backend for now (got --backend " +
                      options.backend + ")");
@@ -163,6 +207,7 @@ int train_command(const TrainCommandOptions& options) {
   harness.knobs = train::Knobs::parse(options.knobs);
   harness.compare = options.compare;
   harness.layer_times = &times;
+  harness.trace = true;  // the timeline and the fabric replay
   harness.on_step = [&](const model::StepInfo& s) { progress.update(s); };
 
   fmt::print("{} {} with {} on {} rank{} ({}) for {} steps: batch {}, {} data, {} (warm-up {} "
@@ -196,7 +241,10 @@ int train_command(const TrainCommandOptions& options) {
   fmt::print("\n{}\n{}", paint(Paint::kBold, "memory per rank (the ledger: peak by category)"),
              out.report.memory_table());
 
+  print_timeline(out.report, options.ranks, fabric, spec.steps);
+
   const std::string stem = options.out.empty() ? "train-" + config.name : options.out;
+  write_timeline(out.report, options.ranks, spec.steps, strategy.name, stem + "-timeline.svg");
   write_csv(stem + ".csv", out.losses);
   fmt::print("\nwrote {}.csv (step,loss)\n", stem);
   write_plot(stem + ".csv", stem + ".svg",

@@ -261,6 +261,20 @@ double Replica<T>::forward_backward(std::int64_t step, std::int64_t shard, std::
 }
 
 template <class T>
+Cost Replica<T>::pass_cost(model::UnitRange range, const Batch& batch, bool backward) {
+  Network<T>& net = *state_->net;
+  const double flops = net.forward_flops(range, batch);
+  const double bytes = static_cast<double>(net.activation_bytes(range, batch));
+  return backward ? Cost{3 * flops, 3 * bytes} : Cost{flops, bytes};
+}
+
+template <class T>
+Cost Replica<T>::optimizer_cost() const {
+  const double n = static_cast<double>(state_->opt_pieces.total) * sizeof(T);
+  return {0, n * ((spec_.optimizer == model::Optimizer::kAdamW ? 7 : 4) + 2)};
+}
+
+template <class T>
 double Replica<T>::local_sum_of_squares() {
   double sum = 0;
   const Pieces& o = state_->opt_pieces;

@@ -11,6 +11,8 @@
 #if DTW_HAVE_MPI
 #include "dtw/mpi.h"
 #endif
+#include "dtw/model/units.h"
+#include "dtw/train/network.h"
 #include "dtw/train/reference.h"
 
 namespace dtw::train {
@@ -109,11 +111,27 @@ void RankRun<T>::report(Replica<T>& replica) {
 }
 
 template <class T>
-Tracer::Phase RankRun<T>::phase(std::string name, const PhaseInfo& /*info*/) {
-  return comm_.tracer().phase(std::move(name));
+Tracer::Phase RankRun<T>::phase(std::string name, const PhaseInfo& info) {
+  return comm_.tracer().phase(std::move(name), {info.compute, info.stage, info.micro_batch,
+                                                info.flops, info.bytes});
 }
 
 // ---- registry ---------------------------------------------------------------------
+
+FormulaInput FormulaInput::of(const RunSpec& spec, int ranks, const Knobs& knobs) {
+  const model::ModelConfig config = spec.config();
+  const bool f64 = spec.dtype == DType::kFloat64;
+  FormulaInput in{spec, ranks, knobs, model::param_layout(config).size(), f64 ? 8 : 4, 0};
+  Batch one;
+  one.rows = 1;
+  one.seq_len = spec.sequence();
+  const model::UnitRange all{
+      0, static_cast<int>(model::model_units(config, model::param_layout(config)).size())};
+  in.activation_bytes_per_row = static_cast<double>(
+      f64 ? Network<double>::make(config)->activation_bytes(all, one)
+          : Network<float>::make(config)->activation_bytes(all, one));
+  return in;
+}
 
 MemoryFigures no_memory_figures() {
   MemoryFigures f;
@@ -131,16 +149,16 @@ void single_device(RankRun<T>& run) {
   const RunSpec& spec = run.spec();
   Replica<T> replica(spec, run.exec(), ReplicaPlan::whole(spec));
   replica.set_times(run.layer_times());
-  const Batch shape = make_batch(spec, 0);
-  const double flops = 3 * replica.network().forward_flops(replica.network().all(), shape);
+  const Cost pass = replica.pass_cost(replica.network().all(), make_batch(spec, 0), true);
+  const Cost opt = replica.optimizer_cost();
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
     {
-      auto phase = run.phase("forward-backward", {.flops = flops});
+      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
       loss = replica.forward_backward(step, 0, 1);
     }
     {
-      auto phase = run.phase("optimizer");
+      auto phase = run.phase("optimizer", {.flops = opt.flops, .bytes = opt.bytes});
       model::ScopedLayerTimer timer(run.layer_times(), "optimizer");
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);
@@ -157,6 +175,8 @@ MemoryFigures single_peak(const FormulaInput& in) {
   f[static_cast<std::size_t>(MemoryCategory::kParameters)] = psi;
   f[static_cast<std::size_t>(MemoryCategory::kGradients)] = psi;
   f[static_cast<std::size_t>(MemoryCategory::kOptimizerState)] = adam ? 2 * psi : psi;
+  f[static_cast<std::size_t>(MemoryCategory::kActivations)] =
+      in.activation_bytes_per_row * static_cast<double>(in.spec.batch);
   f[static_cast<std::size_t>(MemoryCategory::kCommBuffers)] = 0;
   return f;
 }

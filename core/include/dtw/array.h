@@ -71,12 +71,14 @@ class Array {
       : Array(exec, static_cast<std::int64_t>(values.size()), category) {
     upload(values);
   }
+  /// Takes over `other`'s storage and charge; `other` is left empty.
   Array(Array&& other) noexcept
       : exec_(std::move(other.exec_)),
         category_(other.category_),
         charge_(std::move(other.charge_)),
         data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)) {}
+  /// Releases this array's storage, then takes over `other`'s (left empty).
   Array& operator=(Array&& other) noexcept {
     if (this != &other) {
       release();

@@ -96,7 +96,9 @@ class MemoryLedger {
     Charge() = default;
     /// Counts `bytes` in `category` of `ledger` (OutOfMemory past the cap).
     Charge(MemoryLedger* ledger, MemoryCategory category, std::int64_t bytes);
+    /// Takes over `other`'s charge; `other` becomes empty.
     Charge(Charge&& other) noexcept;
+    /// Releases this charge, then takes over `other`'s (left empty).
     Charge& operator=(Charge&& other) noexcept;
     Charge(const Charge&) = delete;
     Charge& operator=(const Charge&) = delete;

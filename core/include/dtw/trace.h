@@ -12,16 +12,34 @@ namespace dtw {
 /// One complete event: a communication call or a named phase of chapter code.
 struct TraceEvent {
   std::string name;      ///< "send", "recv", "barrier", or a phase name ("forward")
-  std::string category;  ///< "comm" for communication calls, "phase" for phases
+  /// "comm" for communication calls, "compute" for phases that compute (the
+  /// timeline and the modeled fabric count them), "phase" for other phases.
+  std::string category;
   int rank = 0;          ///< world rank
   int peer = -1;         ///< world rank of the peer, -1 when none
-  /// Payload bytes of a communication call (0 for phases).
+  /// Payload bytes of a communication call; for a compute phase, the memory
+  /// traffic of its element-wise work (what a device's bandwidth limits).
   std::int64_t bytes = 0;
   /// Message tag of a communication call.
   int tag = 0;
   double start_us = 0;   ///< microseconds since the launch started
   /// Microseconds since the launch started, when the call returned.
   double end_us = 0;
+  /// A communication call: true for the sending side (send, isend, the send
+  /// half of a sendrecv), false for a receive.
+  bool is_send = false;
+  int stage = -1;        ///< pipeline stage of a phase, −1 when none
+  int micro_batch = -1;  ///< micro-batch of a phase, −1 when none
+  double flops = 0;      ///< floating-point work of a compute phase (matrix products)
+};
+
+/// What a phase is, for the timeline and the modeled fabric.
+struct PhaseMeta {
+  bool compute = false;  ///< a compute phase (category "compute") rather than a label
+  int stage = -1;        ///< pipeline stage, −1 when none
+  int micro_batch = -1;  ///< micro-batch, −1 when none
+  double flops = 0;      ///< matrix-product FLOPs
+  double bytes = 0;      ///< memory traffic of the element-wise rest
 };
 
 /// Records one rank's events. Disabled tracers cost one branch per call.
@@ -40,7 +58,8 @@ class Tracer {
     return std::chrono::duration<double, std::micro>(Clock::now() - epoch_).count();
   }
   /// Appends a communication event (no-op when disabled).
-  void comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us);
+  void comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us,
+                  bool is_send = false);
   /// The events recorded so far.
   const std::vector<TraceEvent>& events() const { return events_; }
 
@@ -48,7 +67,7 @@ class Tracer {
   class Phase {
    public:
     /// Starts the phase `name` now; it ends when this object is destroyed.
-    Phase(Tracer& tracer, std::string name);
+    Phase(Tracer& tracer, std::string name, const PhaseMeta& meta = {});
     ~Phase();
     Phase(const Phase&) = delete;
     Phase& operator=(const Phase&) = delete;
@@ -56,10 +75,13 @@ class Tracer {
    private:
     Tracer& tracer_;
     std::string name_;
+    PhaseMeta meta_;
     double start_us_;
   };
   /// Starts a named phase that lasts as long as the returned object.
-  [[nodiscard]] Phase phase(std::string name) { return Phase(*this, std::move(name)); }
+  [[nodiscard]] Phase phase(std::string name, const PhaseMeta& meta = {}) {
+    return Phase(*this, std::move(name), meta);
+  }
 
  private:
   int rank_;

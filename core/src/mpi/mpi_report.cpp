@@ -21,6 +21,9 @@ struct ResultCodec<TraceEvent> {
       ResultCodec<std::int64_t>::put(w, x);
     ResultCodec<double>::put(w, e.start_us);
     ResultCodec<double>::put(w, e.end_us);
+    for (std::int64_t x : {std::int64_t{e.is_send}, std::int64_t{e.stage}, std::int64_t{e.micro_batch}})
+      ResultCodec<std::int64_t>::put(w, x);
+    ResultCodec<double>::put(w, e.flops);
   }
   static TraceEvent get(ResultReader& r) {
     TraceEvent e;
@@ -32,6 +35,10 @@ struct ResultCodec<TraceEvent> {
     e.tag = static_cast<int>(ResultCodec<std::int64_t>::get(r));
     e.start_us = ResultCodec<double>::get(r);
     e.end_us = ResultCodec<double>::get(r);
+    e.is_send = ResultCodec<std::int64_t>::get(r) != 0;
+    e.stage = static_cast<int>(ResultCodec<std::int64_t>::get(r));
+    e.micro_batch = static_cast<int>(ResultCodec<std::int64_t>::get(r));
+    e.flops = ResultCodec<double>::get(r);
     return e;
   }
 };

@@ -65,6 +65,12 @@ struct Range {
   std::int64_t size() const { return end - begin; }
 };
 
+/// The work of a phase, for the modeled fabric (PhaseInfo, fabric.h).
+struct Cost {
+  double flops = 0;  ///< matrix-product floating-point operations
+  double bytes = 0;  ///< memory traffic of the element-wise rest
+};
+
 /// What a replica holds: for each kind of state, sorted, disjoint ranges.
 /// Every optimizer range must lie inside one parameter range and one gradient
 /// range (stepping needs both). Lists may be empty (a worker that never steps
@@ -171,6 +177,15 @@ class Replica {
   /// after data step `step` (0-based: the step forward_backward trained), then
   /// zeroes every held gradient.
   void step(std::int64_t step);
+  /// The work of a forward over `range` on `batch` (with `backward`: of the
+  /// forward and its backward, which does twice the forward's products). The
+  /// element-wise bytes are estimated as the activations written by the
+  /// forward and read and written again by the backward.
+  Cost pass_cost(model::UnitRange range, const Batch& batch, bool backward);
+  /// The work of clip + step over the optimizer ranges: no products; AdamW
+  /// reads p, g, m, v and writes p, m, v (7 values per element), SGD 4, and
+  /// the clip reads g twice.
+  Cost optimizer_cost() const;
   /// Records per-layer time and FLOPs of this replica's passes (and of
   /// StagePasses made after this call) into `times`; nullptr stops.
   void set_times(model::LayerTimes* times);

@@ -71,8 +71,12 @@ class Knobs {
 struct PhaseInfo {
   int stage = -1;        ///< pipeline stage, or −1
   int micro_batch = -1;  ///< micro-batch, or −1
-  double flops = 0;      ///< floating-point work (matrix products)
+  double flops = 0;      ///< floating-point work (matrix products): Replica::pass_cost
   double bytes = 0;      ///< memory traffic of the rest (element-wise work)
+  /// A compute phase (the timeline and the fabric count it); false for a
+  /// label around communication (`{.compute = false}`), whose messages are
+  /// traced on their own.
+  bool compute = true;
 };
 
 /// One rank of a strategy run: the communicator, the run, the knobs, and
@@ -105,6 +109,8 @@ class RankRun {
 
   /// Marks a phase of the timeline that lasts as long as the returned object
   /// (Tracer::Phase with the stage, micro-batch, FLOPs and bytes of `info`).
+  /// Give compute phases their FLOPs and bytes (Replica::pass_cost,
+  /// optimizer_cost): the modeled fabric times them from these.
   [[nodiscard]] Tracer::Phase phase(std::string name, const PhaseInfo& info = {});
 
   // ---- read by the harness ----
@@ -141,13 +147,19 @@ struct RankFunctions {
   RankFunctions(F f) : f32(f), f64(f) {}  // NOLINT: implicit on purpose
 };
 
-/// What a strategy's formulas are computed from.
+/// What a strategy's formulas are computed from (FormulaInput::of).
 struct FormulaInput {
   const RunSpec& spec;   ///< the run
   int ranks = 1;         ///< world size
   const Knobs& knobs;    ///< the strategy's parameters
   std::int64_t params = 0;  ///< Ψ: parameters of the model
   std::int64_t element_bytes = 4;  ///< bytes per value in spec.dtype
+  /// Bytes a forward of the whole model keeps for one sequence (GPT) or one
+  /// row (MLP) in spec.dtype: activations scale linearly with the rows.
+  double activation_bytes_per_row = 0;
+
+  /// The input for `spec` on `ranks` ranks (Ψ and the activation size computed).
+  static FormulaInput of(const RunSpec& spec, int ranks, const Knobs& knobs);
 };
 
 /// Bytes per memory category (MemoryCategory order); NaN where there is no formula.

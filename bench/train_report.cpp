@@ -1,0 +1,251 @@
+// dtw bench train: every named strategy on P ranks through the training
+// layer's harness, one row each: tokens/s, bytes per rank per step and peak
+// memory per rank measured beside the strategy's formulas, the bubble and
+// overlap fractions measured and on a modeled fabric, and the largest
+// parameter difference from the reference. --json writes the rows with the
+// keys docs/architecture.md lists ("dtw bench train").
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dtw/errors.h"
+#include "dtw/launch.h"
+#include "dtw/memory.h"
+#include "dtw/model/params.h"
+#include "dtw/train/fabric.h"
+#include "dtw/train/strategy.h"
+#include "dtw/train/timeline.h"
+#if DTW_BENCH_HAVE_CH00
+#include "ranks_and_messages.h"
+#endif
+
+namespace {
+
+using nlohmann::json;
+using namespace dtw;
+using namespace dtw::train;
+
+const char* kCategoryKeys[] = {"parameters", "gradients", "optimizer_state",
+                               "activations", "comm_buffers", "other"};
+
+json maybe(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// This machine's links by chapter 00's ping-pong (2 rank threads), and its
+// copy bandwidth for the reductions.
+Cluster fit_this_machine() {
+  double alpha = 2e-6, beta = 1 / 10e9;
+#if DTW_BENCH_HAVE_CH00
+  std::vector<ch00::PingPongSample> samples;
+  const std::vector<std::int64_t> sizes = {8, 1024, 65536, 1 << 20, 4 << 20};
+  launch(2, [&](Comm& comm) {
+    auto s = ch00::ping_pong(comm, sizes, 5);
+    if (comm.rank() == 0) samples = s;
+  });
+  const ch00::AlphaBeta ab = ch00::fit_alpha_beta(samples);
+  alpha = std::max(ab.alpha_seconds, 0.0);
+  beta = std::max(ab.beta_seconds_per_byte, 0.0);
+#endif
+  std::vector<char> a(32 << 20, 1), b(32 << 20);
+  double best = 1e300;
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(b.data(), a.data(), a.size());
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return this_machine(alpha, beta, 2.0 * static_cast<double>(a.size()) / best);
+}
+
+struct Row {
+  json j;
+  std::string mismatch;
+};
+
+Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std::string& backend,
+            const Knobs& knobs, const Cluster& fabric, const std::string& svg_stem) {
+  HarnessOptions o;
+  o.ranks = ranks;
+  o.backend = backend;
+  o.trace = true;
+  o.knobs = knobs;
+  std::vector<double> step_seconds;
+  o.on_step = [&](const model::StepInfo& s) { step_seconds.push_back(s.seconds); };
+  const RunOutcome out = run_strategy(strategy, spec, o);
+  const Report& rep = out.report;
+  // Steps after the first (which warms caches and allocators up), median.
+  std::vector<double> steady(step_seconds.begin() + (step_seconds.size() > 1 ? 1 : 0),
+                             step_seconds.end());
+  std::sort(steady.begin(), steady.end());
+  const double step_s = steady.empty() ? out.seconds / static_cast<double>(spec.steps)
+                                       : steady[steady.size() / 2];
+  std::int64_t busiest_bytes = 0;
+  for (const auto& row : rep.bytes) {
+    std::int64_t sum = 0;
+    for (std::int64_t b : row) sum += b;
+    busiest_bytes = std::max(busiest_bytes, sum);
+  }
+  const MemorySnapshot* busiest = nullptr;
+  for (const MemorySnapshot& m : rep.memory)
+    if (busiest == nullptr || m.peak_total > busiest->peak_total) busiest = &m;
+  const FormulaInput in = FormulaInput::of(spec, ranks, knobs);
+  json peak = json::object(), peak_formula = nullptr;
+  for (std::size_t c = 0; c < kMemoryCategories; ++c)
+    peak[kCategoryKeys[c]] = busiest ? busiest->peak[c] : 0;
+  if (strategy.peak_formula) {
+    peak_formula = json::object();
+    const MemoryFigures f = strategy.peak_formula(in);
+    for (std::size_t c = 0; c < kMemoryCategories; ++c) peak_formula[kCategoryKeys[c]] = maybe(f[c]);
+  }
+  const Timeline measured = analyze_timeline(rep.trace, ranks);
+  const Replay modeled = replay_on(rep.trace, ranks, fabric);
+  const bool stages = measured.has_stages;
+  Row r;
+  r.mismatch = out.mismatch;
+  r.j = {{"strategy", strategy.name},
+         {"ranks", ranks},
+         {"backend", rep.backend},
+         {"model", spec.model},
+         {"dtype", name_of(spec.dtype)},
+         {"steps", spec.steps},
+         {"tokens_per_s", static_cast<double>(spec.tokens_per_step()) / step_s},
+         {"step_s", step_s},
+         {"bytes_per_rank_step", static_cast<double>(busiest_bytes) / static_cast<double>(spec.steps)},
+         {"bytes_formula", strategy.bytes_formula ? maybe(strategy.bytes_formula(in)) : json(nullptr)},
+         {"peak_bytes", peak},
+         {"peak_formula", peak_formula},
+         {"bubble_measured", stages ? maybe(measured.bubble) : json(nullptr)},
+         {"bubble_modeled", stages ? maybe(modeled.timeline.bubble) : json(nullptr)},
+         {"bubble_formula", strategy.bubble_formula ? maybe(strategy.bubble_formula(in)) : json(nullptr)},
+         {"overlap_measured", maybe(measured.overlap)},
+         {"overlap_modeled", maybe(modeled.timeline.overlap)},
+         {"modeled_step_s", modeled.seconds / static_cast<double>(spec.steps)},
+         {"unmodeled_phases", modeled.unmodeled},
+         {"fabric", fabric.name},
+         {"max_abs_param_diff", out.max_abs_param_diff},
+         {"matches_reference", out.matches},
+         {"final_loss", out.losses.empty() ? json(nullptr) : json(out.losses.back())}};
+  if (!svg_stem.empty()) {
+    const std::string base = svg_stem + "-" + strategy.name + "-p" + std::to_string(ranks);
+    write_timeline_svg(rep.trace, ranks, strategy.name + ", measured", base + ".svg");
+    write_timeline_svg(modeled.events, ranks, strategy.name + ", modeled on " + fabric.name,
+                       base + "-" + fabric.name + ".svg");
+    fmt::print("wrote {0}.svg and {0}-{1}.svg (timelines)\n", base, fabric.name);
+  }
+  return r;
+}
+
+std::string bytes_cell(const json& v) {
+  return v.is_null() ? "-" : format_bytes(static_cast<std::int64_t>(v.get<double>()));
+}
+std::string fraction_cell(const json& v) {
+  return v.is_null() ? "-" : fmt::format("{:.0f}%", 100 * v.get<double>());
+}
+std::string peak_cell(const json& v) {
+  if (v.is_null()) return "-";
+  double sum = 0;
+  bool any = false;
+  for (const auto& [k, x] : v.items())
+    if (!x.is_null()) {
+      sum += x.get<double>();
+      any = true;
+    }
+  return any ? format_bytes(static_cast<std::int64_t>(sum)) : "-";
+}
+
+void print_table(const std::vector<Row>& rows) {
+  fmt::print("\n{:<24} {:>5} {:>10} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>17} {:>13} {:>9} {:>8}\n",
+             "strategy", "ranks", "tokens/s", "x", "step", "bytes/step", "(formula)", "peak mem",
+             "(formula)", "bubble m/f/form", "overlap m/f", "max|dθ|", "loss");
+  const double base = rows.front().j["tokens_per_s"].get<double>();
+  for (const Row& r : rows) {
+    const json& j = r.j;
+    fmt::print("{:<24} {:>5} {:>10.0f} {:>6.2f} {:>8.1f}m {:>11} {:>11} {:>11} {:>11} {:>17} {:>13} {:>9.2g} {:>8.4f}\n",
+               j["strategy"].get<std::string>(), j["ranks"].get<int>(),
+               j["tokens_per_s"].get<double>(), j["tokens_per_s"].get<double>() / base,
+               1e3 * j["step_s"].get<double>(), bytes_cell(j["bytes_per_rank_step"]),
+               bytes_cell(j["bytes_formula"]), peak_cell(j["peak_bytes"]),
+               peak_cell(j["peak_formula"]),
+               fraction_cell(j["bubble_measured"]) + "/" + fraction_cell(j["bubble_modeled"]) + "/" +
+                   fraction_cell(j["bubble_formula"]),
+               fraction_cell(j["overlap_measured"]) + "/" + fraction_cell(j["overlap_modeled"]),
+               j["max_abs_param_diff"].get<double>(),
+               j["final_loss"].is_null() ? NAN : j["final_loss"].get<double>());
+    if (!r.mismatch.empty()) fmt::print("  ! {}\n", r.mismatch);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtw bench train: strategies side by side, measured and modeled", "dtw bench train"};
+  std::string strategies = "single", backend = "threads", fabric_name = "nvlink-8", json_path,
+              svg_stem, dtype = "float32";
+  int ranks = 1;
+  RunSpec spec = standard_run("gpt-tiny");
+  spec.steps = 10;
+  std::vector<std::string> knob_args;
+  app.add_option("--strategy", strategies, "Comma-separated strategy names")->capture_default_str();
+  app.add_option("--ranks", ranks, "World size of every strategy but single")->capture_default_str();
+  app.add_option("--backend", backend, "threads")->capture_default_str();
+  app.add_option("--fabric", fabric_name, "pcie-8, nvlink-8, ib-2x8, ib-4x8 or this-machine")
+      ->capture_default_str();
+  app.add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")->capture_default_str();
+  app.add_option("--steps", spec.steps, "Steps per strategy")->capture_default_str();
+  app.add_option("--batch", spec.batch, "Global batch")->capture_default_str();
+  app.add_option("--dtype", dtype, "float32 or float64")->capture_default_str();
+  app.add_option("--set", knob_args, "Strategy parameter key=value (repeatable)");
+  app.add_option("--json", json_path, "Write the rows as JSON to this file");
+  app.add_option("--svg", svg_stem, "Write timeline SVGs STEM-<strategy>-p<P>[-<fabric>].svg");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    spec.dtype = dtype_from_name(dtype);
+    spec.validate();
+    const Knobs knobs = Knobs::parse(knob_args);
+    std::vector<const Strategy*> chosen;
+    std::stringstream list(strategies);
+    for (std::string name; std::getline(list, name, ',');) chosen.push_back(&find_strategy(name));
+    DTW_CHECK_ARG(!chosen.empty(), "dtw bench train: --strategy names no strategy");
+    const Cluster fabric =
+        fabric_name == "this-machine" ? fit_this_machine() : find_gpu_cluster(fabric_name);
+    fmt::print("dtw bench train: {}, {} steps of batch {} ({} tokens), {}; fabric {} ({})\n",
+               spec.model, spec.steps, spec.batch, spec.tokens_per_step(), name_of(spec.dtype),
+               fabric.name, fabric.sources);
+    if (fabric.measured_compute)
+      fmt::print("  this-machine links: alpha {:.2f} us, 1/beta {:.2f} GB/s\n", fabric.intra.alpha * 1e6,
+                 1e-9 / fabric.intra.beta);
+    std::vector<Row> rows;
+    // The single-device reference is always the first row: the baseline.
+    if (chosen.front()->name != "single") chosen.insert(chosen.begin(), &find_strategy("single"));
+    for (const Strategy* s : chosen) {
+      const int p = s->name == "single" ? 1 : ranks;
+      rows.push_back(run_row(*s, spec, p, backend, knobs, fabric, svg_stem));
+      fmt::print("  {} on {} rank(s): done\n", s->name, p);
+    }
+    print_table(rows);
+    fmt::print("tokens/s: median step after the first; x: ratio to single in this run. bytes/step: "
+               "busiest rank's sends. bubble: measured / on {} / formula. max|dθ|: vs the "
+               "reference.\n",
+               fabric.name);
+    if (!json_path.empty()) {
+      json out = json::array();
+      for (const Row& r : rows) out.push_back(r.j);
+      std::ofstream f(json_path);
+      DTW_CHECK_ARG(f.good(), "dtw bench train: cannot write " << json_path);
+      f << out.dump(2) << "\n";
+      fmt::print("wrote {}\n", json_path);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dtw bench train: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,25 @@
+# Chapter 02's registration (included by chapters/CMakeLists.txt; see
+# cmake/DtwChapter.cmake and docs/adding-a-chapter.md).
+dtw_add_chapter(02-data-parallelism
+  TITLE "Data parallelism"
+  SOURCES shards.cpp replicas.cpp dp_server.cpp dp_allreduce.cpp buckets.cpp
+    ddp_bucketed.cpp ddp_accumulate.cpp pitfalls.cpp
+  DEMOS demos.cpp
+  TESTS dp_server_test.cpp dp_allreduce_test.cpp replica_check_test.cpp buckets_test.cpp
+    ddp_bucketed_test.cpp ddp_accumulate_test.cpp uneven_shards_test.cpp pitfalls_test.cpp
+  STEPS "02.1:DpServerTest"
+        "02.2:DpAllreduceTest,ReplicaCheckTest,SkipBroadcastPitfallTest"
+        "02.3:BucketsTest,DdpBucketedTest"
+        "02.4:MicroBatchShardsTest,DdpAccumulateTest,AccumulationPitfallTest"
+        "02.5:ShardWeightTest,UnevenShardsTest,AverageByWorldSizePitfallTest"
+  LIBS dtw::train
+  DEPENDS 01
+  BACKENDS threads mpi
+  # The twin runs what processes change: the strategies and the replica
+  # check (2, 3 and 4 processes; at 3 only the matches, the check and the
+  # allreduce count). Pure functions of the plan (buckets, micro-batch and
+  # shard splits) and the 5-rank world, which runs on threads under np <= 4
+  # anyway, stay on the threads run.
+  MPI_TWIN "-BucketsTest.*:MicroBatchShardsTest.*:ShardWeightTest.*:UnevenShardsTest.EveryStrategy*"
+  MPI_TIMEOUT 300
+  MPI_SUBSET "*MatchesTheReference*:ReplicaCheckTest.*:DdpBucketedTest.StartsOne*" MPI_SUBSET_NPS 3)

@@ -1,0 +1,22 @@
+# Chapter 03's registration (included by chapters/CMakeLists.txt; see
+# cmake/DtwChapter.cmake and docs/adding-a-chapter.md).
+dtw_add_chapter(03-parameter-server
+  TITLE "Parameter servers"
+  SOURCES ps_options.cpp ps_shards.cpp ps_worker.cpp ps_sync.cpp ps_async.cpp ps_ssp.cpp
+    pitfalls.cpp
+  DEMOS demos.cpp
+  TESTS ps_sync_test.cpp ps_errors_test.cpp ps_async_test.cpp ps_ssp_test.cpp
+    ps_shard_test.cpp ps_straggler_test.cpp pitfalls_test.cpp
+  STEPS "03.1:PsSyncTest,PsErrorsTest,DyingWorkerPitfallTest"
+        "03.2:PsAsyncTest,AsyncAtSyncLrPitfallTest"
+        "03.3:PsSspTest"
+        "03.4:PsShardTest"
+        "03.5:PsStragglerTest"
+  LIBS dtw::train
+  DEPENDS 01
+  BACKENDS threads mpi
+  # Left out under MPI: at 4 processes the survivors' AbortedError does not yet
+  # name the dead worker's rank (the threads run checks it); open work.
+  MPI_TWIN "-DyingWorkerPitfallTest.*"
+  MPI_TIMEOUT 300
+  BENCH parameter_server_bench.cpp)

@@ -1,0 +1,17 @@
+# Chapter 04's registration (included by chapters/CMakeLists.txt; see
+# cmake/DtwChapter.cmake and docs/adding-a-chapter.md).
+dtw_add_chapter(04-zero
+  TITLE "ZeRO and FSDP"
+  SOURCES sharding.cpp zero_run.cpp zero_access.cpp zero1.cpp zero2.cpp zero3.cpp zero3_prefetch.cpp
+    checkpoint.cpp checkpoint_io.cpp pitfalls.cpp
+  DEMOS demos.cpp
+  TESTS zero_options_test.cpp zero1_test.cpp zero2_test.cpp zero3_test.cpp checkpoint_test.cpp
+  STEPS "04.1:Zero1Test,ShardingTest,ZeroOptionsTest" "04.2:Zero2Test,Zero2PitfallTest"
+        "04.3:Zero3Test,Zero3PitfallTest" "04.5:CheckpointTest"
+  LIBS dtw::train
+  DEPENDS 01
+  BACKENDS threads mpi
+  # np 2 and 4 run every test; np 3, the odd count, the reference sweeps and
+  # the checkpoints (about 25 s per count on two loaded cores).
+  MPI_SUBSET "*MatchesTheReference*:CheckpointTest.*" MPI_SUBSET_NPS 3
+  MPI_TIMEOUT 300)

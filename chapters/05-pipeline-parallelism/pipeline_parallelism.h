@@ -1,0 +1,301 @@
+#pragma once
+/// @file
+/// Chapter 05 — pipeline parallelism: the contract the lab fills in.
+///
+/// The model's units (embedding, blocks, head; or an MLP's layers) are cut
+/// into contiguous *chunks*; chunk c runs on rank c mod p, so with one chunk
+/// per rank (v = 1) chunk s is stage s, and with v > 1 every rank holds v
+/// chunks that are p apart (interleaving). Every step, the global batch is cut
+/// into m micro-batches; a *schedule* says, for every rank, in which order it
+/// runs the forward and backward of each (chunk, micro-batch) and the messages
+/// around them. The schedule is plain data, so it can be printed, checked
+/// before anything runs, and executed by one executor for every kind.
+///
+/// Messages: the activation of (chunk c, micro-batch mb) goes from chunk c's
+/// rank to chunk c+1's with tag pipe_tag(kActivation, c, mb); its gradient
+/// comes back from chunk c+1's rank with tag pipe_tag(kGradient, c+1, mb).
+/// Per step and chunk boundary that is m activations and m gradients of
+/// (rows of the micro-batch) × (width of the boundary) values each.
+///
+/// Bad input (more chunks than units, m < 1, a batch smaller than m, a
+/// schedule that names a micro-batch or chunk that does not exist, or whose
+/// messages cannot pair) raises dtw::InvalidArgument naming the rank and the
+/// values, before any message moves.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dtw/comm.h"
+#include "dtw/model/units.h"
+#include "dtw/train/replica.h"
+#include "dtw/train/strategy.h"
+
+namespace dtw::ch05 {
+
+// ---- step 05.1: the stage split ---------------------------------------------
+
+/// How the model is cut into chunks.
+enum class Balance {
+  kParams,  ///< equal parameters per chunk, as far as whole units allow (the default)
+  kTime,    ///< equal forward + backward time per chunk, measured on rank 0
+  kBlocks,  ///< equal blocks per chunk (Megatron's): needs blocks % (p·v) = 0
+};
+/// "params", "time" or "blocks".
+const char* name_of(Balance balance);
+/// Parses a name of name_of; InvalidArgument naming the value otherwise.
+Balance balance_from_name(std::string_view name);
+
+/// The cost of every unit of `spec`'s model, in forward order: its parameter
+/// count (kParams), or the seconds one forward and backward of it take on
+/// micro-batch 0 of `micro_batches` (kTime), measured by rank 0 and broadcast
+/// so that every rank cuts the model the same way (ranks that measured for
+/// themselves could disagree, and then their messages would not pair).
+/// Collective over `comm` for kTime (kParams takes nullptr). InvalidArgument
+/// for kBlocks (it has no costs) and for kTime without a communicator.
+std::vector<double> unit_costs(const train::RunSpec& spec, Balance balance, int micro_batches,
+                               Comm* comm);
+
+/// Step 05.1: cuts `costs.size()` units into `chunks` contiguous, non-empty
+/// runs, in order, so that the most expensive run costs as little as
+/// possible; among equally good cuts, earlier runs take as many units as
+/// they can. Costs must be finite and ≥ 0. InvalidArgument when chunks < 1
+/// or chunks > costs.size(), naming both.
+std::vector<model::UnitRange> split_units(std::span<const double> costs, int chunks);
+
+/// Which rank runs which chunk.
+struct StageMap {
+  int ranks = 1;           ///< p
+  int virtual_stages = 1;  ///< v: chunks per rank
+  std::vector<model::UnitRange> chunks;  ///< p·v unit ranges in forward order
+  /// p·v.
+  int chunk_count() const { return static_cast<int>(chunks.size()); }
+  /// The rank that runs chunk c: c mod p.
+  int rank_of(int chunk) const { return chunk % ranks; }
+  /// Rank r's chunks in forward order: r, r + p, …, r + (v−1)p.
+  std::vector<int> chunks_of(int rank) const;
+  /// "[embed h.0] [h.1 head]" with `units`' names.
+  std::string describe(const std::vector<model::Unit>& units) const;
+};
+
+/// Cuts `spec`'s model into p·v chunks by `balance` (micro_batches sizes
+/// kTime's probe). Collective over `comm` for kTime (which needs it; the
+/// others take nullptr). InvalidArgument, naming the model and the numbers,
+/// for p or v < 1, p·v larger than the model's units, or (kBlocks) blocks
+/// not divisible by p·v.
+StageMap make_stage_map(const train::RunSpec& spec, Balance balance, int ranks,
+                        int virtual_stages, int micro_batches, Comm* comm);
+
+/// Step 05.1: what `rank` holds: the units of its chunks (parameters,
+/// gradients and optimizer state), and, when the GPT's head is tied to the
+/// embedding (`tied_wte_end` > 0: wte is [0, tied_wte_end)) and the rank runs
+/// the head but not the embedding, a copy of wte's parameters and gradients
+/// without optimizer state (the embedding's rank steps wte and sends it back).
+train::ReplicaPlan stage_plan(const StageMap& map, const std::vector<model::Unit>& units,
+                              std::int64_t tied_wte_end, int rank);
+
+// ---- step 05.2: a schedule is data -------------------------------------------
+
+/// What an action does.
+enum class Op : std::uint8_t {
+  kForward,   ///< forward of (chunk, mb)
+  kBackward,  ///< backward of (chunk, mb)
+  kSend,      ///< send what (chunk, mb) produced: its output or its input gradient
+  kRecv,      ///< receive what (chunk, mb) needs: its input or its output gradient
+};
+/// What a send or a receive moves.
+enum class Dir : std::uint8_t {
+  kActivation,  ///< forward: chunk c's output to chunk c+1
+  kGradient,    ///< backward: chunk c's input gradient to chunk c−1
+};
+/// One entry of a rank's list. For kSend/kRecv, `chunk` is the chunk whose
+/// data it is on this rank: Send{kActivation, c} sends c's output; Recv{kActivation, c}
+/// receives c's input (from c−1); Send{kGradient, c} sends c's input gradient
+/// (to c−1); Recv{kGradient, c} receives the gradient of c's output (from c+1).
+struct Action {
+  Op op = Op::kForward;        ///< what
+  int chunk = 0;               ///< which chunk (virtual stage)
+  int mb = 0;                  ///< which micro-batch
+  Dir dir = Dir::kActivation;  ///< sends and receives only
+  /// Field-wise equality.
+  bool operator==(const Action&) const = default;
+};
+/// "F3", "B3" (chunk 0), "F3@c2" (chunk 2), "send act 3", "recv grad 3@c2".
+std::string to_string(const Action& action);
+
+/// The schedules of this chapter.
+enum class ScheduleKind {
+  kNaive,        ///< one micro-batch in the pipe at a time (model parallelism + accumulation)
+  kGPipe,        ///< all forwards, then all backwards (one flush per step)
+  kOneFOneB,     ///< PipeDream-Flush: warm-up, one forward one backward, cool-down
+  kInterleaved,  ///< 1F1B over v chunks per rank (Megatron's interleaved schedule)
+};
+/// "naive", "gpipe", "1f1b", "interleaved".
+const char* name_of(ScheduleKind kind);
+
+/// Every rank's ordered list of actions for one step.
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::kGPipe;  ///< how it was made
+  int ranks = 1;           ///< p
+  int micro_batches = 1;   ///< m
+  int virtual_stages = 1;  ///< v
+  std::vector<std::vector<Action>> actions;  ///< actions[r]: rank r's list
+  /// p·v.
+  int chunk_count() const { return ranks * virtual_stages; }
+  /// Appends to rank_of(chunk)'s list: receive the input (unless chunk 0),
+  /// forward, send the output (unless the last chunk).
+  void forward(int chunk, int mb);
+  /// Appends: receive the output gradient (unless the last chunk), backward,
+  /// send the input gradient (unless chunk 0).
+  void backward(int chunk, int mb);
+  /// One line per rank: "rank 0: F0 send act 0 F1 …".
+  std::string describe() const;
+};
+
+/// The naive schedule: micro-batch after micro-batch, each forward through
+/// every stage and back before the next starts. Bubble (p−1)/p for every m.
+Schedule naive_schedule(int ranks, int micro_batches);
+/// Step 05.2: GPipe: every stage forwards micro-batches 0 … m−1, then
+/// backwards them in reverse order. Bubble (p−1)/(m+p−1); stage s holds all
+/// m micro-batches' activations at the flush.
+Schedule gpipe_schedule(int ranks, int micro_batches);
+/// Step 05.2: 1F1B: stage s forwards min(p−s−1, m) micro-batches (warm-up),
+/// then alternates one forward and one backward until every forward is done,
+/// then backwards the rest (cool-down). Same bubble as GPipe; stage s holds
+/// at most min(p−s, m) micro-batches' activations.
+Schedule one_f_one_b_schedule(int ranks, int micro_batches);
+/// Step 05.4: interleaved 1F1B over v chunks per rank (see the chapter for
+/// the order and the warm-up count). Bubble (p−1)/(v·m+p−1) for m ≥ p.
+Schedule interleaved_schedule(int ranks, int micro_batches, int virtual_stages);
+/// The schedule of `kind` (v must be 1 except for kInterleaved).
+/// InvalidArgument for p, m or v < 1, naming them.
+Schedule make_schedule(ScheduleKind kind, int ranks, int micro_batches, int virtual_stages = 1);
+
+/// The tag of the message that carries `dir` data produced by chunk
+/// `from_chunk` for micro-batch `mb`: 100000000·(1 + dir) + 100000·from_chunk
+/// + mb, so a deadlock report's "tag 200300007" reads "gradient from chunk 3,
+/// micro-batch 7". Chunks < 1000, micro-batches < 100000.
+int pipe_tag(Dir dir, int from_chunk, int mb);
+/// "activation of micro-batch 7 from chunk 2 to chunk 3" for a pipe_tag
+/// (and the tied embedding's two tags, 1 and 2).
+std::string describe_pipe_tag(int tag);
+/// `report` (a deadlock report's wait-for graph) followed by one line per
+/// distinct "tag N" it mentions: "  tag 100000001 = activation of micro-batch
+/// 1 from chunk 0 to chunk 1". The executor rethrows its DeadlockErrors
+/// with this, so the graph names stage, micro-batch and direction.
+std::string explain_pipe_tags(const std::string& report);
+
+// ---- steps 05.3 and 05.5: the executor ---------------------------------------
+
+/// How the executor runs a schedule.
+struct ExecutorOptions {
+  /// Step 05.5: keep only each micro-batch's input after its forward and
+  /// recompute the chunk's activations before its backward.
+  bool checkpoint = false;
+  /// Sends block until received (the chapter's pitfall); by default a send is
+  /// posted (isend) and the rank moves on.
+  bool blocking_sends = false;
+};
+
+/// Runs one rank's list of a schedule, step after step, on a Replica that
+/// holds this rank's chunks (stage_plan). Every forward and backward is a
+/// timeline phase with its chunk (as the stage) and micro-batch.
+template <class T>
+class Executor {
+ public:
+  /// For `run`'s rank, whose state is `replica`, cut by `map`.
+  Executor(train::RankRun<T>& run, train::Replica<T>& replica, const StageMap& map,
+           ExecutorOptions options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  /// Step 05.3: runs `actions` for data step `step` cut into `m`
+  /// micro-batches (micro-batch mb is make_batch(spec, step, mb, m)), then
+  /// the optimizer step: wte's two shares summed on its owner, the global
+  /// gradient norm (allreduce), clip, step, wte sent back. Returns the
+  /// step's global mean loss, known on every rank. InvalidArgument naming the
+  /// rank and the action for an action on a chunk this rank does not run or
+  /// a micro-batch outside [0, m).
+  double step(std::span<const Action> actions, std::int64_t step, int m);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// ---- step 05.6: checking a schedule before running it -------------------------
+
+/// Step 05.6: checks that `schedule` can run, without running it: every
+/// action names an existing chunk of its rank and a micro-batch in [0, m);
+/// every (chunk, mb) is forwarded once and backwarded once, after its forward;
+/// inputs and gradients are received before they are used and sent after they
+/// are made; every send pairs with exactly one receive; and a dry run with the
+/// executor's rules (posted sends, blocking receives) reaches the end of every
+/// list. Otherwise InvalidArgument naming the rank, the chunk, the
+/// micro-batch and the direction ("rank 1 waits to receive the gradient of
+/// micro-batch 0 from chunk 2, which rank 2 sends only after …").
+void check_schedule(const Schedule& schedule);
+
+// ---- the strategies ------------------------------------------------------------
+
+/// Settings of a pipeline run, from the strategy's knobs.
+struct PipelineSettings {
+  ScheduleKind kind = ScheduleKind::kOneFOneB;  ///< the schedule
+  int micro_batches = 1;                        ///< m (knob micro_batches)
+  int virtual_stages = 1;                       ///< v (knob virtual_stages, interleaved only)
+  Balance balance = Balance::kParams;           ///< the split (knob balance=params|time|blocks)
+  ExecutorOptions executor;                     ///< knobs checkpoint=0|1, sends=async|blocking
+  bool check = true;                            ///< check_schedule first (knob check=0|1)
+};
+/// Reads the knobs of `kind`'s strategy: micro_batches (default 1 for naive,
+/// else 2p, at most the batch), virtual_stages (default 2; interleaved only),
+/// balance, checkpoint, sends, check. InvalidArgument naming the knob and the
+/// value for m < 1, v < 1, a batch smaller than m, or an unknown value.
+PipelineSettings pipeline_settings(const train::Knobs& knobs, ScheduleKind kind,
+                                   const train::RunSpec& spec, int ranks);
+
+/// Trains run.spec() with `schedule` (made for this world) and `settings`:
+/// splits the model, checks the schedule (unless settings.check is false),
+/// builds this rank's Replica and Executor, records each step's loss on every
+/// rank and reports the parameters this rank owns.
+template <class T>
+void train_pipeline(train::RankRun<T>& run, const Schedule& schedule,
+                    const PipelineSettings& settings);
+
+/// The registered strategies: pipeline_settings(run.knobs(), kind, …), then
+/// train_pipeline with make_schedule(kind, p, m, v).
+template <class T>
+void pp_naive(train::RankRun<T>& run);
+/// GPipe (see pp_naive).
+template <class T>
+void pp_gpipe(train::RankRun<T>& run);
+/// 1F1B (see pp_naive).
+template <class T>
+void pp_1f1b(train::RankRun<T>& run);
+/// Interleaved 1F1B (see pp_naive).
+template <class T>
+void pp_interleaved(train::RankRun<T>& run);
+
+/// The activation bytes `rank` holds at its worst moment when it runs its
+/// list of `schedule` on `map` (micro-batch mb: make_batch(spec, 0, mb, m)),
+/// read off the list itself: without checkpointing, the sum of
+/// activation_bytes over the (chunk, micro-batch) pairs forwarded and not yet
+/// backwarded; with it, the saved inputs received so far (chunk 0 saves
+/// nothing: its input is the batch) plus the one chunk being computed. What
+/// the memory ledger's kActivations peak must equal.
+template <class T>
+std::int64_t activation_peak(const Schedule& schedule, const StageMap& map,
+                             const train::RunSpec& spec, int rank, bool checkpoint);
+
+// ---- pitfalls from the field ---------------------------------------------------
+
+/// torchtitan#775: a 1F1B generator whose warm-up is p−s−1 forwards whatever
+/// m is, written for m ≥ p. With m < p it names micro-batches that do not
+/// exist, and check_schedule stops it.
+Schedule one_f_one_b_unclamped(int ranks, int micro_batches);
+
+}  // namespace dtw::ch05

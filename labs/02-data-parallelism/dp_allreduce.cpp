@@ -1,0 +1,76 @@
+// Data parallelism 1.1: no server. Every rank keeps a whole replica -- the
+// parameters, the gradients and the optimizer state -- and the ranks sum the
+// gradients among themselves with an allreduce:
+//
+//     rank 0        rank 1        rank 2          every rank, every step:
+//     θ,m,v         θ,m,v         θ,m,v           1. forward + backward on its shard
+//       │             │             │                (gradient scaled by its weight)
+//      g_0           g_1           g_2            2. allreduce: g ← g_0 + g_1 + g_2
+//       └──── ring allreduce (chapter 01) ───┘    3. clip, optimizer step: identical
+//      Σg            Σg            Σg                on every rank, so the replicas
+//       │             │             │                stay equal without ever sending θ
+//     θ',m',v'      θ',m',v'      θ',m',v'
+//
+// Cost per step: every rank sends and receives 2(p−1)/p·Ψe bytes (the ring;
+// chapter 01), the same on every link, so no link is a bottleneck; time
+//
+//     T_allreduce ≈ 2(p−1)·α + 2(p−1)/p·Ψe·β + (p−1)/p·Ψe·γ
+//
+// hardly grows with p. Against the server (dp_server.cpp), the busiest link
+// carries p/2 times less. The price is memory: p copies of the optimizer
+// state (ZeRO, chapter 04, takes that back), and the duty to keep the copies
+// equal, which nothing enforces by itself: hence the start from rank 0's
+// parameters and the fingerprint check (replicas.cpp).
+#include <span>
+
+#include "collectives.h"  // chapter 01's solution (DEPENDS 01)
+#include "data_parallelism.h"
+
+namespace dtw::ch02 {
+
+template <class T>
+void dp_allreduce(train::RankRun<T>& run) {
+  Comm& comm = run.comm();
+  const train::RunSpec& spec = run.spec();
+  const int p = comm.size(), r = comm.rank();
+  const DdpOptions options = ddp_options(run.knobs(), spec, r);
+  check_same_run(comm, spec);
+  // The shard's share of the batch (02.5): computed before any message, so a
+  // batch smaller than the world fails on every rank at once.
+  const double weight = shard_weight(spec, r, p);
+  train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::whole(spec));
+  replica.set_times(run.layer_times());
+  // The work of each compute phase, which the modeled fabric times on other devices.
+  const train::Cost pass = replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, r, p), true);
+  const train::Cost update = replica.optimizer_cost();
+  broadcast_parameters(comm, replica);  // start equal, and check it
+
+  for (std::int64_t step = 0; step < spec.steps; ++step) {
+    double loss = 0;
+    {
+      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
+      // Scaled by the weight, so the sum over the ranks is the batch's mean.
+      loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight));
+    }
+    {
+      auto phase = run.phase("allreduce", {.compute = false});
+      DTW_TODO("02.2: Sum the weighted gradients (replica.grads()) and the weighted loss over the ranks with chapter 01's ring allreduce (ch01::allreduce).");
+    }
+    {
+      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
+      // Every rank holds the whole summed gradient: its local norm is global.
+      replica.clip(replica.local_sum_of_squares());
+      replica.step(step);
+    }
+    const std::int64_t done = step + 1;
+    if (options.check_every > 0 && (done % options.check_every == 0 || done == spec.steps))
+      check_replicas<T>(comm, replica.layout(), replica.params(), done);
+    run.record_loss(step, loss);
+  }
+  run.report(replica);
+}
+
+template void dp_allreduce<float>(train::RankRun<float>&);
+template void dp_allreduce<double>(train::RankRun<double>&);
+
+}  // namespace dtw::ch02

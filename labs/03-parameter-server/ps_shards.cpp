@@ -1,0 +1,93 @@
+// Roles and shards: who is a server, who is a worker, and which contiguous
+// range of the flat parameter buffer each server owns.
+//
+// Why shard at all? With one server, every worker pulls all Ψ parameters
+// from it and pushes all Ψ gradients to it, every step: the server's link
+// carries 2·W·Ψ values per step while each worker's carries 2·Ψ. That is the
+// O(W) bottleneck of the seeds' "Data Parallelism 1.0". Cut the buffer into S
+// shards on S servers and each worker talks to all of them, a shard each:
+// server s's link carries 2·W·Ψ/S, the busiest link shrinks S-fold, and with
+// S = W (a server beside every worker) it carries 2·Ψ — the bytes a ring
+// allreduce puts on every link, up to the factor (p−1)/p. A sharded PS *is* a
+// reduce-scatter (the pushes: each server ends with the sum of its shard)
+// followed by an allgather (the pulls), done through the servers' links.
+//
+//   S = 2, W = 3, Ψ = 10:   server 0 owns [0, 5)   server 1 owns [5, 10)
+//
+//        server 0 ──[0,5)──► worker 0, 1, 2 ◄──[5,10)── server 1     (pull)
+//        server 0 ◄──g[0,5)── worker 0, 1, 2 ──g[5,10)──► server 1   (push)
+//
+// Clipping needs the norm of the whole gradient, but each server holds only
+// its shard's: the servers add their Σ g² with an allreduce among themselves
+// (8 bytes, off the workers' links) and then each clips its shard by the same
+// global norm, exactly as the single device does.
+//
+// Check yourself:
+// - Ψ = 10, S = 3: which ranges? [0, 4), [4, 7), [7, 10) (dtw::Chunks).
+// - Why contiguous ranges and not every S-th element? A worker's pull and
+//   push of a shard is then one message of one span of its replica.
+#include <span>
+#include <string>
+
+#include "collectives.h"  // chapter 01's solution (DEPENDS 01)
+#include "dtw/chunks.h"
+#include "dtw/errors.h"
+#include "parameter_server.h"
+
+namespace dtw::ch03 {
+
+PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options) {
+  PsLayout layout;
+  layout.servers = options.servers;
+  layout.workers = options.workers > 0 ? options.workers : world - options.servers;
+  DTW_CHECK_ARG(layout.servers >= 1, "ps: " << layout.servers << " servers: need at least one");
+  DTW_CHECK_ARG(layout.workers >= 1, "ps: a world of " << world << " ranks with " << layout.servers
+                                                       << " servers leaves no worker");
+  DTW_CHECK_ARG(layout.servers + layout.workers == world,
+                "ps: " << layout.servers << " servers + " << layout.workers << " workers = "
+                       << layout.servers + layout.workers << " ranks, but the world has " << world);
+
+  if (!options.ranges.empty()) {
+    // Shards given by hand: they must tile [0, Ψ) exactly, one per server.
+    DTW_CHECK_ARG(static_cast<int>(options.ranges.size()) == layout.servers,
+                  "ps: " << options.ranges.size() << " ranges for " << layout.servers << " servers");
+    std::int64_t next = 0;
+    for (std::size_t s = 0; s < options.ranges.size(); ++s) {
+      const train::Range r = options.ranges[s];
+      DTW_CHECK_ARG(r.begin <= next, "ps: parameters [" << next << ", " << r.begin
+                                                         << ") are owned by no server (server " << s
+                                                         << " starts at " << r.begin << ")");
+      DTW_CHECK_ARG(r.begin == next, "ps: server " << s << "'s range [" << r.begin << ", " << r.end
+                                                   << ") overlaps the one before, which ends at "
+                                                   << next);
+      DTW_CHECK_ARG(r.end > r.begin,
+                    "ps: server " << s << "'s range [" << r.begin << ", " << r.end << ") is empty");
+      next = r.end;
+    }
+    DTW_CHECK_ARG(next <= model_size, "ps: server ranges end at " << next << ", past the model's "
+                                                                  << model_size << " parameters");
+    DTW_CHECK_ARG(next == model_size, "ps: parameters [" << next << ", " << model_size
+                                                         << ") are owned by no server (the model has "
+                                                         << model_size << ")");
+    layout.shards = options.ranges;
+    return layout;
+  }
+
+  if (layout.servers == 1) {
+    layout.shards.push_back({0, model_size});
+  } else {
+    DTW_CHECK_ARG(model_size >= layout.servers,
+                  "ps: " << layout.servers << " servers for " << model_size << " parameters");
+    DTW_TODO("03.4: Split [0, model_size) into S contiguous, nearly equal shards (dtw::Chunks), one per server.");
+  }
+  return layout;
+}
+
+double global_sum_of_squares(Comm& servers, double local) {
+  if (servers.size() == 1) return local;  // one server holds the whole gradient
+  double sum = local;
+  DTW_TODO("03.4: Add every server's sum of squares into `sum` with chapter 01's allreduce over `servers`.");
+  return sum;
+}
+
+}  // namespace dtw::ch03

@@ -1,0 +1,88 @@
+// The synchronous parameter server: serve, wait for everyone, sum, step.
+//
+// Server s holds its shard [b, e) of the model: the parameters, their
+// gradients and their optimizer state (a Replica over that one range). Each
+// step k it
+//
+//   serves   its shard of version k to every worker (they pull),
+//   waits    for every worker's push, in worker order: the header (the
+//            worker's share of the loss) and the gradient shard, which
+//            recv_reduce adds straight into the replica's gradients,
+//   steps    clips by the global norm (its Σ g² added over the servers),
+//            takes one optimizer step and records the step's loss.
+//
+//   worker 0 ─┐                          ┌─► worker 0
+//   worker 1 ─┼─ g_w[b,e) ─► Σ_w ─► step ┼─► worker 1     θ[b,e) of version k+1
+//   worker 2 ─┘   (push)                 └─► worker 2     (the next pull)
+//
+// Every worker pushed its rows' *share* of the batch gradient (rows/B times
+// its mean), so the sum is exactly the gradient of the whole batch, the one
+// the single device computes (up to the order of the additions): the server
+// takes the reference's step, and this strategy matches it to 1e-9 in double.
+//
+// Cost per step on server s's link, with Ψ_s = e − b and b bytes per value:
+//   out W·Ψ_s·b (the pulls) + in W·Ψ_s·b (the pushes) + W headers of 16 bytes.
+// One server (Ψ_s = Ψ) carries 2·W·Ψ·b: W times a worker's link, and W/(p−1)·p
+// times what a ring allreduce puts on any link. The time of a step is the
+// slowest worker's compute plus the server's link time, 2·W·Ψ_s·b·β: the
+// workers idle while it transfers, and all of them wait for the slowest.
+//
+// Pitfalls:
+// - Sum in a fixed order (worker 0, 1, …). Summing in arrival order is just as
+//   correct, but not reproducible bit for bit between runs.
+// - Never skip a worker that has not pushed yet: the sum would be the
+//   gradient of part of the batch. If a worker dies, the run must stop with
+//   an error naming it — the runtime cancels our blocked receive when any
+//   rank fails, so this loop never waits forever (try `--set crash=1:3`).
+//
+// Check yourself:
+// - Why does the server record the loss, not the worker? Only the server
+//   sees every worker's share of it.
+// - S = 1, W = 3, Ψ = 1 M floats: bytes on the server's link per step?
+//   2·3·4 MB + 48 B ≈ 24 MB; a worker's: 8 MB.
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "dtw/errors.h"
+#include "dtw/model/params.h"
+#include "parameter_server.h"
+
+namespace dtw::ch03 {
+
+template <class T>
+PsLog ps_sync(train::RankRun<T>& run) {
+  Comm& comm = run.comm();
+  const train::RunSpec& spec = run.spec();
+  const PsOptions options = ps_options(run.knobs());
+  const PsLayout layout = ps_layout(comm.size(), model::param_layout(spec.config()).size(), options);
+  // The servers' own group, for the global norm (collective: every rank splits).
+  const bool server = layout.is_server(comm.rank());
+  const std::unique_ptr<Comm> servers = comm.split(server ? 0 : 1, comm.rank());
+  if (!server) return ps_worker(run, layout, options, WorkerMode::kSynchronous);
+
+  const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
+  train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
+  const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric
+  PsLog log;
+  std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
+  for (std::int64_t step = 0; step < spec.steps; ++step) {
+    double loss = 0;
+    DTW_TODO("03.1: Serve every worker (isend the version `step` with kTagVersion, then the shard with kTagParams; wait_all), then take each worker's push in worker order: recv its header, recv_reduce its gradient shard into replica.grads(); add up the loss shares and log each push.");
+    DTW_CHECK(std::isfinite(loss), Error,
+              "ps-sync: step " << step << ": the loss is " << loss << " (not finite): diverged");
+    {
+      auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
+      replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
+      replica.step(step);
+    }
+    run.record_loss(step, loss);
+  }
+  run.report(replica);
+  return log;
+}
+
+template PsLog ps_sync<float>(train::RankRun<float>&);
+template PsLog ps_sync<double>(train::RankRun<double>&);
+
+}  // namespace dtw::ch03

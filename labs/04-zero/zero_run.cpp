@@ -1,0 +1,128 @@
+// The part of a ZeRO step that does not depend on the stage (zero_run.h), and
+// the strategies' entry points.
+//
+// Data: micro-batch k of rank r reads shard r·m + k of p·m, so the p·m shards
+// together are the reference's whole batch, and each shard's gradient enters
+// with the weight of its rows (rows / batch). A batch that does not divide
+// still averages exactly.
+//
+// The end of a step needs two global numbers: the mean loss (for the log) and
+// the gradient norm (for the clip). After the reduce-scatter each rank holds
+// the final gradient of its own shards only, so the global Σ g² is the sum of
+// the shards' sums: one allreduce of two values carries both.
+#include <array>
+
+#include "collectives.h"  // chapter 01's solution (DEPENDS 01)
+#include "zero_run.h"
+
+namespace dtw::ch04 {
+
+template <class T>
+ZeroRun<T>::ZeroRun(train::RankRun<T>& run, const ZeroOptions& options)
+    : run_(run), options_(options), sharding_(Sharding::of(run.spec(), run.comm().size())) {
+  options_.validate(run.comm().rank(), run.comm().size(), run.spec());
+}
+
+template <class T>
+train::ReplicaPlan ZeroRun<T>::plan() const {
+  const std::vector<train::Range> mine = sharding_.owned(run_.comm().rank());
+  const std::vector<train::Range> all = {{0, sharding_.model_size()}};
+  switch (options_.stage) {
+    case 1: return {all, all, mine};    // ZeRO-1: full parameters and gradients
+    case 2: return {all, mine, mine};   // ZeRO-2: full parameters
+    default: return {mine, mine, mine};  // ZeRO-3: shards only
+  }
+}
+
+template <class T>
+std::int64_t ZeroRun<T>::start(train::Replica<T>& replica) {
+  if (options_.resume_dir.empty()) return 0;
+  const CheckpointInfo info = load_checkpoint(comm(), replica, options_.resume_dir);
+  DTW_CHECK_ARG(info.steps_done <= spec().steps,
+                "rank " << comm().rank() << ": checkpoint " << options_.resume_dir << " is after "
+                        << info.steps_done << " steps; this run has only " << spec().steps);
+  // The log of the steps before the checkpoint continues where it stopped.
+  for (std::int64_t s = 0; s < info.steps_done; ++s)
+    run_.record_loss(s, info.losses[static_cast<std::size_t>(s)]);
+  return info.steps_done;
+}
+
+template <class T>
+double ZeroRun<T>::micro_batch(train::Replica<T>& replica, std::int64_t step, int k,
+                               const model::GradReady& on_ready, ZeroAccess<T>* access,
+                               model::UnitAccess<T>* model_access) {
+  const int m = options_.micro_batches;
+  const std::int64_t shard = static_cast<std::int64_t>(comm().rank()) * m + k;
+  const std::int64_t shards = static_cast<std::int64_t>(comm().size()) * m;
+  const train::Batch rows = train::make_batch(spec(), step, shard, shards);
+  const T weight = static_cast<T>(rows.weight);
+  if (access != nullptr) {
+    // Each unit's compute is its own phase, between the gathers (zero_access.cpp).
+    access->begin_pass(&run_, rows, k);
+    model::UnitAccess<T>* through = model_access != nullptr ? model_access : access;
+    return rows.weight * replica.forward_backward(step, shard, shards, weight, on_ready, through);
+  }
+  const train::Cost cost = replica.pass_cost(replica.network().all(), rows, true);
+  auto phase =
+      run_.phase("forward-backward", {.micro_batch = k, .flops = cost.flops, .bytes = cost.bytes});
+  return rows.weight * replica.forward_backward(step, shard, shards, weight, on_ready);
+}
+
+template <class T>
+void ZeroRun<T>::end_step(train::Replica<T>& replica, std::int64_t step, double loss) {
+  std::array<double, 2> global = {loss, replica.local_sum_of_squares()};
+  {
+    auto phase = run_.phase("allreduce loss and norm", {.compute = false});
+    ch01::allreduce(comm(), std::span<double>(global), ReduceOp::kSum);
+  }
+  {
+    const train::Cost cost = replica.optimizer_cost();
+    auto phase = run_.phase("optimizer", {.flops = cost.flops, .bytes = cost.bytes});
+    replica.clip(global[1]);
+    replica.step(step);  // the optimizer ranges: this rank's shards
+  }
+  run_.record_loss(step, global[0]);
+  const std::int64_t done = step + 1;
+  const std::int64_t save_at = options_.save_after > 0 ? options_.save_after : spec().steps;
+  if (!options_.save_dir.empty() && done == save_at)
+    save_checkpoint(comm(), replica, options_.save_dir, done, run_.losses());
+}
+
+template <class T>
+void ZeroRun<T>::finish(train::Replica<T>& replica) {
+  run_.report(replica);
+}
+
+template <class T>
+void train_zero(train::RankRun<T>& run, const ZeroOptions& options) {
+  ZeroRun<T> z(run, options);
+  switch (options.stage) {
+    case 1: return run_zero1(z);
+    case 2: return run_zero2(z);
+    default: return run_zero3(z);
+  }
+}
+
+template <class T>
+void zero1(train::RankRun<T>& run) { train_zero(run, ZeroOptions::from_knobs(run.knobs(), 1)); }
+template <class T>
+void zero2(train::RankRun<T>& run) { train_zero(run, ZeroOptions::from_knobs(run.knobs(), 2)); }
+template <class T>
+void zero3(train::RankRun<T>& run) { train_zero(run, ZeroOptions::from_knobs(run.knobs(), 3)); }
+template <class T>
+void zero3_prefetch(train::RankRun<T>& run) {
+  train_zero(run, ZeroOptions::from_knobs(run.knobs(), 3, /*default_prefetch=*/1));
+}
+
+#define DTW_INSTANTIATE(T)                                              \
+  template class ZeroRun<T>;                                            \
+  template void train_zero<T>(train::RankRun<T>&, const ZeroOptions&); \
+  template void zero1<T>(train::RankRun<T>&);                           \
+  template void zero2<T>(train::RankRun<T>&);                           \
+  template void zero3<T>(train::RankRun<T>&);                           \
+  template void zero3_prefetch<T>(train::RankRun<T>&);
+DTW_INSTANTIATE(float)
+DTW_INSTANTIATE(double)
+#undef DTW_INSTANTIATE
+
+}  // namespace dtw::ch04

@@ -1,0 +1,110 @@
+// Gradient buckets: the allreduce of DDP cut into pieces that start while
+// backward is still running.
+//
+// Backward finishes the gradients from the last layer to the first. The
+// gradient of the head is final long before the embedding's, so its
+// allreduce could start at once, while backward works on the layers below.
+// One allreduce per tensor would pay a latency α for each of hundreds of
+// tensors; one allreduce for everything could only start at the very end.
+// DDP takes the middle road: it packs the tensors, in the order their
+// gradients become final, into buckets of at most a few MiB, and starts a
+// bucket's allreduce the moment its last gradient is final:
+//
+//     flat buffer:  | wte wpe | h.0 ........ | h.1 ........ | lnf |
+//     backward:                                  ◄─────────────────  head, h.1, h.0, embed
+//     buckets:        bucket 3 | bucket 2    | bucket 1     | b 0    (ready order)
+//
+//     compute  ██ bwd head ██ bwd h.1 ████ bwd h.0 ████ bwd embed █
+//     comm                  ▓▓ b0 ▓▓▓▓▓▓ b1 ▓▓▓▓▓▓▓ b2 ▓▓▓▓▓▓▓▓▓▓▓ b3 ▓▓▓
+//                                                               └─ exposed
+//
+// Everything but the last bucket can hide under backward; the last one --
+// which holds the embedding, whose tied gradient backward finishes last of
+// all -- can only start when backward is over. Bytes are the same as one big
+// allreduce (2(p−1)/p·Ψe per rank): buckets buy time, not bytes.
+//
+// Because the flat buffer is laid out in forward order, tensors adjacent in
+// ready order are adjacent in memory: a bucket is a contiguous range of the
+// gradient buffer, and its allreduce runs on that range in place. PyTorch
+// gets the same with gradient_as_bucket_view=True; without it, DDP copies
+// gradients into separate bucket buffers, Ψ more bytes of memory.
+#include <algorithm>
+
+#include "collectives.h"  // chapter 01's solution (DEPENDS 01)
+#include "data_parallelism.h"
+
+namespace dtw::ch02 {
+
+std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::int64_t cap_bytes,
+                                       std::int64_t element_bytes) {
+  DTW_CHECK_ARG(cap_bytes > 0, "make_buckets: the bucket cap " << cap_bytes
+                                                                << " bytes must be positive");
+  DTW_CHECK_ARG(element_bytes > 0,
+                "make_buckets: element_bytes " << element_bytes << " must be positive");
+  std::vector<train::Range> buckets;
+  // @lab 02.3: Walk the tensors from the last to the first (ready order); start a new bucket when the next tensor would take the current one past the cap. Buckets are contiguous ranges; a tensor bigger than the cap is a bucket alone.
+  const std::vector<model::ParamView>& views = layout.views();
+  for (auto view = views.rbegin(); view != views.rend(); ++view) {
+    const std::int64_t bytes = view->size * element_bytes;
+    const bool fits = !buckets.empty() &&
+                      (buckets.back().size() * element_bytes + bytes <= cap_bytes);
+    if (fits) {
+      buckets.back().begin = view->offset;  // grow downwards: the next tensor lies below
+    } else {
+      buckets.push_back({view->offset, view->offset + view->size});
+    }
+  }
+  // @end
+  return buckets;
+}
+
+template <class T>
+BucketReducer<T>::BucketReducer(Comm& comm, train::Replica<T>& replica,
+                                std::vector<train::Range> buckets)
+    : comm_(comm), replica_(replica), buckets_(std::move(buckets)) {
+  for (const train::Range& b : buckets_) missing_.push_back(b.size());
+}
+
+template <class T>
+model::GradReady BucketReducer<T>::hook() {
+  return [this](std::int64_t begin, std::int64_t end) { ready(begin, end); };
+}
+
+template <class T>
+void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
+  // @lab 02.3: Subtract the overlap of [begin, end) from each bucket's missing count; then start, in bucket order, the allreduce of every bucket with nothing missing (ch01::allreduce on replica_.grads(bucket)).
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const std::int64_t lo = std::max(begin, buckets_[b].begin);
+    const std::int64_t hi = std::min(end, buckets_[b].end);
+    if (lo < hi) missing_[b] -= hi - lo;
+    DTW_CHECK_ARG(missing_[b] >= 0, "rank " << comm_.rank() << ": gradients of bucket " << b
+                                            << " were reported final twice in one pass");
+  }
+  // Strictly in bucket order, even if a later bucket completes first: every
+  // rank must start the same collectives in the same order, or a rank's
+  // bucket 3 would meet another's bucket 2 (PyTorch's reducer does the same).
+  while (next_ < buckets_.size() && missing_[next_] == 0) {
+    ch01::allreduce(comm_, replica_.grads(buckets_[next_]), ReduceOp::kSum,
+                    ch01::AllreduceAlgo::kRing);
+    ++next_;
+  }
+  // @end
+}
+
+template <class T>
+void BucketReducer<T>::finish() {
+  // @lab 02.3: Wait until every bucket's allreduce is done; a bucket that never became complete is an error. Then reset the counts for the next pass.
+  for (std::size_t b = next_; b < buckets_.size(); ++b) {
+    DTW_CHECK_ARG(false, "rank " << comm_.rank() << ": bucket " << b << " [" << buckets_[b].begin
+                                 << ", " << buckets_[b].end << ") still misses " << missing_[b]
+                                 << " gradient elements after backward (was every range reported?)");
+  }
+  // @end
+  next_ = 0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b].size();
+}
+
+template class BucketReducer<float>;
+template class BucketReducer<double>;
+
+}  // namespace dtw::ch02

@@ -1,0 +1,270 @@
+// dtw bench parameter-server: what chapter 03's text measures, in one run.
+//
+//   1. stragglers: ps-sync, ps-ssp and ps-async with 0, 1 and 2 workers slowed
+//      by a factor (and with random jitter), on W workers: tokens/s, updates/s
+//      and time to a loss target (steps and wall seconds);
+//   2. the server's link: bytes per step on the busiest server link against
+//      W, for S = 1 and 2 servers, from the traffic matrix, beside the formula
+//      and beside the busiest link of chapter 01's ring allreduce;
+//   3. loss curves of the three strategies with one straggler (CSV, and an
+//      SVG through gnuplot when it is installed).
+//
+// Times are wall-clock on this machine, so compare rows of one run only.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "collectives.h"
+#include "dtw/launch.h"
+#include "dtw/memory.h"
+#include "dtw/model/params.h"
+#include "dtw/train/strategy.h"
+#include "parameter_server.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace dtw;
+
+struct Run {
+  std::string strategy, slow;  // e.g. "ps-async", "straggler=1:3"
+  std::vector<double> losses, seconds;  // per recorded step: its loss, wall time since the start
+  double total = 0;
+  std::int64_t updates = 0;
+};
+
+Run train_once(const std::string& name, const train::RunSpec& spec, int ranks,
+               const std::vector<std::string>& knobs) {
+  train::HarnessOptions o;
+  o.ranks = ranks;
+  o.compare = false;
+  o.knobs = train::Knobs::parse(knobs);
+  Run r;
+  r.strategy = name;
+  double clock = 0;
+  o.on_step = [&](const model::StepInfo& s) {
+    clock += s.seconds;
+    r.losses.push_back(s.loss);
+    r.seconds.push_back(clock);
+  };
+  const train::RunOutcome out = train::run_strategy(train::find_strategy(name), spec, o);
+  r.total = out.seconds;
+  const int workers = ranks - static_cast<int>(o.knobs.get_int("servers", 1));
+  r.updates = name == "ps-async" ? workers * spec.steps : spec.steps;
+  return r;
+}
+
+// The first step whose mean loss over a window of 5 steps ending there is at
+// most `target` (−1: never).
+std::int64_t step_to(const std::vector<double>& losses, double target) {
+  for (std::size_t i = 4; i < losses.size(); ++i)
+    if (std::accumulate(losses.begin() + static_cast<long>(i) - 4, losses.begin() + static_cast<long>(i) + 1, 0.0) / 5 <= target)
+      return static_cast<std::int64_t>(i);
+  return -1;
+}
+
+std::int64_t busiest_server_link(const Report& report, int S, int W) {
+  std::int64_t busiest = 0;
+  for (int s = 0; s < S; ++s) {
+    std::int64_t link = 0;
+    for (int w = S; w < S + W; ++w) link += report.bytes[s][w] + report.bytes[w][s];
+    busiest = std::max(busiest, link);
+  }
+  return busiest;
+}
+
+// The busiest link of chapter 01's ring allreduce of `n` floats on p ranks
+// (what a rank sends plus what it receives), measured from the traffic matrix.
+std::int64_t ring_link(std::int64_t n, int p) {
+  const Report report = launch(p, [&](Comm& comm) {
+    std::vector<float> data(static_cast<std::size_t>(n), 1.0f);
+    ch01::allreduce(comm, std::span<float>(data), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
+  });
+  std::int64_t busiest = 0;
+  for (int r = 0; r < p; ++r) {
+    std::int64_t link = 0;
+    for (int q = 0; q < p; ++q) link += report.bytes[r][q] + report.bytes[q][r];
+    busiest = std::max(busiest, link);
+  }
+  return busiest;
+}
+
+void plot(const std::string& csv, const std::string& svg, const std::string& title) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    fmt::print("no plot: gnuplot not found (apt-get install gnuplot-nox)\n");
+    return;
+  }
+  const std::string script = svg + ".gp";
+  std::ofstream gp(script);
+  gp << "set terminal svg size 960,420 dynamic font 'sans,11' background '#ffffff'\n"
+     << "set output '" << svg << "'\nset datafile separator ','\nset key top right\n"
+     << "set grid\nset multiplot layout 1,2 title '" << title << "'\n"
+     << "set xlabel 'step (B rows each)'\nset ylabel 'loss'\n"
+     << "plot for [s in 'ps-sync ps-ssp ps-async'] '" << csv
+     << "' using (strcol(1) eq s ? $2 : 1/0):4 with lines lw 2 title s\n"
+     << "set xlabel 'wall seconds'\nset ylabel 'loss'\n"
+     << "plot for [s in 'ps-sync ps-ssp ps-async'] '" << csv
+     << "' using (strcol(1) eq s ? $3 : 1/0):4 with lines lw 2 title s\nunset multiplot\n";
+  gp.close();
+  if (std::system(("gnuplot '" + script + "'").c_str()) == 0) fmt::print("wrote {}\n", svg);
+  std::remove(script.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtw bench parameter-server: stragglers, the server's link, loss curves",
+               "dtw bench parameter-server"};
+  std::string model = "gpt-tiny", json_path, plot_stem;
+  int workers = 4;
+  std::int64_t steps = 100, staleness = 2, batch = 32;
+  int repeats = 3;
+  double factor = 3, target = 0;
+  app.add_option("--model", model, "mlp-tiny, gpt-tiny or gpt-small")->capture_default_str();
+  app.add_option("--workers", workers, "W")->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--steps", steps, "steps of each run")->capture_default_str();
+  app.add_option("--batch", batch, "global batch (rows; big enough that compute dominates)")
+      ->capture_default_str();
+  app.add_option("--factor", factor, "the stragglers' slowdown")->capture_default_str();
+  app.add_option("--staleness", staleness, "ps-ssp's bound")->capture_default_str();
+  app.add_option("--repeats", repeats, "runs of each row (the median is shown)")
+      ->capture_default_str()->check(CLI::Range(1, 99));
+  app.add_option("--target", target, "loss target (default: 80% of the first loss)");
+  app.add_option("--json", json_path, "write every figure as JSON");
+  app.add_option("--plot", plot_stem, "write STEM.csv and STEM.svg: the loss curves");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    train::RunSpec spec = train::standard_run(model);
+    spec.steps = steps;
+    spec.batch = batch;
+    const int ranks = 1 + workers;
+    const std::string f = fmt::format("{:g}", factor);
+    json out = {{"model", model}, {"workers", workers}, {"servers", 1}, {"steps", steps},
+                {"factor", factor}, {"staleness", staleness}};
+    double load = 0;
+    if (std::ifstream in("/proc/loadavg"); in) in >> load;
+    fmt::print("dtw bench parameter-server: {}, 1 server + {} workers, {} steps of batch {}, "
+               "AdamW, float32, threads backend (load average {:.1f})\n",
+               model, workers, steps, spec.batch, load);
+    out["load_average"] = load;
+
+    // 1. Stragglers. Each (slowness, strategy) runs `repeats` times, the
+    // strategies interleaved so that a change in the machine's load hits all
+    // of them; the median run (by tokens/s) is reported.
+    struct Slowness {
+      std::string label, knob;
+      double predicted_async;  // throughput(async) / throughput(sync) by the cost model
+    };
+    const double w = workers, p = 0.25;
+    const double e_max = 1 + (factor - 1) * (1 - std::pow(1 - p, w));  // E[max_w f] with jitter
+    const std::vector<Slowness> slowness = {
+        {"none", "straggler=", 1.0},
+        {"1 straggler", "straggler=0:" + f, (w - 1 + 1 / factor) * factor / w},
+        {"2 stragglers", "straggler=0:" + f + ",1:" + f, (w - 2 + 2 / factor) * factor / w},
+        {"jitter", fmt::format("jitter={}:{:g}", f, p), e_max / (1 + (factor - 1) * p)}};
+    std::vector<Run> curves;
+    fmt::print("\n{:<13} {:<9} {:>9} {:>7} {:>8} {:>10} {:>10} {:>9} {:>10}\n", "slow workers",
+               "strategy", "tokens/s", "x sync", "(model)", "updates/s", "to target", "seconds",
+               "last loss");
+    for (const Slowness& slow : slowness) {
+      std::map<std::string, std::vector<Run>> runs;
+      for (int rep = 0; rep < repeats; ++rep)
+        for (const std::string name : {"ps-sync", "ps-ssp", "ps-async"}) {
+          Run r = train_once(name, spec, ranks, {slow.knob, "staleness=" + std::to_string(staleness)});
+          r.slow = slow.label;
+          runs[name].push_back(std::move(r));
+        }
+      const auto rate = [&](const Run& r) {
+        return static_cast<double>(spec.steps * spec.tokens_per_step()) / r.total;
+      };
+      double sync_rate = 0;
+      for (const std::string name : {"ps-sync", "ps-ssp", "ps-async"}) {
+        std::vector<Run>& v = runs[name];
+        std::sort(v.begin(), v.end(), [&](const Run& a, const Run& b) { return rate(a) < rate(b); });
+        const Run& r = v[v.size() / 2];
+        if (target <= 0) target = 0.8 * r.losses.front();
+        if (name == "ps-sync") sync_rate = rate(r);
+        const std::string model_ratio =
+            name == "ps-sync" ? "1" : name == "ps-async" ? fmt::format("{:.2f}", slow.predicted_async)
+                                                         : (slow.label == "jitter" ? "-" : "1");
+        const std::int64_t at = step_to(r.losses, target);
+        const double last = std::accumulate(r.losses.end() - 5, r.losses.end(), 0.0) / 5;
+        fmt::print("{:<13} {:<9} {:>9.0f} {:>7.2f} {:>8} {:>10.1f} {:>10} {:>9} {:>10.3f}\n",
+                   slow.label, name, rate(r), rate(r) / sync_rate, model_ratio,
+                   static_cast<double>(r.updates) / r.total,
+                   at < 0 ? std::string("never") : std::to_string(at),
+                   at < 0 ? std::string("-") : fmt::format("{:.2f}", r.seconds[static_cast<std::size_t>(at)]),
+                   last);
+        json rates = json::array();
+        for (const Run& x : v) rates.push_back(rate(x));
+        out["stragglers"].push_back({{"slow", slow.label}, {"knob", slow.knob}, {"strategy", name},
+                                     {"tokens_per_s", rate(r)}, {"tokens_per_s_runs", rates},
+                                     {"vs_sync", rate(r) / sync_rate}, {"model_vs_sync", model_ratio},
+                                     {"updates_per_s", static_cast<double>(r.updates) / r.total},
+                                     {"steps_to_target", at},
+                                     {"seconds_to_target", at < 0 ? json(nullptr) : json(r.seconds[static_cast<std::size_t>(at)])},
+                                     {"last_loss", last}});
+        if (slow.label == "1 straggler") curves.push_back(r);
+      }
+    }
+    out["target"] = target;
+    fmt::print("(median of {} runs by tokens/s; model: the cost model's throughput against ps-sync;\n"
+               " to target: the first step where the mean of the last 5 losses is below {:.3f})\n",
+               repeats, target);
+
+    // 2. The server's link against W.
+    const std::int64_t psi = model::param_layout(spec.config()).size();
+    train::RunSpec one = spec;
+    one.steps = 1;
+    one.batch = 8;
+    fmt::print("\n{:>3} {:>3} {:>14} {:>14} {:>16} {:>8}\n", "W", "S", "server link/step",
+               "(formula)", "ring link (W ranks)", "ratio");
+    for (int W : {1, 2, 4, 8}) {
+      for (int S : {1, 2}) {
+        train::HarnessOptions o;
+        o.ranks = S + W;
+        o.compare = false;
+        o.knobs = train::Knobs::parse({"servers=" + std::to_string(S)});
+        const train::RunOutcome r = train::run_strategy(train::find_strategy("ps-sync"), one, o);
+        const std::int64_t link = busiest_server_link(r.report, S, W);
+        const std::int64_t formula = 2 * W * ((psi + S - 1) / S) * 4 + 16 * W;
+        const std::int64_t ring = W > 1 ? ring_link(psi, W) : 0;
+        fmt::print("{:>3} {:>3} {:>14} {:>14} {:>16} {:>8}\n", W, S, format_bytes(link),
+                   format_bytes(formula), W > 1 ? format_bytes(ring) : std::string("-"),
+                   W > 1 ? fmt::format("{:.2f}", static_cast<double>(link) / ring) : std::string("-"));
+        out["server_link"].push_back({{"workers", W}, {"servers", S}, {"bytes_per_step", link},
+                                      {"formula", formula}, {"ring_link", ring}});
+      }
+    }
+
+    // 3. Loss curves with one straggler.
+    if (!plot_stem.empty()) {
+      std::ofstream csv(plot_stem + ".csv");
+      csv << "strategy,step,seconds,loss\n";
+      for (const Run& r : curves)
+        for (std::size_t i = 0; i < r.losses.size(); ++i)
+          csv << r.strategy << ',' << i << ',' << r.seconds[i] << ',' << r.losses[i] << '\n';
+      csv.close();
+      fmt::print("\nwrote {}.csv\n", plot_stem);
+      plot(plot_stem + ".csv", plot_stem + ".svg",
+           fmt::format("{}, 1 server + {} workers, worker 0 {}x slower", model, workers, f));
+    }
+    if (!json_path.empty()) {
+      std::ofstream(json_path) << out.dump(2) << '\n';
+      fmt::print("wrote {}\n", json_path);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dtw bench parameter-server: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

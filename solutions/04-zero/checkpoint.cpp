@@ -1,0 +1,156 @@
+// Sharded checkpoints that reshard.
+//
+// A ZeRO rank holds no copy of the whole model state, so no rank can write
+// it: each rank writes what it owns (the parameters and optimizer moments of
+// its shards) and one small index says which file holds which ranges. A
+// checkpoint of a 70B-parameter model written by 1024 ranks is 1024 files
+// written at once; gathering it on rank 0 first would need one node to hold
+// it all, which is what sharding was for (PyTorch's Distributed Checkpoint
+// works the same way).
+//
+// Loading is where resharding happens. A rank of the new run, with any
+// number of ranks and any stage, holds some ranges (ZeRO-3: its shards;
+// ZeRO-1/2: every parameter). Each of them is assembled from the overlapping
+// pieces of the saved shards:
+//
+//   saved on 4 ranks:   | f0 | f1 | f2 | f3 |       (one unit, four files)
+//   held on 3 ranks:    |  r0  |  r1  |  r2  |
+//   r1 reads            the tail of f1 and the head of f2
+//
+// Nothing else changes when the world changes: Adam's moments are
+// element-wise, so a moment is the same number whoever owns its element.
+//
+// Writing is atomic: every file goes to a temporary name and is renamed into
+// place, the index last. A crash halfway leaves the previous index, which
+// names the previous step's files (the names carry the step), whole.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "checkpoint_io.h"
+#include "collectives.h"  // chapter 01's solution (DEPENDS 01)
+#include "dtw/results.h"
+#include "zero.h"
+
+namespace dtw::ch04 {
+namespace {
+
+// Writes `bytes` to `path` so that `path` is either absent, the old file, or
+// the whole new file, never a part of it.
+void write_atomically(const std::string& path, const char* bytes, std::size_t n, int rank) {
+  // @lab 04.5: Write to a temporary file next to `path`, close it, then rename it onto `path`.
+  // @hint 1: std::ofstream out(path + ".tmp", std::ios::binary); out.write(bytes, n);
+  // @hint 1: out.close(); check out.good() (a full disk is an error to report, with
+  // @hint 1: the rank and the path), then std::filesystem::rename(tmp, path): a rename
+  // @hint 1: within one folder replaces the old file in one step.
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  out.write(bytes, static_cast<std::streamsize>(n));
+  out.close();
+  DTW_CHECK_ARG(out.good(), "rank " << rank << ": could not write checkpoint file " << tmp);
+  std::filesystem::rename(tmp, path);
+  // @end
+}
+
+}  // namespace
+
+template <class T>
+void save_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& dir,
+                     std::int64_t steps_done, std::span<const double> losses) {
+  const int r = comm.rank(), p = comm.size();
+  if (r == 0) std::filesystem::create_directories(dir);
+  ch01::barrier(comm);  // the folder exists before anyone writes into it
+  const std::vector<char> bytes = ckpt::encode_shard(replica, r, p, steps_done);
+  const ckpt::FileEntry mine{ckpt::shard_name(r, p, steps_done),
+                             static_cast<std::int64_t>(bytes.size()), ckpt::checksum(bytes),
+                             replica.plan().optimizer};
+  write_atomically(dir + "/" + mine.name, bytes.data(), bytes.size(), r);
+  // Rank 0 learns what every rank wrote, then writes the index: the last file,
+  // so the checkpoint exists only once every shard does.
+  const std::vector<std::string> entries = gather_results(comm, ckpt::format_entry(mine));
+  if (r == 0) {
+    ckpt::Index index;
+    index.info = {replica.spec().model, replica.model_size(), ckpt::layout_hash(replica.spec()),
+                  static_cast<int>(sizeof(T)), replica.optimizer_moments(), p, steps_done,
+                  std::vector<double>(losses.begin(), losses.begin() + steps_done)};
+    for (const std::string& e : entries) index.files.push_back(ckpt::parse_entry(e, dir, r));
+    const std::string text = ckpt::format_index(index);
+    write_atomically(dir + "/index", text.data(), text.size(), r);
+  }
+  ch01::barrier(comm);  // nobody goes on (or loads) before the index is there
+}
+
+template <class T>
+CheckpointInfo load_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& dir) {
+  const int r = comm.rank();
+  const std::string index_path = dir + "/index";
+  const std::vector<char> text = ckpt::read_file(index_path, r);
+  const ckpt::Index index = ckpt::parse_index(std::string(text.begin(), text.end()), index_path, r);
+  const CheckpointInfo& info = index.info;
+  // A checkpoint of another model, precision or optimizer is refused whole.
+  DTW_CHECK_ARG(info.model == replica.spec().model && info.model_size == replica.model_size() &&
+                    info.layout_hash == ckpt::layout_hash(replica.spec()),
+                "rank " << r << ": checkpoint " << dir << " was written for " << info.model << " (Ψ = "
+                        << info.model_size << "); this run trains " << replica.spec().model
+                        << " (Ψ = " << replica.model_size() << ")");
+  DTW_CHECK_ARG(info.element_bytes == static_cast<int>(sizeof(T)) &&
+                    info.moments == replica.optimizer_moments(),
+                "rank " << r << ": checkpoint " << dir << " holds " << info.element_bytes
+                        << "-byte values and " << info.moments << " optimizer moments; this run uses "
+                        << sizeof(T) << " and " << replica.optimizer_moments());
+  std::int64_t filled = 0;  // elements of parameters and moments copied
+  for (const ckpt::FileEntry& file : index.files) {
+    const std::string path = dir + "/" + file.name;
+    const std::vector<char> bytes = ckpt::read_file(path, r);
+    DTW_CHECK_ARG(static_cast<std::int64_t>(bytes.size()) == file.bytes,
+                  "rank " << r << ": checkpoint file " << path << " is " << bytes.size()
+                          << " bytes; the index says " << file.bytes << " (truncated?)");
+    DTW_CHECK_ARG(ckpt::checksum(bytes) == file.checksum,
+                  "rank " << r << ": checkpoint file " << path << " does not match its checksum");
+    const std::vector<ckpt::SavedRange> saved =
+        ckpt::decode_shard(bytes, info.element_bytes, info.moments, path, r);
+    // @lab 04.5: Copy the overlap of every saved range with every range this replica holds: parameters into its parameter ranges, moments into its optimizer ranges; count the elements in `filled`.
+    // @hint 1: For a saved range s and a held range h the overlap is [max(s.begin,
+    // @hint 1: h.begin), min(s.end, h.end)) when that is not empty. Its values sit at
+    // @hint 1: bytes.data() + s.params + (lo − s.range.begin)·sizeof(T) in the file, and go
+    // @hint 1: to replica.params(lo, hi) (moments: s.moments[k], replica.optimizer_state(k, lo, hi)).
+    // @hint 2: Loop over replica.plan().params for parameters and over
+    // @hint 2: replica.plan().optimizer for the moments; std::memcpy is fine (host memory).
+    auto copy = [&](std::int64_t from, const train::Range& s, std::int64_t lo, std::int64_t hi,
+                    std::span<T> to) {
+      std::memcpy(to.data(), bytes.data() + from + (lo - s.begin) * sizeof(T),
+                  static_cast<std::size_t>(hi - lo) * sizeof(T));
+      filled += hi - lo;
+    };
+    for (const ckpt::SavedRange& s : saved) {
+      for (const train::Range& h : replica.plan().params) {
+        const std::int64_t lo = std::max(s.range.begin, h.begin), hi = std::min(s.range.end, h.end);
+        if (lo < hi) copy(s.params, s.range, lo, hi, replica.params(lo, hi));
+      }
+      for (const train::Range& h : replica.plan().optimizer) {
+        const std::int64_t lo = std::max(s.range.begin, h.begin), hi = std::min(s.range.end, h.end);
+        for (int k = 0; lo < hi && k < info.moments; ++k)
+          copy(s.moments[static_cast<std::size_t>(k)], s.range, lo, hi, replica.optimizer_state(k, lo, hi));
+      }
+    }
+    // @end
+  }
+  // Every element held must have come from some file exactly once.
+  std::int64_t held = 0;
+  for (const train::Range& h : replica.plan().params) held += h.size();
+  for (const train::Range& h : replica.plan().optimizer) held += h.size() * info.moments;
+  DTW_CHECK_ARG(filled == held, "rank " << r << ": checkpoint " << dir << " covers " << filled
+                                        << " of the " << held
+                                        << " values this rank holds (a shard file is missing?)");
+  return info;
+}
+
+#define DTW_INSTANTIATE(T)                                                                       \
+  template void save_checkpoint<T>(Comm&, train::Replica<T>&, const std::string&, std::int64_t, \
+                                   std::span<const double>);                                     \
+  template CheckpointInfo load_checkpoint<T>(Comm&, train::Replica<T>&, const std::string&);
+DTW_INSTANTIATE(float)
+DTW_INSTANTIATE(double)
+#undef DTW_INSTANTIATE
+
+}  // namespace dtw::ch04

@@ -1,0 +1,92 @@
+// Step 02.4: gradient accumulation. The ranks' micro-batches tile the batch
+// exactly as the reference sees it; DDP with m micro-batches per step matches
+// the reference on 1-4 ranks for both models and communicates once per step
+// (the bytes and messages of m = 1); bad micro-batch counts are clear errors.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dp_test.h"
+
+namespace dtw::ch02 {
+namespace {
+
+using testing::expect_matches;
+using testing::model_size;
+using testing::tiny;
+
+void accumulate(train::RankRun<double>& run) { ddp_accumulate(run); }
+
+train::Knobs micro(std::int64_t m) {
+  return train::Knobs().set("micro_batches", std::to_string(m)).set("bucket_kib", "16");
+}
+
+TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
+  for (const std::int64_t batch : {12, 13}) {
+    const train::RunSpec spec = tiny("gpt-tiny", 1, batch);
+    for (int p = 1; p <= 4; ++p) {
+      for (std::int64_t m = 1; m <= 3; ++m) {
+        std::int64_t next_row = 0;
+        for (int r = 0; r < p; ++r) {
+          const std::vector<std::int64_t> shards = micro_batch_shards(spec, r, p, m);
+          ASSERT_EQ(shards.size(), static_cast<std::size_t>(m)) << "p " << p << " m " << m;
+          for (const std::int64_t s : shards) {
+            const train::ShardRows rows = train::shard_rows(spec, s, p * m);
+            EXPECT_EQ(rows.begin, next_row) << "batch " << batch << " p " << p << " m " << m
+                                            << " rank " << r << " shard " << s;
+            next_row = rows.end;
+          }
+        }
+        EXPECT_EQ(next_row, batch) << "batch " << batch << " p " << p << " m " << m;
+      }
+    }
+  }
+}
+
+TEST(MicroBatchShardsTest, MoreMicroBatchesThanRowsIsAClearError) {
+  const train::RunSpec spec = tiny("gpt-tiny", 1, 4);
+  testing::expect_error([&] { micro_batch_shards(spec, 1, 2, 3); },
+                        {"rank 1", "a global batch of 4 rows cannot feed 2 ranks x 3 micro-batches"});
+  testing::expect_error([&] { micro_batch_shards(spec, 0, 2, 0); }, {"micro_batches=0"});
+}
+
+TEST(DdpAccumulateTest, MatchesTheReferenceOnOneToFourRanks) {
+  for (const char* model : {"gpt-tiny", "mlp-tiny"})
+    for (int p = 1; p <= 4; ++p) expect_matches(tiny(model), p, accumulate, micro(p == 4 ? 3 : 2));
+}
+
+TEST(DdpAccumulateTest, CommunicatesOncePerStepWhateverTheMicroBatches) {
+  const train::RunSpec spec = tiny("mlp-tiny", 2);
+  const int p = 2;
+  std::int64_t bytes_m1 = 0, messages_m1 = 0;
+  for (const std::int64_t m : {1, 3}) {
+    train::Knobs knobs = micro(m);
+    knobs.set("check_every", "0");
+    const train::RunOutcome out = expect_matches(spec, p, accumulate, knobs);
+    std::int64_t messages = 0;
+    for (const auto& row : out.report.messages)
+      for (const std::int64_t n : row) messages += n;
+    if (m == 1) {
+      bytes_m1 = out.report.total_bytes();
+      messages_m1 = messages;
+      EXPECT_EQ(bytes_m1, static_cast<std::int64_t>(sizeof(double)) *
+                              ((p - 1) * model_size(spec) +
+                               spec.steps * 2 * (p - 1) * (model_size(spec) + 1)));
+    } else {
+      EXPECT_EQ(out.report.total_bytes(), bytes_m1) << m << " micro-batches";
+      EXPECT_EQ(messages, messages_m1) << m << " micro-batches";
+    }
+  }
+}
+
+TEST(DdpAccumulateTest, BadMicroBatchCountsAreClearErrorsOnEveryRank) {
+  testing::expect_error(
+      [&] { train::run_ranks<double>(tiny("mlp-tiny", 1), testing::on(2, micro(0)), accumulate); },
+      {"micro_batches=0", "at least one micro-batch"});
+  testing::expect_error(
+      [&] { train::run_ranks<double>(tiny("mlp-tiny", 1, 4), testing::on(2, micro(3)), accumulate); },
+      {"cannot feed 2 ranks x 3 micro-batches = 6"});
+}
+
+}  // namespace
+}  // namespace dtw::ch02

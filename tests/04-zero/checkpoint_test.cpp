@@ -1,0 +1,198 @@
+// Step 04.5, sharded checkpoints: a run saved after 2 of 4 steps on p ranks
+// loads on p' ranks (4 → 2, 2 → 3, and across stages) and ends exactly where
+// the uninterrupted run ends; a truncated or altered shard, and a checkpoint
+// of another model, are refused on every rank with the file and rank named.
+//
+// Both runs happen inside one launch (on sub-communicators of the largest
+// world), so the folder rank 0 makes is known to every rank on every backend.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "collectives.h"
+#include "dtw/results.h"
+#include "dtw_train_test.h"
+#include "zero_test_util.h"
+
+namespace dtw::ch04 {
+namespace {
+
+using testing::tiny;
+
+// A fresh folder, made by rank 0 and named to every rank.
+std::string shared_temp_dir(Comm& comm) {
+  std::string dir;
+  if (comm.rank() == 0) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "dtw-ch04-XXXXXX").string();
+    dir = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
+  }
+  dir = allgather_results(comm, dir)[0];
+  EXPECT_FALSE(dir.empty()) << "could not make a temporary folder";
+  return dir;
+}
+
+// Runs `stage` on the first `ranks` ranks of `comm` with `knobs`; the others wait.
+train::RankRun<double>* run_on_first(Comm& comm, int ranks, const train::RunSpec& spec,
+                                     const train::Knobs& knobs, int stage,
+                                     std::unique_ptr<Comm>& sub,
+                                     std::unique_ptr<train::RankRun<double>>& run) {
+  sub = comm.split(comm.rank() < ranks ? 0 : kNoColor, comm.rank());
+  if (!sub) return nullptr;
+  run = std::make_unique<train::RankRun<double>>(*sub, spec, knobs);
+  train_zero(*run, ZeroOptions::from_knobs(knobs, stage));
+  return run.get();
+}
+
+// Saves after 2 of 4 steps with `from_stage` on `from` ranks, resumes with
+// `to_stage` on `to` ranks, and checks the losses and final parameters.
+void reshard(const std::string& model, int from, int from_stage, int to, int to_stage) {
+  const train::RunSpec spec = tiny(model, 4);
+  train::HarnessOptions o = testing::on(std::max(from, to));
+  o.compare = false;  // the resumed run is compared inside the ranks below
+  SCOPED_TRACE(model + ": ZeRO-" + std::to_string(from_stage) + " on " + std::to_string(from) +
+               " ranks, then ZeRO-" + std::to_string(to_stage) + " on " + std::to_string(to));
+  train::run_ranks<double>(spec, o, [&](train::RankRun<double>& world) {
+    Comm& comm = world.comm();
+    const std::string dir = shared_temp_dir(comm);
+    std::unique_ptr<Comm> sub;
+    std::unique_ptr<train::RankRun<double>> run;
+    run_on_first(comm, from, spec, train::Knobs::parse({"save=" + dir, "save_after=2"}), from_stage,
+                 sub, run);
+    ch01::barrier(comm);
+    const std::int64_t before = comm.traffic().total_bytes_sent();
+    if (run_on_first(comm, to, spec, train::Knobs::parse({"resume=" + dir}), to_stage, sub, run)) {
+      // Loading needs no messages: what was sent is exactly two steps' bytes.
+      EXPECT_EQ(comm.traffic().total_bytes_sent() - before,
+                2 * testing::bytes_per_step(spec, to_stage, to, sub->rank()))
+          << "rank " << sub->rank() << " did not resume at step 2";
+      EXPECT_EQ(run->losses().size(), 4u) << "2 losses from the index, 2 trained";
+      for (const auto& [begin, values] : run->reported())
+        DTW_EXPECT_MATCHES_REFERENCE(sub->rank(), spec, run->losses(), values, begin);
+    }
+    ch01::barrier(comm);
+    if (comm.rank() == 0) std::filesystem::remove_all(dir);
+  });
+}
+
+TEST(CheckpointTest, SaveThenLoadReshardsExactly) {
+  // No training, no collectives: four ranks each step their own quarter of
+  // a full replica once and save it; three ranks load thirds. Every value of
+  // every range (parameters and both moments) must be exactly the one a
+  // single replica that stepped everything holds.
+  const train::RunSpec spec = tiny("gpt-tiny", 1);
+  train::HarnessOptions o = testing::on(4);
+  o.compare = false;
+  train::run_ranks<double>(spec, o, [&](train::RankRun<double>& run) {
+    Comm& comm = run.comm();
+    const std::string dir = shared_temp_dir(comm);
+    train::Replica<double> whole(spec, comm.exec(), train::ReplicaPlan::whole(spec));
+    whole.forward_backward(0, 0, 1);
+    whole.step(0);
+    const std::int64_t psi = whole.model_size();
+    const Sharding four = Sharding::of(spec, 4);
+    train::Replica<double> mine(spec, comm.exec(), {{{0, psi}}, {{0, psi}}, four.owned(comm.rank())});
+    mine.forward_backward(0, 0, 1);
+    mine.step(0);
+    const std::vector<double> losses = {1.5};
+    save_checkpoint(comm, mine, dir, 1, losses);
+    std::unique_ptr<Comm> three = comm.split(comm.rank() < 3 ? 0 : kNoColor, comm.rank());
+    if (three) {
+      const Sharding sharding = Sharding::of(spec, 3);
+      train::Replica<double> loaded(spec, comm.exec(),
+                                    train::ReplicaPlan::ranges(sharding.owned(three->rank())));
+      const CheckpointInfo info = load_checkpoint(*three, loaded, dir);
+      EXPECT_EQ(info.ranks, 4);
+      EXPECT_EQ(info.steps_done, 1);
+      EXPECT_EQ(info.losses, losses);
+      for (const train::Range& r : sharding.owned(three->rank())) {
+        const auto same = [&](std::span<double> want, std::span<double> got, const char* what) {
+          for (std::size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(want[i], got[i]) << what << " at flat index " << r.begin + static_cast<std::int64_t>(i)
+                                       << " on rank " << three->rank();
+        };
+        same(whole.params(r), loaded.params(r), "parameter");
+        for (int k = 0; k < 2; ++k)
+          same(whole.optimizer_state(k, r.begin, r.end), loaded.optimizer_state(k, r.begin, r.end),
+               k == 0 ? "first moment" : "second moment");
+      }
+    }
+    ch01::barrier(comm);
+    if (comm.rank() == 0) std::filesystem::remove_all(dir);
+  });
+}
+
+TEST(CheckpointTest, FourRanksResumeOnTwo) { reshard("gpt-tiny", 4, 3, 2, 3); }
+
+TEST(CheckpointTest, TwoRanksResumeOnThree) { reshard("mlp-tiny", 2, 3, 3, 3); }
+
+TEST(CheckpointTest, AnyStageResumesAnyOther) {
+  reshard("gpt-tiny", 3, 1, 2, 3);  // ZeRO-1 saved, ZeRO-3 resumed
+  reshard("mlp-tiny", 2, 3, 3, 2);  // and back
+}
+
+// Saves 1 step of gpt-tiny on every rank, lets rank 0 damage the files with
+// `damage(dir)`, then expects every rank's load to fail with `expected`.
+void refused(int ranks, const std::string& load_model,
+             const std::function<void(const std::string&)>& damage, const std::string& expected) {
+  const train::RunSpec spec = tiny("gpt-tiny", 1);
+  train::HarnessOptions o = testing::on(ranks);
+  o.compare = false;
+  train::run_ranks<double>(spec, o, [&](train::RankRun<double>& run) {
+    Comm& comm = run.comm();
+    const std::string dir = shared_temp_dir(comm);
+    train_zero(run, ZeroOptions::from_knobs(train::Knobs::parse({"save=" + dir}), 3));
+    if (comm.rank() == 0) damage(dir);
+    ch01::barrier(comm);
+    const train::RunSpec other = tiny(load_model, 1);
+    const train::Knobs resume = train::Knobs::parse({"resume=" + dir});  // RankRun keeps a reference
+    train::RankRun<double> again(comm, other, resume);
+    try {
+      train_zero(again, ZeroOptions::from_knobs(again.knobs(), 3));
+      ADD_FAILURE() << "rank " << comm.rank() << ": the damaged checkpoint was loaded";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(comm.rank())),
+                std::string::npos)
+          << e.what();
+    }
+    ch01::barrier(comm);
+    if (comm.rank() == 0) std::filesystem::remove_all(dir);
+  });
+}
+
+TEST(CheckpointTest, ATruncatedShardIsRefusedNamingTheFile) {
+  refused(
+      3, "gpt-tiny",
+      [](const std::string& dir) {
+        const std::string file = dir + "/shard-1-of-3-step-1.bin";
+        std::filesystem::resize_file(file, std::filesystem::file_size(file) - 100);
+      },
+      "shard-1-of-3-step-1.bin is ");
+}
+
+TEST(CheckpointTest, AnAlteredShardFailsItsChecksum) {
+  refused(
+      2, "gpt-tiny",
+      [](const std::string& dir) {
+        std::fstream f(dir + "/shard-0-of-2-step-1.bin", std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(200);
+        f.put('\x7f');
+      },
+      "shard-0-of-2-step-1.bin does not match its checksum");
+}
+
+TEST(CheckpointTest, AnotherModelsCheckpointIsRefused) {
+  refused(2, "mlp-tiny", [](const std::string&) {}, "was written for gpt-tiny");
+}
+
+TEST(CheckpointTest, AMissingIndexIsAClearError) {
+  refused(
+      2, "gpt-tiny", [](const std::string& dir) { std::filesystem::remove(dir + "/index"); },
+      "cannot read checkpoint file");
+}
+
+}  // namespace
+}  // namespace dtw::ch04

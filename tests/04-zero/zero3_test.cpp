@@ -1,0 +1,107 @@
+// Step 04.3, ZeRO-3 / FSDP: matches the reference on 1-5 ranks for both
+// models, with micro-batches too; the ledger's parameter peak is the shard
+// plus the units held whole, exactly; 3Ψ(p−1)/p-ish bytes, counted chunk by
+// chunk; and a rank that runs a layer once more is named with the layer.
+#include <string>
+
+#include "zero_test_util.h"
+
+namespace dtw::ch04 {
+namespace {
+
+using testing::on;
+using testing::tiny;
+
+TEST(Zero3Test, MatchesTheReferenceOnOneToFiveRanks) {
+  for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
+    for (int p = 1; p <= 5; ++p) {
+      const train::RunSpec spec = tiny(model);
+      const train::RunOutcome out = testing::run_stage(3, spec, on(p));
+      EXPECT_TRUE(out.matches) << testing::where(spec, p) << ": " << out.mismatch;
+      EXPECT_EQ(out.losses.size(), 3u) << testing::where(spec, p);
+      // Each rank reported its own chunks only: together, the model once.
+      EXPECT_EQ(out.compared, testing::units_of(spec).back().end) << testing::where(spec, p);
+    }
+  }
+}
+
+TEST(Zero3Test, MicroBatchesGatherEveryPass) {
+  const train::RunSpec spec = tiny("gpt-tiny", 2);
+  const train::RunOutcome out = testing::run_stage(3, spec, on(3, {"micro_batches=2"}));
+  EXPECT_TRUE(out.matches) << out.mismatch;
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(testing::bytes_sent(out.report, r), 2 * testing::bytes_per_step(spec, 3, 3, r, 2))
+        << "rank " << r;
+}
+
+TEST(Zero3Test, HoldsTheShardPlusTheUnitsInFlight) {
+  for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
+    for (int p : {2, 3, 5}) {
+      const train::RunSpec spec = tiny(model, 1);
+      const train::RunOutcome out = testing::run_stage(3, spec, on(p));
+      for (int r = 0; r < p; ++r) {
+        const MemorySnapshot& m = out.report.memory[static_cast<std::size_t>(r)];
+        const std::int64_t shard = testing::owned(spec, p, r);
+        const std::string at = testing::where(spec, p) + ", rank " + std::to_string(r);
+        EXPECT_EQ(m.peak_of(MemoryCategory::kParameters), 8 * (shard + testing::gathered_peak(spec)))
+            << at << ": the shard plus the units held whole";
+        EXPECT_EQ(m.peak_of(MemoryCategory::kGradients),
+                  8 * (shard + testing::gradient_buffers_peak(spec)))
+            << at;
+        EXPECT_EQ(m.peak_of(MemoryCategory::kOptimizerState), 2 * 8 * shard) << at;
+      }
+    }
+  }
+}
+
+TEST(Zero3Test, SendsTheRingsBytesExactly) {
+  for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
+    for (int p : {2, 3}) {
+      const train::RunSpec spec = tiny(model, 1);
+      const train::RunOutcome out = testing::run_stage(3, spec, on(p));
+      for (int r = 0; r < p; ++r)
+        EXPECT_EQ(testing::bytes_sent(out.report, r), testing::bytes_per_step(spec, 3, p, r))
+            << testing::where(spec, p) << ", rank " << r;
+    }
+  }
+}
+
+TEST(Zero3Test, GathersAUnitWholeAndFreesItAtTheLastRelease) {
+  dtw::testing::launch_bounded(3, [](Comm& comm) {
+    const train::RunSpec spec = tiny("gpt-tiny", 1);
+    const Sharding sharding = Sharding::of(spec, comm.size());
+    train::Replica<double> replica(spec, comm.exec(),
+                                   train::ReplicaPlan::ranges(sharding.owned(comm.rank())));
+    train::Replica<double> whole(spec, comm.exec(), train::ReplicaPlan::whole(spec));
+    GatheredParams<double> params(comm, sharding, replica);
+    const model::Unit& u = sharding.units()[2];
+    const double* got = params.params(2);
+    const double* again = params.params(2);  // nested: the same copy
+    EXPECT_EQ(got, again);
+    const std::span<double> expected = whole.params(u.begin, u.end);
+    for (std::int64_t i = 0; i < u.size(); ++i)
+      ASSERT_EQ(got[i], expected[static_cast<std::size_t>(i)]) << "element " << i << " of " << u.name;
+    params.release(2);
+    EXPECT_EQ(params.live_units(), 1);
+    params.release(2);
+    EXPECT_EQ(params.live_units(), 0);
+  });
+}
+
+TEST(Zero3PitfallTest, ARankThatRunsALayerTwiceIsNamedWithTheLayer) {
+  // deepspeedai/DeepSpeed#7998: rank 1 runs a module once more; the gathers
+  // stop pairing up. The unit fingerprint names the ranks and the layers.
+  try {
+    train::run_ranks<double>(tiny("gpt-tiny", 1), on(3), [](train::RankRun<double>& run) {
+      zero3_rank_runs_a_layer_twice(run);
+    });
+    FAIL() << "the mismatched gathers were not caught";
+  } catch (const CollectiveMismatch& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ranks 0, 2 called zero3 gather h.1"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank 1 called zero3 gather h.0"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace dtw::ch04

@@ -1,0 +1,134 @@
+// Step 05.6: checking a schedule before it runs, and the pitfalls from the
+// field: every generated schedule passes; hand-written ones that cannot
+// complete are clear errors naming rank, chunk, micro-batch and direction;
+// unchecked, the deadlock detector catches them with a wait-for graph whose
+// tags are spelled out; blocking sends deadlock 1F1B (pytorch#172668) and
+// criss-cross on the interleaved schedule (pytorch#127332); a warm-up
+// without the clamp is stopped before any message (pytorch/torchtitan#775).
+#include <gtest/gtest.h>
+
+#include "pipeline_test_util.h"
+
+namespace dtw::ch05 {
+namespace {
+
+using testing::error_of;
+using testing::knobs;
+using testing::on;
+using testing::tiny;
+
+TEST(CheckScheduleTest, AcceptsEveryGeneratedSchedule) {
+  for (int p = 1; p <= 6; ++p)
+    for (int m = 1; m <= 10; ++m) {
+      for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
+        check_schedule(make_schedule(kind, p, m));
+      for (int v = 1; v <= 3; ++v) check_schedule(interleaved_schedule(p, m, v));
+    }
+}
+
+// p = 2: rank 0 waits for micro-batch 0's gradient before it has sent the
+// activation rank 1 needs to compute it.
+Schedule crossed() {
+  Schedule s = naive_schedule(2, 1);
+  s.actions[0] = {{Op::kForward, 0, 0},
+                  {Op::kRecv, 0, 0, Dir::kGradient},
+                  {Op::kBackward, 0, 0},
+                  {Op::kSend, 0, 0, Dir::kActivation}};
+  return s;
+}
+
+TEST(CheckScheduleTest, AnOrderThatCannotCompleteNamesWhoWaitsForWhat) {
+  const std::string e = error_of<InvalidArgument>([] { check_schedule(crossed()); });
+  EXPECT_NE(e.find("naive schedule (p = 2, m = 1, v = 1) cannot complete"), std::string::npos) << e;
+  EXPECT_NE(e.find("rank 0 waits in action 1 (recv grad 0) for the gradient of micro-batch 0 from "
+                   "chunk 1 (rank 1) to chunk 0 (rank 0)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("rank 1 waits in action 0 (recv act 0@c1) for the activation of micro-batch 0 "
+                   "from chunk 0 (rank 0) to chunk 1 (rank 1)"),
+            std::string::npos)
+      << e;
+}
+
+TEST(CheckScheduleTest, ListsThatAreWrongOnTheirOwnAreClearErrors) {
+  auto error = [](Schedule s) { return error_of<InvalidArgument>([&] { check_schedule(s); }); };
+  Schedule a = gpipe_schedule(2, 2);
+  a.actions[1].erase(a.actions[1].begin());  // drop "recv act 0@c1"
+  EXPECT_NE(error(a).find("rank 1, action 0 (F0@c1): forwards before receiving its input"), std::string::npos);
+  Schedule b = gpipe_schedule(2, 2);
+  b.actions[0].pop_back();  // drop rank 0's last backward
+  EXPECT_NE(error(b).find("rank 0 never backwards micro-batch 0 of chunk 0"), std::string::npos) << error(b);
+  Schedule c = gpipe_schedule(2, 2);
+  c.actions[0].push_back({Op::kForward, 1, 0});
+  EXPECT_NE(error(c).find("chunk 1 is not one of rank 0's"), std::string::npos);
+  Schedule d = gpipe_schedule(2, 2);
+  d.actions[1].push_back({Op::kSend, 1, 0, Dir::kActivation});
+  EXPECT_NE(error(d).find("the last chunk has no next chunk"), std::string::npos) << error(d);
+  Schedule f = gpipe_schedule(2, 2);
+  f.actions[0].push_back({Op::kBackward, 0, 1});
+  EXPECT_NE(error(f).find("repeats action"), std::string::npos);
+}
+
+TEST(CheckScheduleTest, UncheckedTheDeadlockDetectorNamesStageMicroBatchAndDirection) {
+  // The same crossed list, run with check=0: the detector reports the cycle
+  // and the executor spells out the tags of the messages each rank waits for.
+  PipelineSettings s = pipeline_settings(knobs(1), ScheduleKind::kNaive, tiny("gpt-tiny"), 2);
+  s.check = false;
+  const std::string e = error_of<DeadlockError>([&] {
+    train::run_ranks<double>(tiny("gpt-tiny"), on(2),
+                             [&](train::RankRun<double>& run) { train_pipeline(run, crossed(), s); });
+  });
+  EXPECT_NE(e.find("cycle: rank 0 -> rank 1 -> rank 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("tag 200100000 = gradient of micro-batch 0 from chunk 1 to chunk 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("tag 100000000 = activation of micro-batch 0 from chunk 0 to chunk 1"), std::string::npos) << e;
+}
+
+TEST(PitfallTest, BlockingSendsDeadlockOneFOneBWhenBothNeighboursSendFirst) {
+  // pytorch#172668: stage 0 sends micro-batch 1's activation down while
+  // stage 1 sends micro-batch 0's gradient up; neither receives.
+  const std::string e = error_of<DeadlockError>([] {
+    train::run_ranks<double>(tiny("gpt-tiny"), on(2, knobs(4, {"sends=blocking"})), pp_1f1b<double>);
+  });
+  EXPECT_NE(e.find("cycle: rank 0 -> rank 1 -> rank 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("activation of micro-batch 1 from chunk 0 to chunk 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("gradient of micro-batch 0 from chunk 1 to chunk 0"), std::string::npos) << e;
+  // GPipe's lists never have both neighbours sending at once: blocking sends
+  // only cost it time.
+  const train::RunOutcome out = train::run_ranks<double>(
+      tiny("gpt-tiny"), on(2, knobs(4, {"sends=blocking"})), pp_gpipe<double>);
+  EXPECT_TRUE(out.matches) << out.mismatch;
+}
+
+TEST(PitfallTest, BlockingSendsDeadlockTheInterleavedWrapAround) {
+  // pytorch#127332: rank 1's last chunk sends to rank 0's next chunk while
+  // rank 0 sends to rank 1: both activations, in opposite directions.
+  const std::string e = error_of<DeadlockError>([] {
+    train::run_ranks<double>(tiny("gpt-tiny"), on(2, knobs(4, {"sends=blocking", "virtual_stages=2"})),
+                             pp_interleaved<double>);
+  });
+  EXPECT_NE(e.find("activation of micro-batch 1 from chunk 0 to chunk 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("activation of micro-batch 0 from chunk 1 to chunk 2"), std::string::npos) << e;
+}
+
+TEST(PitfallTest, AWarmUpWithoutTheClampIsStoppedBeforeAnyMessage) {
+  // pytorch/torchtitan#775: right for m >= p, so the bug hides ...
+  for (int m = 4; m <= 6; ++m) {
+    const Schedule good = one_f_one_b_schedule(4, m), bad = one_f_one_b_unclamped(4, m);
+    EXPECT_EQ(good.actions, bad.actions) << "m = " << m;
+  }
+  // ... until m < p.
+  const std::string e = error_of<InvalidArgument>([] { check_schedule(one_f_one_b_unclamped(4, 1)); });
+  EXPECT_NE(e.find("rank 0, action 2 (F1): names micro-batch 1, but the step has m = 1 micro-batches"),
+            std::string::npos)
+      << e;
+  PipelineSettings s = pipeline_settings(knobs(1), ScheduleKind::kOneFOneB, tiny("gpt-tiny"), 4);
+  const std::string run = error_of<InvalidArgument>([&] {
+    train::run_ranks<double>(tiny("gpt-tiny"), on(4), [&](train::RankRun<double>& r) {
+      train_pipeline(r, one_f_one_b_unclamped(4, 1), s);
+    });
+  });
+  EXPECT_NE(run.find("but the step has m = 1 micro-batches"), std::string::npos) << run;
+}
+
+}  // namespace
+}  // namespace dtw::ch05

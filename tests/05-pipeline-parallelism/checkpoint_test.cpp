@@ -1,0 +1,100 @@
+// Step 05.5: activation checkpointing. Every schedule still reproduces the
+// reference; the activation peak the ledger measured is what the schedule
+// says (saved inputs plus one chunk), which cuts GPipe's peak by at least
+// the chapter's ratio m·A / (m·I + A); and the price is one recompute per
+// backward, counted in the trace.
+#include <gtest/gtest.h>
+
+#include "dtw/model/params.h"
+#include "dtw/train/network.h"
+#include "pipeline_test_util.h"
+
+namespace dtw::ch05 {
+namespace {
+
+using testing::knobs;
+using testing::on;
+using testing::tiny;
+
+TEST(CheckpointTest, RecomputingGivesTheSameTraining) {
+  // On its own (the given naive schedule on hand-built stages), one rank
+  // first, then gpt-tiny on 2 ranks and mlp-tiny on 3.
+  for (const auto& [model, p] : std::vector<std::pair<const char*, int>>{
+           {"gpt-tiny", 1}, {"gpt-tiny", 2}, {"mlp-tiny", 3}}) {
+    const train::RunOutcome out = testing::run_hand_built(tiny(model), p, 3, {.checkpoint = true});
+    EXPECT_TRUE(out.matches) << model << ", p = " << p << ": " << out.mismatch;
+  }
+}
+
+TEST(CheckpointTest, EverySchedulesMatchesTheReference) {
+  for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
+    for (const auto& [p, m] : testing::kGrid)
+      for (const char* model : {"gpt-tiny", "mlp-tiny"})
+        testing::expect_matches(kind, model, p, m, {"checkpoint=1"});
+  for (const auto& [p, m] : testing::kGrid)
+    testing::expect_matches(ScheduleKind::kInterleaved, "gpt-tiny", p, m,
+                            {"checkpoint=1", "virtual_stages=2"}, 2);
+}
+
+TEST(CheckpointTest, CutsGPipesPeakByTheDerivedRatio) {
+  const int p = 2, m = 8;
+  const train::RunSpec spec = tiny("gpt-tiny", 1, 1);
+  const StageMap map = make_stage_map(spec, Balance::kParams, p, 1, m, nullptr);
+  const Schedule s = gpipe_schedule(p, m);
+  const train::RunOutcome plain = train::run_ranks<double>(spec, on(p, knobs(m)), pp_gpipe<double>);
+  const train::RunOutcome saved =
+      train::run_ranks<double>(spec, on(p, knobs(m, {"checkpoint=1"})), pp_gpipe<double>);
+  ASSERT_TRUE(plain.matches && saved.matches) << plain.mismatch << saved.mismatch;
+  const auto net = train::Network<double>::make(spec.config());
+  const train::Batch mb = train::make_batch(spec, 0, 0, m);  // 1 of the 8 sequences
+  for (int r = 0; r < p; ++r) {
+    const std::int64_t without = plain.report.memory[r].peak_of(MemoryCategory::kActivations);
+    const std::int64_t with = saved.report.memory[r].peak_of(MemoryCategory::kActivations);
+    EXPECT_EQ(with, activation_peak<double>(s, map, spec, r, true)) << "rank " << r;
+    // A: what a chunk's forward keeps; I: its input, all checkpointing keeps.
+    const model::UnitRange run = map.chunks[r];
+    const double A = static_cast<double>(net->activation_bytes(run, mb));
+    const double I = run.begin > 0 ? 8.0 * static_cast<double>(net->boundary_elements(run.begin, mb)) : 0;
+    EXPECT_EQ(without, static_cast<std::int64_t>(m * A)) << "rank " << r;
+    const double derived = m * A / (m * I + A);
+    EXPECT_GE(static_cast<double>(without) / static_cast<double>(with), derived) << "rank " << r;
+    EXPECT_GT(derived, 3.0) << "rank " << r << ": gpt-tiny's blocks keep over 20 values per input value";
+  }
+}
+
+TEST(CheckpointTest, OneFOneBsPeakIsWhatItsListSays) {
+  const int p = 4, m = 8;
+  train::RunSpec spec = tiny("gpt-tiny", 1, 1);
+  const StageMap map = make_stage_map(spec, Balance::kParams, p, 1, m, nullptr);
+  const Schedule s = one_f_one_b_schedule(p, m);
+  const train::RunOutcome out =
+      train::run_ranks<double>(spec, on(p, knobs(m, {"checkpoint=1"})), pp_1f1b<double>);
+  ASSERT_TRUE(out.matches) << out.mismatch;
+  for (int r = 0; r < p; ++r)
+    EXPECT_EQ(out.report.memory[r].peak_of(MemoryCategory::kActivations),
+              activation_peak<double>(s, map, spec, r, true))
+        << "rank " << r;
+}
+
+TEST(CheckpointTest, EveryBackwardRecomputesItsForwardOnce) {
+  const int p = 3, m = 5;
+  const train::RunSpec spec = tiny("gpt-tiny", 1, 2);
+  train::HarnessOptions o = on(p, knobs(m, {"checkpoint=1"}));
+  o.trace = true;
+  const train::RunOutcome out = train::run_ranks<double>(spec, o, pp_1f1b<double>);
+  ASSERT_TRUE(out.matches) << out.mismatch;
+  std::vector<int> forwards(p), backwards(p), recomputes(p);
+  for (const TraceEvent& e : out.report.trace) {
+    if (e.name == "forward") ++forwards[e.rank];
+    if (e.name == "backward") ++backwards[e.rank];
+    if (e.name == "recompute") ++recomputes[e.rank];
+  }
+  for (int r = 0; r < p; ++r) {
+    EXPECT_EQ(forwards[r], m * 2) << "rank " << r << ": one forward per micro-batch and step";
+    EXPECT_EQ(backwards[r], m * 2) << "rank " << r;
+    EXPECT_EQ(recomputes[r], backwards[r]) << "rank " << r << ": one recompute per backward";
+  }
+}
+
+}  // namespace
+}  // namespace dtw::ch05

@@ -1,0 +1,179 @@
+// Timelines and the modeled fabric: synthetic traces with known answers, a
+// trace that cannot complete, and a real run's timeline and SVG.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dtw/errors.h"
+#include "dtw/train/fabric.h"
+#include "dtw/train/strategy.h"
+#include "dtw/train/timeline.h"
+#include "plain_dp.h"
+
+namespace dtw::train {
+namespace {
+
+TraceEvent compute(int rank, double start_us, double end_us, double flops, double bytes = 0,
+                   int stage = -1, int mb = -1) {
+  TraceEvent e{"compute", "compute", rank, -1, static_cast<std::int64_t>(bytes), 0, start_us,
+               end_us};
+  e.flops = flops;
+  e.stage = stage;
+  e.micro_batch = mb;
+  return e;
+}
+
+TraceEvent message(const char* op, int rank, int peer, bool send, std::int64_t bytes, int tag,
+                   double start_us, double end_us) {
+  TraceEvent e{op, "comm", rank, peer, bytes, tag, start_us, end_us};
+  e.is_send = send;
+  return e;
+}
+
+// 1 GFLOP/s, 1 GB/s; one rank per node: α 2 ms, β 10 ns/byte between them.
+Cluster toy(int ranks_per_node) {
+  Cluster c;
+  c.name = "toy";
+  c.ranks_per_node = ranks_per_node;
+  c.intra = {1e-3, 1e-9};
+  c.inter = {2e-3, 1e-8};
+  c.flops = 1e9;
+  c.memory_bw = 1e9;
+  return c;
+}
+
+const TraceEvent& find(const std::vector<TraceEvent>& events, int rank, const std::string& name) {
+  for (const TraceEvent& e : events)
+    if (e.rank == rank && e.name == name) return e;
+  ADD_FAILURE() << "no " << name << " on rank " << rank;
+  return events.front();
+}
+
+TEST(FabricTest, ASendOfNBytesAfterComputeTakesAlphaPlusNBeta) {
+  // Rank 0 computes (2e6 FLOPs + 1e6 bytes: 3 ms modeled; 5 ms measured, which
+  // a device model ignores), then sends 1e5 bytes; rank 1 waits for them, then
+  // computes 1e6 FLOPs.
+  const std::vector<TraceEvent> trace = {
+      compute(0, 0, 5000, 2e6, 1e6),
+      message("send", 0, 1, true, 100000, 7, 6000, 9000),
+      message("recv", 1, 0, false, 100000, 7, 100, 9000),
+      compute(1, 9500, 10000, 1e6),
+  };
+  const Replay r = replay_on(trace, 2, toy(1));
+  const double send_at = 3e-3, arrives = send_at + 2e-3 + 1e5 * 1e-8;  // 6 ms
+  EXPECT_NEAR(find(r.events, 0, "compute").end_us, send_at * 1e6, 1e-6);
+  EXPECT_NEAR(find(r.events, 0, "send").start_us, send_at * 1e6, 1e-6);
+  EXPECT_NEAR(find(r.events, 0, "send").end_us, arrives * 1e6, 1e-6);
+  EXPECT_NEAR(find(r.events, 1, "recv").start_us, 0, 1e-6);
+  EXPECT_NEAR(find(r.events, 1, "recv").end_us, arrives * 1e6, 1e-6);
+  EXPECT_NEAR(find(r.events, 1, "compute").start_us, arrives * 1e6, 1e-6);
+  EXPECT_NEAR(r.seconds, arrives + 1e-3, 1e-12);
+  const Timeline& t = r.timeline;
+  EXPECT_NEAR(t.ranks[0].compute, 3e-3, 1e-12);
+  EXPECT_NEAR(t.ranks[0].comm, 3e-3, 1e-12);
+  EXPECT_NEAR(t.ranks[0].idle, 1e-3, 1e-12);
+  EXPECT_NEAR(t.ranks[1].comm, 6e-3, 1e-12);
+  EXPECT_NEAR(t.ranks[1].idle, 0, 1e-12);
+  EXPECT_NEAR(t.bubble, 1 - 4.0 / 14.0, 1e-12);
+  EXPECT_EQ(t.overlap, 0.0);
+  EXPECT_EQ(r.unmodeled, 0);
+  EXPECT_EQ(r.unmatched, 0);
+  // On one node the intra-node link applies: α 1 ms, β 1 ns/byte.
+  EXPECT_NEAR(replay_on(trace, 2, toy(2)).seconds, 3e-3 + 1e-3 + 1e5 * 1e-9 + 1e-3, 1e-12);
+}
+
+TEST(FabricTest, ASendPostedInsideComputeOverlapsIt) {
+  // Rank 0 posts an isend a quarter into a 10 ms phase; it completes inside it.
+  const std::vector<TraceEvent> trace = {
+      compute(0, 0, 1000, 1e7),
+      message("isend", 0, 1, true, 1000000, 3, 250, 400),
+      message("irecv", 1, 0, false, 1000000, 3, 0, 400),
+  };
+  const Replay r = replay_on(trace, 2, toy(2));
+  EXPECT_NEAR(find(r.events, 0, "isend").start_us, 2500, 1e-6);  // 25% of 10 ms
+  EXPECT_NEAR(find(r.events, 0, "isend").end_us, 2500 + 2000, 1e-6);
+  EXPECT_NEAR(r.timeline.ranks[0].hidden, 2e-3, 1e-12);
+  EXPECT_NEAR(r.timeline.overlap, 2.0 / 6.5, 1e-12);
+  EXPECT_NEAR(r.seconds, 10e-3, 1e-12);
+}
+
+TEST(FabricTest, ThisMachineKeepsMeasuredComputeAndUsesTheFittedLink) {
+  const std::vector<TraceEvent> trace = {
+      compute(0, 0, 5000, 2e6),
+      message("send", 0, 1, true, 1000, 0, 5000, 6000),
+      message("recv", 1, 0, false, 1000, 0, 0, 6000),
+  };
+  const Replay r = replay_on(trace, 2, this_machine(1e-6, 1e-10, 1e10));
+  EXPECT_NEAR(r.seconds, 5e-3 + 1e-6 + 1000 * 1e-10, 1e-12);
+  // A device model needs FLOPs or bytes: a bare compute phase counts as unmodeled.
+  EXPECT_EQ(replay_on({compute(0, 0, 10, 0)}, 1, find_gpu_cluster("nvlink-8")).unmodeled, 1);
+}
+
+TEST(FabricTest, ATraceThatCannotCompleteIsNamed) {
+  // Both ranks receive before they send.
+  const std::vector<TraceEvent> trace = {
+      message("recv", 0, 1, false, 8, 1, 0, 10), message("send", 0, 1, true, 8, 2, 10, 20),
+      message("recv", 1, 0, false, 8, 2, 0, 20), message("send", 1, 0, true, 8, 1, 20, 30),
+  };
+  try {
+    replay_on(trace, 2, toy(1));
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("the trace cannot complete: rank 0 waits for its recv "
+                                         "from rank 1 (tag 1, 8 bytes)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(FabricTest, NamedClustersHaveSourcesAndUnknownNamesAreListed) {
+  for (const char* name : {"pcie-8", "nvlink-8", "ib-2x8", "ib-4x8"}) {
+    const Cluster& c = find_gpu_cluster(name);
+    EXPECT_FALSE(c.sources.empty()) << name;
+    EXPECT_GT(c.flops, 0) << name;
+  }
+  EXPECT_LT(find_gpu_cluster("ib-2x8").link(0, 7).beta, find_gpu_cluster("ib-2x8").link(0, 8).beta);
+  try {
+    find_gpu_cluster("tpu-pod");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown fabric 'tpu-pod'; known: pcie-8"),
+              std::string::npos);
+  }
+}
+
+TEST(FabricTest, ARealRunHasATimelineAReplayAndAnSvg) {
+  RunSpec spec = standard_run("gpt-tiny");
+  spec.steps = 2;
+  spec.batch = 4;
+  spec.dtype = DType::kFloat64;
+  HarnessOptions o;
+  o.ranks = 2;
+  o.trace = true;
+  const RunOutcome out =
+      run_ranks<double>(spec, o, [](RankRun<double>& run) { testing::plain_dp(run); });
+  ASSERT_TRUE(out.matches) << out.mismatch;
+  const Timeline t = analyze_timeline(out.report.trace, 2);
+  for (const RankTimeline& rt : t.ranks) {
+    EXPECT_GT(rt.compute, 0) << "rank " << rt.rank;
+    EXPECT_GE(rt.compute + rt.comm - rt.hidden + rt.idle, 0.999 * t.span);
+  }
+  const Replay r = replay_on(out.report.trace, 2, find_gpu_cluster("nvlink-8"));
+  EXPECT_GT(r.seconds, 0);
+  EXPECT_EQ(r.unmodeled, 0);  // every compute phase carries its FLOPs and bytes
+  const std::string path = ::testing::TempDir() + "timeline_test.svg";
+  write_timeline_svg(out.report.trace, 2, "plain DP, 2 ranks", path);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("<svg"), std::string::npos);
+  EXPECT_NE(text.str().find("rank 1"), std::string::npos);
+  EXPECT_NE(text.str().find("forward-backward"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dtw::train

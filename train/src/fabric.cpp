@@ -1,0 +1,242 @@
+// The modeled fabric: named clusters and the replay of a trace on one.
+#include "dtw/train/fabric.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "dtw/errors.h"
+
+namespace dtw::train {
+
+const std::vector<Cluster>& gpu_clusters() {
+  // A100 80GB: 312 TFLOP/s dense BF16 and 2039 GB/s HBM2e (NVIDIA A100
+  // datasheet); we assume 60% and 80% of peak sustained. Links: NCCL-level α
+  // and the bus bandwidth nccl-tests reaches, not the wire's peak.
+  constexpr double kFlops = 0.6 * 312e12, kMemory = 0.8 * 2039e9;
+  static const std::vector<Cluster> all = {
+      {"pcie-8", "8 A100 PCIe GPUs in one server, no NVLink",
+       "A100 datasheet; PCIe 4.0 x16 = 31.5 GB/s per direction (PCI-SIG), ~24 GB/s reached "
+       "through the host bridge; alpha 5 us",
+       8, {5e-6, 1 / 24e9}, {5e-6, 1 / 24e9}, kFlops, kMemory, false},
+      {"nvlink-8", "one DGX A100: 8 GPUs on NVLink 3 / NVSwitch",
+       "A100 datasheet: NVLink 600 GB/s per GPU (300 GB/s each way); nccl-tests reach ~230 GB/s "
+       "bus bandwidth on a DGX A100; alpha 3 us",
+       8, {3e-6, 1 / 230e9}, {3e-6, 1 / 230e9}, kFlops, kMemory, false},
+      {"ib-2x8", "2 DGX A100 nodes on HDR InfiniBand (one 200 Gb/s NIC per GPU)",
+       "DGX A100 architecture: 8 ConnectX-6 HDR 200 Gb/s = 25 GB/s per GPU each way, ~22 GB/s "
+       "reached; alpha 8 us between nodes; NVLink inside (as nvlink-8)",
+       8, {3e-6, 1 / 230e9}, {8e-6, 1 / 22e9}, kFlops, kMemory, false},
+      {"ib-4x8", "4 DGX A100 nodes on HDR InfiniBand",
+       "as ib-2x8, with 4 nodes", 8, {3e-6, 1 / 230e9}, {8e-6, 1 / 22e9}, kFlops, kMemory, false},
+  };
+  return all;
+}
+
+Cluster this_machine(double alpha, double beta, double memory_bw) {
+  DTW_CHECK_ARG(alpha >= 0 && beta >= 0 && memory_bw > 0,
+                "this_machine: alpha " << alpha << ", beta " << beta << ", memory_bw "
+                                       << memory_bw << " must be >= 0, >= 0, > 0");
+  return {"this-machine", "this machine: measured compute, links fitted by ping-pong",
+          "chapter 00's ping-pong and fit_alpha_beta, run now", 1 << 30,
+          {alpha, beta}, {alpha, beta}, 0, memory_bw, true};
+}
+
+const Cluster& find_gpu_cluster(std::string_view name) {
+  std::string known;
+  for (const Cluster& c : gpu_clusters()) {
+    if (c.name == name) return c;
+    known += c.name + ", ";
+  }
+  DTW_CHECK_ARG(false, "unknown fabric '" << name << "'; known: " << known << "this-machine");
+  return gpu_clusters().front();
+}
+
+namespace {
+
+// At equal times: a phase ends, then a call completes, then the next is
+// posted, then a phase starts (calls of one rank follow each other).
+enum Kind { kEnd = 0, kWait = 1, kPost = 2, kStart = 3 };
+
+struct Instant {
+  double time;
+  Kind kind;
+  std::size_t event;  // index into the replay's events
+  int phase = -1;     // the compute phase a post lies in (its fraction), or −1
+  bool operator<(const Instant& o) const {
+    if (time != o.time) return time < o.time;
+    if (event == o.event) return step_of(kind) < step_of(o.kind);  // start, post, wait, end
+    return std::tie(kind, event) < std::tie(o.kind, o.event);
+  }
+  static int step_of(Kind k) { return k == kStart ? 0 : k == kPost ? 1 : k == kWait ? 2 : 3; }
+};
+
+struct Message {
+  double post = -1;         // modeled post time, −1 until posted
+  std::size_t partner = 0;  // index of the other half
+  bool matched = false;
+};
+
+}  // namespace
+
+Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster& cluster) {
+  DTW_CHECK_ARG(world >= 1, "replay_on: world " << world << " must be at least 1");
+  Replay out;
+  // The events that take time: compute phases (outermost only) and messages.
+  std::vector<std::vector<std::size_t>> computes(static_cast<std::size_t>(world));
+  for (const TraceEvent& e : trace) {
+    if (e.category != "compute" && (e.category != "comm" || e.peer < 0)) continue;
+    DTW_CHECK_ARG(e.rank >= 0 && e.rank < world,
+                  "replay_on: an event of rank " << e.rank << " in a world of " << world);
+    out.events.push_back(e);
+  }
+  const std::size_t n = out.events.size();
+  std::vector<double> duration(n, 0);  // modeled seconds of compute phases
+  std::vector<bool> dropped(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const TraceEvent& e = out.events[i];
+    if (e.category != "compute") continue;
+    computes[static_cast<std::size_t>(e.rank)].push_back(i);
+    if (cluster.measured_compute) {
+      duration[i] = (e.end_us - e.start_us) * 1e-6;
+    } else {
+      if (e.flops <= 0 && e.bytes <= 0) ++out.unmodeled;
+      duration[i] = (e.flops > 0 ? e.flops / cluster.flops : 0) +
+                    (e.bytes > 0 ? static_cast<double>(e.bytes) / cluster.memory_bw : 0);
+    }
+  }
+  // A compute phase inside another of the same rank is part of it.
+  for (auto& list : computes) {
+    std::sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
+      return out.events[a].start_us < out.events[b].start_us;
+    });
+    double reach = -1e300;
+    for (std::size_t i : list) {
+      if (out.events[i].end_us <= reach) dropped[i] = true;
+      else reach = out.events[i].end_us;
+    }
+  }
+  // Pair sends with receives in posting order per (source, destination, tag).
+  std::map<std::tuple<int, int, int>, std::vector<std::size_t>> sends, recvs;
+  for (std::size_t i = 0; i < n; ++i) {
+    const TraceEvent& e = out.events[i];
+    if (e.category != "comm") continue;
+    if (e.is_send) sends[{e.rank, e.peer, e.tag}].push_back(i);
+    else recvs[{e.peer, e.rank, e.tag}].push_back(i);
+  }
+  std::vector<Message> msg(n);
+  auto by_post = [&](std::size_t a, std::size_t b) {
+    return out.events[a].start_us < out.events[b].start_us;
+  };
+  for (auto& [key, s] : sends) {
+    std::vector<std::size_t>& r = recvs[key];
+    std::sort(s.begin(), s.end(), by_post);
+    std::sort(r.begin(), r.end(), by_post);
+    for (std::size_t k = 0; k < std::min(s.size(), r.size()); ++k) {
+      msg[s[k]] = {-1, r[k], true};
+      msg[r[k]] = {-1, s[k], true};
+    }
+  }
+  // Each rank's instants in its own order of calls.
+  std::vector<std::vector<Instant>> instants(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    const auto& list = computes[static_cast<std::size_t>(r)];
+    auto phase_at = [&](double t) -> int {  // the (outermost) compute phase holding time t
+      for (std::size_t i : list)
+        if (!dropped[i] && out.events[i].start_us < t && t < out.events[i].end_us)
+          return static_cast<int>(i);
+      return -1;
+    };
+    for (std::size_t i : list) {
+      if (dropped[i]) continue;
+      instants[r].push_back({out.events[i].start_us, kStart, i});
+      instants[r].push_back({out.events[i].end_us, kEnd, i});
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const TraceEvent& e = out.events[i];
+      if (e.rank != r || e.category != "comm") continue;
+      instants[r].push_back({e.start_us, kPost, i, phase_at(e.start_us)});
+      const int holder = phase_at(e.end_us);
+      // Completed inside a compute phase: waited for at its end.
+      instants[r].push_back({holder >= 0 ? out.events[holder].end_us : e.end_us, kWait, i});
+    }
+    std::sort(instants[r].begin(), instants[r].end());
+  }
+  // Advance every rank as far as it can go until all are done.
+  std::vector<double> clock(static_cast<std::size_t>(world), 0);
+  std::vector<std::size_t> next(static_cast<std::size_t>(world), 0);
+  std::vector<double> model_start(n, 0), model_end(n, 0);
+  auto completion = [&](std::size_t i) -> double {  // −1 while the partner has not posted
+    const Message& m = msg[i];
+    const TraceEvent& e = out.events[i];
+    if (!m.matched) return m.post + cluster.link(e.rank, e.peer).seconds(static_cast<double>(e.bytes));
+    const double other = msg[m.partner].post;
+    if (other < 0) return -1;
+    const std::size_t send = e.is_send ? i : m.partner, recv = e.is_send ? m.partner : i;
+    const double bytes = static_cast<double>(out.events[send].bytes);
+    double t = std::max(m.post, other) + cluster.link(e.rank, e.peer).seconds(bytes);
+    if (out.events[recv].name == "recv_reduce") t += 3 * bytes / cluster.memory_bw;
+    return t;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < world; ++r) {
+      auto& list = instants[static_cast<std::size_t>(r)];
+      double& t = clock[static_cast<std::size_t>(r)];
+      for (std::size_t& k = next[static_cast<std::size_t>(r)]; k < list.size(); ++k) {
+        const Instant& in = list[k];
+        const std::size_t i = in.event;
+        if (in.kind == kStart) {
+          model_start[i] = t;
+        } else if (in.kind == kEnd) {
+          t = model_start[i] + duration[i];
+          model_end[i] = t;
+        } else if (in.kind == kPost) {
+          double post = t;
+          if (in.phase >= 0) {  // the same fraction of the modeled phase
+            const TraceEvent& c = out.events[static_cast<std::size_t>(in.phase)];
+            const double frac = (out.events[i].start_us - c.start_us) / (c.end_us - c.start_us);
+            post = model_start[static_cast<std::size_t>(in.phase)] +
+                   frac * duration[static_cast<std::size_t>(in.phase)];
+          }
+          msg[i].post = post;
+          model_start[i] = post;
+          if (!msg[i].matched) ++out.unmatched;
+        } else {
+          const double done = completion(i);
+          if (done < 0) break;  // the partner has not posted yet: another rank first
+          model_end[i] = done;
+          t = std::max(t, done);
+        }
+        progress = true;
+      }
+    }
+  }
+  for (int r = 0; r < world; ++r) {
+    const auto& list = instants[static_cast<std::size_t>(r)];
+    const std::size_t k = next[static_cast<std::size_t>(r)];
+    if (k < list.size()) {
+      const TraceEvent& e = out.events[list[k].event];
+      DTW_CHECK_ARG(false, "replay_on: the trace cannot complete: rank "
+                               << r << " waits for its " << e.name << (e.is_send ? " to" : " from")
+                               << " rank " << e.peer << " (tag " << e.tag << ", " << e.bytes
+                               << " bytes), which never posts its half");
+    }
+  }
+  // The modeled events, without the dropped inner phases.
+  std::vector<TraceEvent> modeled;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (dropped[i]) continue;
+    TraceEvent e = out.events[i];
+    e.start_us = model_start[i] * 1e6;
+    e.end_us = model_end[i] * 1e6;
+    modeled.push_back(std::move(e));
+  }
+  out.events = std::move(modeled);
+  out.timeline = analyze_timeline(out.events, world);
+  out.seconds = out.timeline.span;
+  return out;
+}
+
+}  // namespace dtw::train
