@@ -45,6 +45,7 @@ void expect_valid_plan(const model::ParamLayout& layout, const std::vector<train
   }
 }
 
+DTW_TEST_STEPS(BucketsTest, "02.3");
 TEST(BucketsTest, CoverEveryParameterOnceInReadyOrderWithinTheCap) {
   for (const char* name : {"gpt-tiny", "mlp-tiny", "gpt-small"}) {
     const model::ParamLayout layout = model::param_layout(tiny(name).config());

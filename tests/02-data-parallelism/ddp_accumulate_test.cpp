@@ -21,6 +21,7 @@ train::Knobs micro(std::int64_t m) {
   return train::Knobs().set("micro_batches", std::to_string(m)).set("bucket_kib", "16");
 }
 
+DTW_TEST_STEPS(MicroBatchShardsTest, "02.4");
 TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
   for (const std::int64_t batch : {12, 13}) {
     const train::RunSpec spec = tiny("gpt-tiny", 1, batch);
@@ -50,6 +51,7 @@ TEST(MicroBatchShardsTest, MoreMicroBatchesThanRowsIsAClearError) {
   testing::expect_error([&] { micro_batch_shards(spec, 0, 2, 0); }, {"micro_batches=0"});
 }
 
+DTW_TEST_STEPS(DdpAccumulateTest, "02.4");
 TEST(DdpAccumulateTest, MatchesTheReferenceOnOneToFourRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"})
     for (int p = 1; p <= 4; ++p) expect_matches(tiny(model), p, accumulate, micro(p == 4 ? 3 : 2));

@@ -20,6 +20,7 @@ void bucketed(train::RankRun<double>& run) { ddp_bucketed(run); }
 
 train::Knobs cap_kib(std::int64_t kib) { return train::Knobs().set("bucket_kib", std::to_string(kib)); }
 
+DTW_TEST_STEPS(DdpBucketedTest, "02.3");
 TEST(DdpBucketedTest, MatchesTheReferenceOnOneToFourRanksForEveryCap) {
   // 1 KiB: about one bucket per tensor; 16 KiB: a few per block; 1 GiB: one.
   const std::int64_t caps[] = {1, 16, 1 << 20};

@@ -15,6 +15,7 @@ using testing::tiny;
 
 void allreduce(train::RankRun<double>& run) { dp_allreduce(run); }
 
+DTW_TEST_STEPS(DpAllreduceTest, "02.2");
 TEST(DpAllreduceTest, MatchesTheReferenceOnOneToFourRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"})
     for (int p = 1; p <= 4; ++p) expect_matches(tiny(model), p, allreduce);

@@ -14,6 +14,7 @@ namespace {
 
 using testing::tiny;
 
+DTW_TEST_STEPS(ReplicaCheckTest, "02.2");
 TEST(ReplicaCheckTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
   const train::RunSpec spec = tiny("gpt-tiny");
   const model::ParamLayout layout = model::param_layout(spec.config());

@@ -11,6 +11,7 @@ namespace {
 using testing::expect_matches;
 using testing::tiny;
 
+DTW_TEST_STEPS(ShardWeightTest, "02.5");
 TEST(ShardWeightTest, WeightsAreRowsOverTheBatchAndSumToOne) {
   const train::RunSpec spec = tiny("gpt-tiny", 1, 12);
   const double want5[] = {3.0 / 12, 3.0 / 12, 2.0 / 12, 2.0 / 12, 2.0 / 12};
@@ -28,6 +29,7 @@ TEST(ShardWeightTest, MoreShardsThanRowsIsAClearError) {
                         {"a global batch of 3 cannot be split over 4"});
 }
 
+DTW_TEST_STEPS(UnevenShardsTest, "02.5");
 TEST(UnevenShardsTest, EveryStrategyMatchesTheReferenceOnFiveRanksWithTwelveRows) {
   const testing::Strategy strategies[] = {
       [](train::RankRun<double>& run) { dp_server(run); },

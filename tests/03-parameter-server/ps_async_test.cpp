@@ -59,6 +59,7 @@ void expect_same_updates(const std::vector<PsUpdate>& want, const std::vector<Ps
   }
 }
 
+DTW_TEST_STEPS(PsAsyncTest, "03.2");
 TEST(PsAsyncTest, OneWorkerIsTheReference) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     const auto r = run_ps<double>(async_fn<double>(), tiny(model), 2, knobs({}));

@@ -20,6 +20,7 @@ using testing::knobs;
 using testing::run_ps;
 using testing::tiny;
 
+DTW_TEST_STEPS(PsShardTest, "03.4");
 TEST(PsShardTest, ShardsTileTheModelInNearlyEqualContiguousRanges) {
   for (std::int64_t psi : {7, 10, 1000003}) {
     for (int S : {1, 2, 3, 7}) {

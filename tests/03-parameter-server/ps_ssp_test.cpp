@@ -65,6 +65,7 @@ std::int64_t max_staleness(const std::vector<PsUpdate>& log) {
   return m;
 }
 
+DTW_TEST_STEPS(PsSspTest, "03.3");
 TEST(PsSspTest, StalenessZeroIsTheSynchronousServer) {
   const train::RunSpec spec = tiny("gpt-tiny");
   const auto sync = run_ps<double>(testing::sync_fn<double>(), spec, 4, knobs({}));

@@ -67,6 +67,7 @@ std::vector<PsLog> workers_against_a_stub(int W, const train::Knobs& k) {
   return logs;
 }
 
+DTW_TEST_STEPS(PsStragglerTest, "03.5");
 TEST(PsStragglerTest, EveryStragglerSleepsItsFactorMinusOneTimesItsComputeTime) {
   const std::vector<PsLog> logs = workers_against_a_stub(2, knobs({"straggler=0:3,1:1.5"}));
   ASSERT_EQ(logs.size(), 2u);

@@ -17,6 +17,7 @@ using testing::run_ps;
 using testing::sync_fn;
 using testing::tiny;
 
+DTW_TEST_STEPS(PsSyncTest, "03.1");
 TEST(PsSyncTest, OneServerMatchesTheReference) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int workers : {1, 3}) {

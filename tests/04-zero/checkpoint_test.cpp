@@ -77,6 +77,7 @@ void reshard(const std::string& model, int from, int from_stage, int to, int to_
   });
 }
 
+DTW_TEST_STEPS(CheckpointTest, "04.5");
 TEST(CheckpointTest, SaveThenLoadReshardsExactly) {
   // No training, no collectives: four ranks each step their own quarter of
   // a full replica once and save it; three ranks load thirds. Every value of

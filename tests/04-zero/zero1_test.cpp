@@ -12,6 +12,7 @@ namespace {
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(Zero1Test, "04.1");
 TEST(Zero1Test, MatchesTheReferenceOnOneToFiveRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int p = 1; p <= 5; ++p) {

@@ -12,6 +12,7 @@ namespace {
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(Zero2Test, "04.2");
 TEST(Zero2Test, MatchesTheReferenceOnOneToFiveRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int p = 1; p <= 5; ++p) {
@@ -94,6 +95,7 @@ TEST(Zero2Test, BuffersAreFreedAtTheirUnitsHook) {
   });
 }
 
+DTW_TEST_STEPS(Zero2PitfallTest, "04.2");
 TEST(Zero2PitfallTest, ReducingBeforeAccumulationEndsIsNamedByTheReference) {
   // InfiniTensor/InfiniTrain#213: the hook reduce-scatters during the first
   // micro-batch only. The run goes on silently; the comparison with the

@@ -12,6 +12,7 @@ namespace {
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(Zero3Test, "04.3");
 TEST(Zero3Test, MatchesTheReferenceOnOneToFiveRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int p = 1; p <= 5; ++p) {
@@ -88,6 +89,7 @@ TEST(Zero3Test, GathersAUnitWholeAndFreesItAtTheLastRelease) {
   });
 }
 
+DTW_TEST_STEPS(Zero3PitfallTest, "04.3");
 TEST(Zero3PitfallTest, ARankThatRunsALayerTwiceIsNamedWithTheLayer) {
   // deepspeedai/DeepSpeed#7998: rank 1 runs a module once more; the gathers
   // stop pairing up. The unit fingerprint names the ranks and the layers.

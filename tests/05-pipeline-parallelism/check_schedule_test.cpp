@@ -17,6 +17,7 @@ using testing::knobs;
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(CheckScheduleTest, "05.6");
 TEST(CheckScheduleTest, AcceptsEveryGeneratedSchedule) {
   for (int p = 1; p <= 6; ++p)
     for (int m = 1; m <= 10; ++m) {
@@ -83,6 +84,7 @@ TEST(CheckScheduleTest, UncheckedTheDeadlockDetectorNamesStageMicroBatchAndDirec
   EXPECT_NE(e.find("tag 100000000 = activation of micro-batch 0 from chunk 0 to chunk 1"), std::string::npos) << e;
 }
 
+DTW_TEST_STEPS(PitfallTest, "05.6");
 TEST(PitfallTest, BlockingSendsDeadlockOneFOneBWhenBothNeighboursSendFirst) {
   // pytorch#172668: stage 0 sends micro-batch 1's activation down while
   // stage 1 sends micro-batch 0's gradient up; neither receives.

@@ -16,6 +16,7 @@ using testing::knobs;
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(CheckpointTest, "05.5");
 TEST(CheckpointTest, RecomputingGivesTheSameTraining) {
   // On its own (the given naive schedule on hand-built stages), one rank
   // first, then gpt-tiny on 2 ranks and mlp-tiny on 3.

@@ -10,6 +10,7 @@ namespace {
 
 using testing::oracle;
 
+DTW_TEST_STEPS(InterleavedTest, "05.4");
 TEST(InterleavedTest, EveryListPairsAndCompletes) {
   for (int p = 1; p <= 6; ++p)
     for (int m = 1; m <= 14; ++m)

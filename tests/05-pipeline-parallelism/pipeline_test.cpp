@@ -18,6 +18,7 @@ using testing::knobs;
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(ExecutorTest, "05.3");
 TEST(ExecutorTest, RunsTheNaiveScheduleOnHandBuiltStages) {
   // gpt-tiny's 2 blocks on 1 and 2 ranks (the tied embedding on both ends),
   // mlp-tiny's 3 layers on 1 and 3, with 1 and 3 micro-batches of 8 rows.
@@ -31,6 +32,7 @@ TEST(ExecutorTest, RunsTheNaiveScheduleOnHandBuiltStages) {
     }
 }
 
+DTW_TEST_STEPS(PipelineTest, "05.3");
 TEST(PipelineTest, NaiveGPipeAndOneFOneBMatchTheReference) {
   for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
     for (const auto& [p, m] : kGrid)
@@ -78,6 +80,7 @@ TEST(PipelineTest, StagesSendOnlyToTheirNeighbours) {
   }
 }
 
+DTW_TEST_STEPS(PipelineMemoryTest, "05.3");
 TEST(PipelineMemoryTest, GPipeHoldsEveryMicroBatchAndOneFOneBAtMostPMinusS) {
   // A fixed micro-batch of one sequence, so the batch grows with m (as it
   // does in practice: the micro-batch is what fits, m is how many).

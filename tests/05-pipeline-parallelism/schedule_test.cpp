@@ -24,6 +24,7 @@ std::string compute_of(const Schedule& s, int r) {
   return out;
 }
 
+DTW_TEST_STEPS(ScheduleTest, "05.2");
 TEST(ScheduleTest, EveryListPairsAndCompletes) {
   for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB}) {
     for (int p = 1; p <= 8; ++p) {

@@ -40,6 +40,7 @@ double brute_force(const std::vector<double>& costs, int chunks) {
   return best;
 }
 
+DTW_TEST_STEPS(StageSplitTest, "05.1");
 TEST(StageSplitTest, MinimisesTheLargestRunAndCoversEveryUnitOnce) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> cost(0, 9);

@@ -3,6 +3,8 @@
 //
 //   PROGRAM --dtw_list_steps   prints the chapter's steps (in the text's order)
 //                              and every test with its steps as JSON, and exits
+//   DTW_SHOW_STEPS=1 chNN_solution_tests   prints the steps each test reaches
+//                              (for writing DTW_TEST_STEPS)
 //
 // Two tests are added to every program: DtwChapterTest.StepsAreDeclared (each
 // suite has a valid DTW_TEST_STEPS) and DtwChapterTest.EveryStepHasItsOwnTests.
@@ -17,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -180,6 +183,10 @@ class StepCheck : public ::testing::EmptyTestEventListener {
     if (suite == kOwnSuite || info.result()->Skipped() || it == manifest().suite_steps.end())
       return;
     const std::set<std::string> reached = dtw::testing::probe_hooks().reached();
+    // For a chapter's author writing DTW_TEST_STEPS: what each test reaches.
+    if (std::getenv("DTW_SHOW_STEPS"))
+      std::printf("[ steps    ] %s.%s reaches {%s}\n", info.test_suite_name(), info.name(),
+                  join({reached.begin(), reached.end()}, ", ").c_str());
     const std::set<std::string> declared(it->second.begin(), it->second.end());
     std::vector<std::string> missing;
     for (const std::string& s : reached)
