@@ -16,6 +16,6 @@ dtw_add_chapter(02-data-parallelism
   # allreduce count). Pure functions of the plan (buckets, micro-batch and
   # shard splits) and the 5-rank world, which runs on threads under np <= 4
   # anyway, stay on the threads run.
-  MPI_TWIN "-BucketsTest.*:MicroBatchShardsTest.*:ShardWeightTest.*:UnevenShardsTest.EveryStrategy*"
+  MPI_TWIN "-BucketsTest.*:BucketArgumentsTest.*:MicroBatchShardsTest.*:MicroBatchArgumentsTest.*:ShardWeightTest.*:ShardArgumentsTest.*:UnevenShardsTest.EveryStrategy*"
   MPI_TIMEOUT 300
-  MPI_SUBSET "*MatchesTheReference*:ReplicaCheckTest.*:DdpBucketedTest.StartsOne*" MPI_SUBSET_NPS 3)
+  MPI_SUBSET "*MatchesTheReference*:ReplicaCheckTest.*:ReplicaFingerprintTest.*:DdpBucketedTest.StartsOne*" MPI_SUBSET_NPS 3)

@@ -38,6 +38,9 @@ void Error::set_rank(int rank) {
 }
 
 void Error::add_note(const std::string& note) {
+  // The same context set twice (a test's and its helper's) says nothing new.
+  for (const std::string& n : notes_)
+    if (n == note) return;
   notes_.push_back(note);
   format();
 }

@@ -80,6 +80,7 @@ TEST(BucketsTest, BucketsCompleteInTheirOrderDuringBackward) {
   // buckets must become complete first to last.
   for (const char* name : {"gpt-tiny", "mlp-tiny"}) {
     const train::RunSpec spec = tiny(name);
+    DTW_TRACE("buckets of " << name << " with a 16 KiB cap, replayed through backward");
     const model::ParamLayout layout = model::param_layout(spec.config());
     const auto buckets = make_buckets(layout, 16 * 1024, 8);
     std::vector<std::int64_t> missing;
@@ -98,7 +99,8 @@ TEST(BucketsTest, BucketsCompleteInTheirOrderDuringBackward) {
   }
 }
 
-TEST(BucketsTest, ACapOrElementSizeOfZeroIsAClearError) {
+DTW_TEST_STEPS(BucketArgumentsTest);
+TEST(BucketArgumentsTest, ACapOrElementSizeOfZeroIsAClearError) {
   const model::ParamLayout layout = model::param_layout(tiny("mlp-tiny").config());
   testing::expect_error([&] { make_buckets(layout, 0, 4); }, {"bucket cap 0 bytes must be positive"});
   testing::expect_error([&] { make_buckets(layout, -8, 4); }, {"bucket cap -8"});

@@ -44,14 +44,15 @@ TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
   }
 }
 
-TEST(MicroBatchShardsTest, MoreMicroBatchesThanRowsIsAClearError) {
+DTW_TEST_STEPS(MicroBatchArgumentsTest);
+TEST(MicroBatchArgumentsTest, MoreMicroBatchesThanRowsIsAClearError) {
   const train::RunSpec spec = tiny("gpt-tiny", 1, 4);
   testing::expect_error([&] { micro_batch_shards(spec, 1, 2, 3); },
                         {"rank 1", "a global batch of 4 rows cannot feed 2 ranks x 3 micro-batches"});
   testing::expect_error([&] { micro_batch_shards(spec, 0, 2, 0); }, {"micro_batches=0"});
 }
 
-DTW_TEST_STEPS(DdpAccumulateTest, "02.4");
+DTW_TEST_STEPS(DdpAccumulateTest, "02.2", "02.3", "02.4");
 TEST(DdpAccumulateTest, MatchesTheReferenceOnOneToFourRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"})
     for (int p = 1; p <= 4; ++p) expect_matches(tiny(model), p, accumulate, micro(p == 4 ? 3 : 2));
@@ -81,7 +82,8 @@ TEST(DdpAccumulateTest, CommunicatesOncePerStepWhateverTheMicroBatches) {
   }
 }
 
-TEST(DdpAccumulateTest, BadMicroBatchCountsAreClearErrorsOnEveryRank) {
+DTW_TEST_STEPS(DdpAccumulateArgumentsTest);
+TEST(DdpAccumulateArgumentsTest, BadMicroBatchCountsAreClearErrorsOnEveryRank) {
   testing::expect_error(
       [&] { train::run_ranks<double>(tiny("mlp-tiny", 1), testing::on(2, micro(0)), accumulate); },
       {"micro_batches=0", "at least one micro-batch"});

@@ -37,14 +37,15 @@ TEST(DpAllreduceTest, EveryLinkOfTheRingCarriesItsShare) {
   }
 }
 
-TEST(DpAllreduceTest, ABatchSmallerThanTheWorldIsAClearErrorOnEveryRank) {
+DTW_TEST_STEPS(DpAllreduceArgumentsTest);
+TEST(DpAllreduceArgumentsTest, ABatchSmallerThanTheWorldIsAClearErrorOnEveryRank) {
   train::RunSpec spec = tiny("gpt-tiny");
   spec.batch = 2;
   testing::expect_error([&] { train::run_ranks<double>(spec, testing::on(3), allreduce); },
                         {"a global batch of 2 cannot be split over 3"});
 }
 
-TEST(DpAllreduceTest, ANegativeCheckIntervalIsAClearError) {
+TEST(DpAllreduceArgumentsTest, ANegativeCheckIntervalIsAClearError) {
   testing::expect_error(
       [&] {
         train::run_ranks<double>(tiny("mlp-tiny", 1), testing::on(2, train::Knobs().set("check_every", "-1")),

@@ -29,7 +29,7 @@ train::RunSpec sgd_run() {
   return spec;
 }
 
-DTW_TEST_STEPS(AsyncAtSyncLrPitfallTest, "03.2");
+DTW_TEST_STEPS(AsyncAtSyncLrPitfallTest, "03.1", "03.2");
 TEST(AsyncAtSyncLrPitfallTest, DivergesAndStopsAtTheFirstNonFiniteLoss) {
   testing::expect_error<Error, float>(
       [](train::RankRun<float>& run) { return pitfalls::async_at_sync_lr(run); }, sgd_run(), 5,
