@@ -21,6 +21,7 @@
 #include "dtw/errors.h"
 #include "dtw/launch.h"
 #include "dtw/memory.h"
+#include "dtw/model/config.h"
 #include "dtw/model/params.h"
 #include "dtw/train/fabric.h"
 #include "dtw/train/strategy.h"
@@ -71,7 +72,8 @@ struct Row {
 };
 
 Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std::string& backend,
-            const Knobs& knobs, const Cluster& fabric, const std::string& svg_stem) {
+            const Knobs& knobs, const Cluster& fabric, const std::string& svg_stem,
+            const std::string& label_suffix = "") {
   HarnessOptions o;
   o.ranks = ranks;
   o.backend = backend;
@@ -111,6 +113,8 @@ Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std:
   Row r;
   r.mismatch = out.mismatch;
   r.j = {{"strategy", strategy.name},
+         {"label", strategy.name + label_suffix},
+         {"knobs", knobs.describe()},
          {"ranks", ranks},
          {"backend", rep.backend},
          {"model", spec.model},
@@ -134,7 +138,10 @@ Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std:
          {"matches_reference", out.matches},
          {"final_loss", out.losses.empty() ? json(nullptr) : json(out.losses.back())}};
   if (!svg_stem.empty()) {
-    const std::string base = svg_stem + "-" + strategy.name + "-p" + std::to_string(ranks);
+    std::string suffix = label_suffix;
+    std::replace(suffix.begin(), suffix.end(), ' ', '-');
+    suffix.erase(std::remove(suffix.begin(), suffix.end(), '='), suffix.end());
+    const std::string base = svg_stem + "-" + strategy.name + "-p" + std::to_string(ranks) + suffix;
     write_timeline_svg(rep.trace, ranks, strategy.name + ", measured", base + ".svg");
     write_timeline_svg(modeled.events, ranks, strategy.name + ", modeled on " + fabric.name,
                        base + "-" + fabric.name + ".svg");
@@ -169,7 +176,7 @@ void print_table(const std::vector<Row>& rows) {
   for (const Row& r : rows) {
     const json& j = r.j;
     fmt::print("{:<24} {:>5} {:>10.0f} {:>6.2f} {:>8.1f}m {:>11} {:>11} {:>11} {:>11} {:>17} {:>13} {:>9.2g} {:>8.4f}\n",
-               j["strategy"].get<std::string>(), j["ranks"].get<int>(),
+               j["label"].get<std::string>(), j["ranks"].get<int>(),
                j["tokens_per_s"].get<double>(), j["tokens_per_s"].get<double>() / base,
                1e3 * j["step_s"].get<double>(), bytes_cell(j["bytes_per_rank_step"]),
                bytes_cell(j["bytes_formula"]), peak_cell(j["peak_bytes"]),
@@ -193,22 +200,42 @@ int main(int argc, char** argv) {
   RunSpec spec = standard_run("gpt-tiny");
   spec.steps = 10;
   std::vector<std::string> knob_args;
+  std::string micro_batches;
+  int layers = 0;
   app.add_option("--strategy", strategies, "Comma-separated strategy names")->capture_default_str();
   app.add_option("--ranks", ranks, "World size of every strategy but single")->capture_default_str();
   app.add_option("--backend", backend, "threads")->capture_default_str();
-  app.add_option("--fabric", fabric_name, "pcie-8, nvlink-8, ib-2x8, ib-4x8 or this-machine")
+  app.add_option("--fabric", fabric_name, "pcie-8, nvlink-8, ib-2x8, ib-4x8, ideal-8 or this-machine")
       ->capture_default_str();
   app.add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")->capture_default_str();
   app.add_option("--steps", spec.steps, "Steps per strategy")->capture_default_str();
   app.add_option("--batch", spec.batch, "Global batch")->capture_default_str();
   app.add_option("--dtype", dtype, "float32 or float64")->capture_default_str();
   app.add_option("--set", knob_args, "Strategy parameter key=value (repeatable)");
+  app.add_option("--micro-batches", micro_batches,
+                 "Comma-separated m: one row per strategy and m (sets the knob micro_batches)");
+  app.add_option("--layers", layers,
+                 "Train the model with this many blocks (GPT) or layers (MLP), widths unchanged");
   app.add_option("--json", json_path, "Write the rows as JSON to this file");
   app.add_option("--svg", svg_stem, "Write timeline SVGs STEM-<strategy>-p<P>[-<fabric>].svg");
   CLI11_PARSE(app, argc, argv);
   try {
     spec.dtype = dtype_from_name(dtype);
+    if (layers > 0) {
+      // A deeper (or shallower) variant of the named model: pipelines need at
+      // least p·v units, and the named models have 3 to 6.
+      model::ModelConfig c = model::model_config(spec.model);
+      if (c.kind == model::ModelKind::kGpt) c.layers = layers;
+      else c.hidden.assign(static_cast<std::size_t>(std::max(layers - 1, 0)), c.hidden.front());
+      c.name = spec.model + "-l" + std::to_string(layers);
+      spec.model = c.name;
+      spec.custom_config = c;
+    }
     spec.validate();
+    std::vector<std::string> sweep;  // micro_batches values, or one empty entry
+    std::stringstream ms(micro_batches);
+    for (std::string m; std::getline(ms, m, ',');) sweep.push_back(m);
+    if (sweep.empty()) sweep.push_back("");
     const Knobs knobs = Knobs::parse(knob_args);
     std::vector<const Strategy*> chosen;
     std::stringstream list(strategies);
@@ -227,8 +254,12 @@ int main(int argc, char** argv) {
     if (chosen.front()->name != "single") chosen.insert(chosen.begin(), &find_strategy("single"));
     for (const Strategy* s : chosen) {
       const int p = s->name == "single" ? 1 : ranks;
-      rows.push_back(run_row(*s, spec, p, backend, knobs, fabric, svg_stem));
-      fmt::print("  {} on {} rank(s): done\n", s->name, p);
+      for (const std::string& m : s->name == "single" ? std::vector<std::string>{""} : sweep) {
+        Knobs k = knobs;
+        if (!m.empty()) k.set("micro_batches", m);
+        rows.push_back(run_row(*s, spec, p, backend, k, fabric, svg_stem, m.empty() ? "" : " m=" + m));
+        fmt::print("  {}{} on {} rank(s): done\n", s->name, m.empty() ? "" : " m=" + m, p);
+      }
     }
     print_table(rows);
     fmt::print("tokens/s: median step after the first; x: ratio to single in this run. bytes/step: "

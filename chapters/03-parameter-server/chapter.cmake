@@ -11,8 +11,5 @@ dtw_add_chapter(03-parameter-server
   LIBS dtw::train
   DEPENDS 01
   BACKENDS threads mpi
-  # Left out under MPI: at 4 processes the survivors' AbortedError does not yet
-  # name the dead worker's rank (the threads run checks it); open work.
-  MPI_TWIN "-DyingWorkerPitfallTest.*"
   MPI_TIMEOUT 300
   BENCH parameter_server_bench.cpp)

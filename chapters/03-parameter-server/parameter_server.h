@@ -190,7 +190,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
 /// Synchronous parameter server (step 03.1). Records the global mean loss of
 /// every step on every server and reports each server's shard: matches the
 /// reference. Bytes on server s's link per step: W·|shard s| values each way
-/// (params out, gradients in) plus W headers.
+/// (params out, gradients in), W versions out and W headers in.
 template <class T>
 PsLog ps_sync(train::RankRun<T>& run);
 

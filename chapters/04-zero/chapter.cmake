@@ -13,4 +13,9 @@ dtw_add_chapter(04-zero
   # np 2 and 4 run every test; np 3, the odd count, the reference sweeps and
   # the checkpoints (about 25 s per count on two loaded cores).
   MPI_SUBSET "*MatchesTheReference*:CheckpointTest.*" MPI_SUBSET_NPS 3
-  MPI_TIMEOUT 300)
+  MPI_TIMEOUT 300
+  BENCH zero_bench.cpp)
+# dtw bench zero draws chapter 02's DDP beside the stages when it is built.
+if(TARGET dtw_bench_zero AND TARGET dtw_ch02_demos)
+  target_link_libraries(dtw_bench_zero PRIVATE dtw_ch02_demos dtw_ch02_solution)
+endif()

@@ -37,8 +37,8 @@ namespace dtw::ch02 {
 
 std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::int64_t cap_bytes,
                                        std::int64_t element_bytes) {
-  DTW_CHECK_ARG(cap_bytes > 0, "make_buckets: the bucket cap " << cap_bytes
-                                                                << " bytes must be positive");
+  DTW_CHECK_ARG(cap_bytes > 0,
+                "make_buckets: the bucket cap " << cap_bytes << " bytes must be positive");
   DTW_CHECK_ARG(element_bytes > 0,
                 "make_buckets: element_bytes " << element_bytes << " must be positive");
   std::vector<train::Range> buckets;

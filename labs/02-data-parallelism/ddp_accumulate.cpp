@@ -49,7 +49,8 @@ void ddp_accumulate(train::RankRun<T>& run) {
   // The work of each compute phase, which the modeled fabric times on other devices.
   std::vector<train::Cost> passes;
   for (const std::int64_t s : shards)
-    passes.push_back(replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, s, p * m), true));
+    passes.push_back(
+        replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, s, p * m), true));
   const train::Cost update = replica.optimizer_cost();
   BucketReducer<T> reducer(comm, replica,
                            make_buckets(replica.layout(), options.bucket_bytes, sizeof(T)));
@@ -59,8 +60,9 @@ void ddp_accumulate(train::RankRun<T>& run) {
     double loss = 0;
     for (std::int64_t k = 0; k < m; ++k) {
       const train::Cost& pass = passes[static_cast<std::size_t>(k)];
-      auto phase = run.phase("forward-backward",
-                             {.micro_batch = static_cast<int>(k), .flops = pass.flops, .bytes = pass.bytes});
+      auto phase =
+          run.phase("forward-backward",
+                    {.micro_batch = static_cast<int>(k), .flops = pass.flops, .bytes = pass.bytes});
       DTW_TODO("02.4: Accumulate micro-batch k (shard shards[k] of p*m, scaled by weights[k]); give the reducer's hook only to the last micro-batch's backward, so each bucket is allreduced once with all m gradients in it.");
     }
     {

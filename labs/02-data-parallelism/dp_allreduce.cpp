@@ -41,7 +41,8 @@ void dp_allreduce(train::RankRun<T>& run) {
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::whole(spec));
   replica.set_times(run.layer_times());
   // The work of each compute phase, which the modeled fabric times on other devices.
-  const train::Cost pass = replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, r, p), true);
+  const train::Cost pass =
+      replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, r, p), true);
   const train::Cost update = replica.optimizer_cost();
   broadcast_parameters(comm, replica);  // start equal, and check it
 

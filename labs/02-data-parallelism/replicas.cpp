@@ -58,7 +58,8 @@ std::string when(std::int64_t steps_done) {
 }  // namespace
 
 template <class T>
-std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout, std::span<const T> params) {
+std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout,
+                                       std::span<const T> params) {
   DTW_CHECK_ARG(static_cast<std::int64_t>(params.size()) == layout.size(),
                 "fingerprint: " << params.size() << " parameters for a model of " << layout.size());
   std::vector<std::uint64_t> hashes;
@@ -114,11 +115,11 @@ void broadcast_parameters(Comm& comm, train::Replica<T>& replica) {
   check_replicas<T>(comm, replica.layout(), replica.params(), 0);
 }
 
-#define DTW_CH02_INSTANTIATE(T)                                                               \
-  template std::vector<std::uint64_t> fingerprint<T>(const model::ParamLayout&,              \
-                                                     std::span<const T>);                    \
-  template void check_replicas<T>(Comm&, const model::ParamLayout&, std::span<const T>,      \
-                                  std::int64_t);                                             \
+#define DTW_CH02_INSTANTIATE(T)                                                         \
+  template std::vector<std::uint64_t> fingerprint<T>(const model::ParamLayout&,         \
+                                                     std::span<const T>);               \
+  template void check_replicas<T>(Comm&, const model::ParamLayout&, std::span<const T>, \
+                                  std::int64_t);                                        \
   template void broadcast_parameters<T>(Comm&, train::Replica<T>&);
 DTW_CH02_INSTANTIATE(float)
 DTW_CH02_INSTANTIATE(double)

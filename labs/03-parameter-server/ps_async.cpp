@@ -14,6 +14,12 @@
 //   worker 1:  pull(0) ───────────push──────► apply (computed on 0, applied
 //                                              to 2: staleness 2)
 //
+// There is no step count per worker either: a worker keeps pushing until a
+// pull's version reaches W·steps, so a fast worker pushes more often than a
+// slow one (its rows are its own stream: shard w of step k for every k it
+// reaches), and then says it stops with a header that carries no gradient.
+// Pushes still in flight at that point are applied too (at most W − 1).
+//
 // The price is **staleness**: a push was computed on the version the worker
 // pulled, but lands on a newer one. Its staleness is (server version when
 // applied) − (version pulled); with W equally fast workers it hovers around
@@ -29,7 +35,7 @@
 // workers at the single-machine rate went to NaN). So this server steps at
 // η·lr_scale, 1/W by default, and stretches the warm-up over W× as many
 // updates. `--set lr_scale=1` is the pitfall; `dtw run pitfall
-// ps-async-sync-lr` shows it diverge and this loop stop it at the first
+// ps-async-at-sync-lr` shows it diverge and this loop stop it at the first
 // non-finite loss, naming the update, the worker and the staleness.
 //
 // Loss curve: every W updates (a *round*: B rows' worth of pushes, whoever
@@ -37,11 +43,12 @@
 // points like every other strategy's and its x axis is rows processed. With a
 // straggler a round holds more pushes of the fast workers than of the slow
 // one: the rounds go by at the rate the whole cluster works, not at the
-// straggler's (what the benchmark's tokens/s shows).
+// straggler's (what the benchmark's tokens/s shows). Only the first
+// spec.steps rounds are recorded; the pushes in flight at the end are extra.
 //
 // Check yourself:
 // - Why wait on headers and not on the gradients themselves? Posting W
-//   gradient receives at once would need W shard buffers; a 16-byte header per
+//   gradient receives at once would need W shard buffers; a 24-byte header per
 //   worker is enough to learn who is ready, and the gradient then goes
 //   straight into the replica.
 // - W = 1: staleness is always 0, the rate is η, the warm-up unchanged; the

@@ -37,8 +37,8 @@ namespace dtw::ch02 {
 
 std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::int64_t cap_bytes,
                                        std::int64_t element_bytes) {
-  DTW_CHECK_ARG(cap_bytes > 0, "make_buckets: the bucket cap " << cap_bytes
-                                                                << " bytes must be positive");
+  DTW_CHECK_ARG(cap_bytes > 0,
+                "make_buckets: the bucket cap " << cap_bytes << " bytes must be positive");
   DTW_CHECK_ARG(element_bytes > 0,
                 "make_buckets: element_bytes " << element_bytes << " must be positive");
   std::vector<train::Range> buckets;
@@ -46,8 +46,8 @@ std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::in
   const std::vector<model::ParamView>& views = layout.views();
   for (auto view = views.rbegin(); view != views.rend(); ++view) {
     const std::int64_t bytes = view->size * element_bytes;
-    const bool fits = !buckets.empty() &&
-                      (buckets.back().size() * element_bytes + bytes <= cap_bytes);
+    const bool fits =
+        !buckets.empty() && (buckets.back().size() * element_bytes + bytes <= cap_bytes);
     if (fits) {
       buckets.back().begin = view->offset;  // grow downwards: the next tensor lies below
     } else {
@@ -95,9 +95,10 @@ template <class T>
 void BucketReducer<T>::finish() {
   // @lab 02.3: Wait until every bucket's allreduce is done; a bucket that never became complete is an error. Then reset the counts for the next pass.
   for (std::size_t b = next_; b < buckets_.size(); ++b) {
-    DTW_CHECK_ARG(false, "rank " << comm_.rank() << ": bucket " << b << " [" << buckets_[b].begin
-                                 << ", " << buckets_[b].end << ") still misses " << missing_[b]
-                                 << " gradient elements after backward (was every range reported?)");
+    DTW_CHECK_ARG(false,
+                  "rank " << comm_.rank() << ": bucket " << b << " [" << buckets_[b].begin << ", "
+                          << buckets_[b].end << ") still misses " << missing_[b]
+                          << " gradient elements after backward (was every range reported?)");
   }
   // @end
   next_ = 0;

@@ -56,7 +56,8 @@ void dp_server(train::RankRun<T>& run) {
   // The shard's share of the batch (02.5): the weighted gradients sum to the mean.
   const double weight = shard_weight(spec, r, p);
   // The work of each compute phase, which the modeled fabric times on other devices.
-  const train::Cost pass = replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, r, p), true);
+  const train::Cost pass =
+      replica.pass_cost(replica.network().all(), train::make_batch(spec, 0, r, p), true);
   const train::Cost update = replica.optimizer_cost();
 
   for (std::int64_t step = 0; step < spec.steps; ++step) {

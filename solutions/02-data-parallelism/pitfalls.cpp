@@ -77,7 +77,8 @@ void allreduce_with(train::RankRun<T>& run, Start start, Weight weight_of) {
 // stay on their rank; every rank steps with a different sum.
 template <class T>
 void sync_on_first_micro_batch(train::RankRun<T>& run) {
-  accumulate_with(run, [](std::int64_t k, std::int64_t /*m*/) { return k == 0; });  // BUG: k + 1 == m
+  accumulate_with(run,
+                  [](std::int64_t k, std::int64_t /*m*/) { return k == 0; });  // BUG: k + 1 == m
 }
 
 // karpathy/build-nanogpt#30: `model.require_backward_grad_sync = (micro_step
@@ -108,8 +109,8 @@ void skip_initial_broadcast(train::RankRun<T>& run) {
         const std::span<T> params = replica.params();
         for (const model::ParamView& view : replica.layout().views())
           for (std::int64_t i = 0; i < view.size; ++i)
-            params[static_cast<std::size_t>(view.offset + i)] = static_cast<T>(
-                model::init_value(view, run.spec().seed + static_cast<std::uint64_t>(comm.rank()), i));
+            params[static_cast<std::size_t>(view.offset + i)] = static_cast<T>(model::init_value(
+                view, run.spec().seed + static_cast<std::uint64_t>(comm.rank()), i));
         // BUG: no ch01::broadcast(comm, replica.params(), 0) here.
         check_replicas<T>(comm, replica.layout(), replica.params(), 0);
       },
@@ -121,17 +122,18 @@ void skip_initial_broadcast(train::RankRun<T>& run) {
 // all replicas agree -- the fingerprints cannot see it -- and all are wrong.
 template <class T>
 void average_by_world_size(train::RankRun<T>& run) {
-  allreduce_with(run, [](Comm& comm, train::Replica<T>& replica) { broadcast_parameters(comm, replica); },
-                 [](const train::RunSpec& spec, int r, int p) {
-                   (void)train::shard_rows(spec, r, p);
-                   return 1.0 / p;  // BUG: shard_weight(spec, r, p)
-                 });
+  allreduce_with(
+      run, [](Comm& comm, train::Replica<T>& replica) { broadcast_parameters(comm, replica); },
+      [](const train::RunSpec& spec, int r, int p) {
+        (void)train::shard_rows(spec, r, p);
+        return 1.0 / p;  // BUG: shard_weight(spec, r, p)
+      });
 }
 
-#define DTW_CH02_INSTANTIATE(T)                                           \
-  template void sync_on_first_micro_batch<T>(train::RankRun<T>&);         \
-  template void sync_flag_set_after_forward<T>(train::RankRun<T>&);       \
-  template void skip_initial_broadcast<T>(train::RankRun<T>&);            \
+#define DTW_CH02_INSTANTIATE(T)                                     \
+  template void sync_on_first_micro_batch<T>(train::RankRun<T>&);   \
+  template void sync_flag_set_after_forward<T>(train::RankRun<T>&); \
+  template void skip_initial_broadcast<T>(train::RankRun<T>&);      \
   template void average_by_world_size<T>(train::RankRun<T>&);
 DTW_CH02_INSTANTIATE(float)
 DTW_CH02_INSTANTIATE(double)

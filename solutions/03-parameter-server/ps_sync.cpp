@@ -4,7 +4,7 @@
 // gradients and their optimizer state (a Replica over that one range). Each
 // step k it
 //
-//   serves   its shard of version k to every worker (they pull),
+//   serves   its version k and its shard to every worker (they pull),
 //   waits    for every worker's push, in worker order: the header (the
 //            worker's share of the loss) and the gradient shard, which
 //            recv_reduce adds straight into the replica's gradients,
@@ -21,11 +21,13 @@
 // takes the reference's step, and this strategy matches it to 1e-9 in double.
 //
 // Cost per step on server s's link, with Ψ_s = e − b and b bytes per value:
-//   out W·Ψ_s·b (the pulls) + in W·Ψ_s·b (the pushes) + W headers of 16 bytes.
-// One server (Ψ_s = Ψ) carries 2·W·Ψ·b: W times a worker's link, and W/(p−1)·p
-// times what a ring allreduce puts on any link. The time of a step is the
-// slowest worker's compute plus the server's link time, 2·W·Ψ_s·b·β: the
-// workers idle while it transfers, and all of them wait for the slowest.
+//   out W·Ψ_s·b (the pulls) + W versions of 8 bytes,
+//   in  W·Ψ_s·b (the pushes) + W headers of 24 bytes.
+// One server (Ψ_s = Ψ) carries W·Ψ·b each way: W times a worker's link, and
+// W²/(2(W−1)) times what a ring allreduce of W ranks puts on any link. The
+// time of a step is the slowest worker's compute plus the server's link
+// time, 2·W·Ψ_s·b·β: the workers idle while it transfers, and all of them
+// wait for the slowest.
 //
 // Pitfalls:
 // - Sum in a fixed order (worker 0, 1, …). Summing in arrival order is just as
@@ -39,7 +41,7 @@
 // - Why does the server record the loss, not the worker? Only the server
 //   sees every worker's share of it.
 // - S = 1, W = 3, Ψ = 1 M floats: bytes on the server's link per step?
-//   2·3·4 MB + 48 B ≈ 24 MB; a worker's: 8 MB.
+//   3·4 MB each way (plus 96 bytes of versions and headers); a worker's: 4 MB.
 #include <cmath>
 #include <memory>
 #include <vector>

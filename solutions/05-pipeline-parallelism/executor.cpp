@@ -16,8 +16,12 @@
 // neighbours that both send first would wait for each other for ever (the
 // pitfall of pytorch#172668, ExecutorOptions::blocking_sends). A posted send
 // keeps its buffer alive until it completes: the pass for a gradient, a copy
-// of the output under checkpointing; completed sends are collected before
-// every action, the rest at the end of the step.
+// of the output under checkpointing. The rank waits for a send only where it
+// must: an activation's before the same micro-batch's backward frees it
+// (by then it has arrived: the gradient the backward needs was computed
+// from it), everything else at the end of the step. It never polls: a rank
+// that polled at every action would, in a replay on another fabric, wait
+// wherever its poll happened to succeed on this machine.
 //
 // Every micro-batch's backward adds weight × its gradient (weight = its rows
 // / the batch), so after the last one the gradients are those of the whole
@@ -62,17 +66,16 @@ struct Executor<T>::State : StepContext<T> {
   void give_back(std::unique_ptr<train::StagePass<T>> pass) {
     if (pass) pool.push_back(std::move(pass));
   }
-  // Forgets completed sends; with `all`, waits for every one; with a chunk,
-  // waits for that (chunk, mb)'s activation send (its buffer is about to go).
+  // Waits for every posted send (all), or for the activation send of
+  // (chunk, mb) only, and lets go of what they kept alive.
   void collect(bool all, int chunk = -1, int mb = -1) {
     for (std::size_t i = 0; i < posted.size();) {
       Posted& p = posted[i];
-      const bool mine = p.dir == Dir::kActivation && p.chunk == chunk && p.mb == mb;
-      if (all || mine) this->comm.wait(p.request);
-      if (!this->comm.test(p.request)) {
+      if (!all && !(p.dir == Dir::kActivation && p.chunk == chunk && p.mb == mb)) {
         ++i;
         continue;
       }
+      this->comm.wait(p.request);
       give_back(std::move(p.pass));
       posted.erase(posted.begin() + static_cast<std::ptrdiff_t>(i));
     }
@@ -90,13 +93,15 @@ struct Executor<T>::State : StepContext<T> {
   void recv(const Action& a, Slot& slot) {
     const train::Batch& batch = this->batch(a.mb);
     const model::UnitRange range = this->map.chunks[a.chunk];
+    // Under checkpointing the input's buffer *is* the micro-batch's saved
+    // input, so it counts as activations; otherwise it lives only until the
+    // forward has copied it.
+    const auto input_category = this->options.checkpoint ? MemoryCategory::kActivations
+                                                         : MemoryCategory::kCommBuffers;
+    // @lab 05.3: Receive the input (activation: boundary_elements(range.begin) values from the rank of chunk−1, tag pipe_tag(kActivation, chunk−1, mb), into slot.input with input_category) or the output's gradient (boundary_elements(range.end) from the rank of chunk+1, pipe_tag(kGradient, chunk+1, mb), into slot.dy, kCommBuffers).
     if (a.dir == Dir::kActivation) {
-      // Under checkpointing this buffer *is* the micro-batch's saved input,
-      // so it counts as activations; otherwise it lives only until the forward.
-      const auto category = this->options.checkpoint ? MemoryCategory::kActivations
-                                                     : MemoryCategory::kCommBuffers;
       slot.input = Array<T>(this->comm.exec(), this->net().boundary_elements(range.begin, batch),
-                            category);
+                            input_category);
       this->comm.recv(slot.input, this->map.rank_of(a.chunk - 1),
                       pipe_tag(Dir::kActivation, a.chunk - 1, a.mb));
     } else {
@@ -105,6 +110,7 @@ struct Executor<T>::State : StepContext<T> {
       this->comm.recv(slot.dy, this->map.rank_of(a.chunk + 1),
                       pipe_tag(Dir::kGradient, a.chunk + 1, a.mb));
     }
+    // @end
   }
 
   // The forward, written out as the model for the rest: a pass from the
@@ -159,9 +165,8 @@ struct Executor<T>::State : StepContext<T> {
       slot.pass->forward(range, batch, slot.input.span());
       slot.input = Array<T>();
       // @end
-    } else {
-      collect(false, a.chunk, a.mb);  // backward frees the output a send may still read
     }
+    collect(false, a.chunk, a.mb);  // its activation has arrived; free what its send kept
     // @lab 05.3: Backward from slot.dy (empty on the last chunk: from the loss) with the micro-batch's weight as loss scale, inside run.phase(backward, {stage, micro-batch, twice fwd's flops and bytes}); free slot.dy.
     auto phase = this->run.phase("backward", {.stage = a.chunk, .micro_batch = a.mb,
                                               .flops = 2 * fwd.flops, .bytes = 2 * fwd.bytes});
@@ -210,7 +215,6 @@ double Executor<T>::step(std::span<const Action> actions, std::int64_t step, int
     for (std::size_t i = 0; i < actions.size(); ++i) {
       const Action& a = actions[i];
       s.check_action(a, i);
-      s.collect(false);
       typename State::Slot& slot = s.slots[{a.chunk, a.mb}];
       switch (a.op) {
         case Op::kRecv: s.recv(a, slot); break;

@@ -97,7 +97,7 @@ Schedule one_f_one_b_schedule(int p, int m) {
     // Stage st's first backward needs micro-batch 0 to reach the last stage
     // and come back: p−st−1 forwards fit in before it. Clamp to m, or a
     // short step would name micro-batches that do not exist
-    // (torchtitan#775, pitfalls.cpp).
+    // (torchtitan#775: demos.cpp runs the unclamped version).
     const int warmup = std::min(p - st - 1, m);
     int next_forward = 0, next_backward = 0;
     for (int i = 0; i < warmup; ++i) s.forward(st, next_forward++);

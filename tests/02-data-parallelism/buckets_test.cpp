@@ -35,7 +35,8 @@ void expect_valid_plan(const model::ParamLayout& layout, const std::vector<train
     }
     // Whole tensors only, and within the cap unless it is a single tensor.
     bool starts_at_tensor = false;
-    for (const model::ParamView& v : layout.views()) starts_at_tensor |= v.offset == buckets[i].begin;
+    for (const model::ParamView& v : layout.views())
+      starts_at_tensor |= v.offset == buckets[i].begin;
     EXPECT_TRUE(starts_at_tensor) << "bucket " << i << " cuts a tensor, cap " << cap_bytes;
     if (buckets[i].size() * e > cap_bytes) {
       EXPECT_EQ(tensors_in(layout, buckets[i]), 1)
@@ -90,7 +91,8 @@ TEST(BucketsTest, BucketsCompleteInTheirOrderDuringBackward) {
     train::Replica<double> replica(spec, Exec::host(), train::ReplicaPlan::whole(spec));
     replica.forward_backward(0, 0, 1, 1.0, [&](std::int64_t begin, std::int64_t end) {
       for (std::size_t i = 0; i < buckets.size(); ++i) {
-        const std::int64_t lo = std::max(begin, buckets[i].begin), hi = std::min(end, buckets[i].end);
+        const std::int64_t lo = std::max(begin, buckets[i].begin),
+                           hi = std::min(end, buckets[i].end);
         if (lo < hi && (missing[i] -= hi - lo) == 0) completed.push_back(i);
       }
     });
@@ -102,7 +104,8 @@ TEST(BucketsTest, BucketsCompleteInTheirOrderDuringBackward) {
 DTW_TEST_STEPS(BucketArgumentsTest);
 TEST(BucketArgumentsTest, ACapOrElementSizeOfZeroIsAClearError) {
   const model::ParamLayout layout = model::param_layout(tiny("mlp-tiny").config());
-  testing::expect_error([&] { make_buckets(layout, 0, 4); }, {"bucket cap 0 bytes must be positive"});
+  testing::expect_error([&] { make_buckets(layout, 0, 4); },
+                        {"bucket cap 0 bytes must be positive"});
   testing::expect_error([&] { make_buckets(layout, -8, 4); }, {"bucket cap -8"});
   testing::expect_error([&] { make_buckets(layout, 64, 0); }, {"element_bytes 0"});
 }

@@ -15,7 +15,9 @@ using testing::expect_matches;
 using testing::model_size;
 using testing::tiny;
 
-void accumulate(train::RankRun<double>& run) { ddp_accumulate(run); }
+void accumulate(train::RankRun<double>& run) {
+  ddp_accumulate(run);
+}
 
 train::Knobs micro(std::int64_t m) {
   return train::Knobs().set("micro_batches", std::to_string(m)).set("bucket_kib", "16");
@@ -33,8 +35,8 @@ TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
           ASSERT_EQ(shards.size(), static_cast<std::size_t>(m)) << "p " << p << " m " << m;
           for (const std::int64_t s : shards) {
             const train::ShardRows rows = train::shard_rows(spec, s, p * m);
-            EXPECT_EQ(rows.begin, next_row) << "batch " << batch << " p " << p << " m " << m
-                                            << " rank " << r << " shard " << s;
+            EXPECT_EQ(rows.begin, next_row)
+                << "batch " << batch << " p " << p << " m " << m << " rank " << r << " shard " << s;
             next_row = rows.end;
           }
         }
@@ -47,8 +49,9 @@ TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
 DTW_TEST_STEPS(MicroBatchArgumentsTest);
 TEST(MicroBatchArgumentsTest, MoreMicroBatchesThanRowsIsAClearError) {
   const train::RunSpec spec = tiny("gpt-tiny", 1, 4);
-  testing::expect_error([&] { micro_batch_shards(spec, 1, 2, 3); },
-                        {"rank 1", "a global batch of 4 rows cannot feed 2 ranks x 3 micro-batches"});
+  testing::expect_error(
+      [&] { micro_batch_shards(spec, 1, 2, 3); },
+      {"rank 1", "a global batch of 4 rows cannot feed 2 ranks x 3 micro-batches"});
   testing::expect_error([&] { micro_batch_shards(spec, 0, 2, 0); }, {"micro_batches=0"});
 }
 
@@ -88,7 +91,9 @@ TEST(DdpAccumulateArgumentsTest, BadMicroBatchCountsAreClearErrorsOnEveryRank) {
       [&] { train::run_ranks<double>(tiny("mlp-tiny", 1), testing::on(2, micro(0)), accumulate); },
       {"micro_batches=0", "at least one micro-batch"});
   testing::expect_error(
-      [&] { train::run_ranks<double>(tiny("mlp-tiny", 1, 4), testing::on(2, micro(3)), accumulate); },
+      [&] {
+        train::run_ranks<double>(tiny("mlp-tiny", 1, 4), testing::on(2, micro(3)), accumulate);
+      },
       {"cannot feed 2 ranks x 3 micro-batches = 6"});
 }
 

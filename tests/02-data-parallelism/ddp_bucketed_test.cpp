@@ -16,9 +16,13 @@ using testing::expect_matches;
 using testing::model_size;
 using testing::tiny;
 
-void bucketed(train::RankRun<double>& run) { ddp_bucketed(run); }
+void bucketed(train::RankRun<double>& run) {
+  ddp_bucketed(run);
+}
 
-train::Knobs cap_kib(std::int64_t kib) { return train::Knobs().set("bucket_kib", std::to_string(kib)); }
+train::Knobs cap_kib(std::int64_t kib) {
+  return train::Knobs().set("bucket_kib", std::to_string(kib));
+}
 
 DTW_TEST_STEPS(DdpBucketedTest, "02.2", "02.3");
 TEST(DdpBucketedTest, MatchesTheReferenceOnOneToFourRanksForEveryCap) {

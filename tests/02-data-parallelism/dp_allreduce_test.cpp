@@ -13,7 +13,9 @@ using testing::expect_matches;
 using testing::model_size;
 using testing::tiny;
 
-void allreduce(train::RankRun<double>& run) { dp_allreduce(run); }
+void allreduce(train::RankRun<double>& run) {
+  dp_allreduce(run);
+}
 
 DTW_TEST_STEPS(DpAllreduceTest, "02.2");
 TEST(DpAllreduceTest, MatchesTheReferenceOnOneToFourRanks) {
@@ -33,7 +35,8 @@ TEST(DpAllreduceTest, EveryLinkOfTheRingCarriesItsShare) {
   for (int r = 0; r < p; ++r) {
     const std::int64_t ring = out.report.bytes[r][(r + 1) % p];
     // Each link carries 2(p−1)/p of the gradients per step (chunk rounding aside).
-    EXPECT_GE(ring, spec.steps * 2 * (p - 1) * (psi / p) * e) << "link " << r << " -> " << (r + 1) % p;
+    EXPECT_GE(ring, spec.steps * 2 * (p - 1) * (psi / p) * e)
+        << "link " << r << " -> " << (r + 1) % p;
   }
 }
 
@@ -48,7 +51,8 @@ TEST(DpAllreduceArgumentsTest, ABatchSmallerThanTheWorldIsAClearErrorOnEveryRank
 TEST(DpAllreduceArgumentsTest, ANegativeCheckIntervalIsAClearError) {
   testing::expect_error(
       [&] {
-        train::run_ranks<double>(tiny("mlp-tiny", 1), testing::on(2, train::Knobs().set("check_every", "-1")),
+        train::run_ranks<double>(tiny("mlp-tiny", 1),
+                                 testing::on(2, train::Knobs().set("check_every", "-1")),
                                  allreduce);
       },
       {"check_every=-1"});

@@ -13,7 +13,9 @@ using testing::expect_matches;
 using testing::model_size;
 using testing::tiny;
 
-void server(train::RankRun<double>& run) { dp_server(run); }
+void server(train::RankRun<double>& run) {
+  dp_server(run);
+}
 
 DTW_TEST_STEPS(DpServerTest, "02.1");
 TEST(DpServerTest, MatchesTheReferenceOnOneToFourRanks) {
@@ -31,7 +33,8 @@ TEST(DpServerTest, TheServersLinkCarriesEveryWorkersGradientAndParameters) {
     EXPECT_EQ(out.report.bytes[0][w], spec.steps * psi) << "server -> worker " << w;
     EXPECT_EQ(out.report.bytes[w][0], spec.steps * (psi + 8)) << "worker " << w << " -> server";
     for (int v = 1; v < p; ++v)
-      EXPECT_EQ(out.report.bytes[w][v], 0) << "workers never talk to each other: " << w << " -> " << v;
+      EXPECT_EQ(out.report.bytes[w][v], 0)
+          << "workers never talk to each other: " << w << " -> " << v;
   }
 }
 

@@ -45,7 +45,8 @@ inline train::HarnessOptions on(int ranks, train::Knobs knobs = {}) {
 inline train::RunOutcome expect_matches(const train::RunSpec& spec, int ranks,
                                         const Strategy& strategy, train::Knobs knobs = {}) {
   DTW_TRACE_RUN(spec, ranks, knobs);
-  const train::RunOutcome out = train::run_ranks<double>(spec, on(ranks, std::move(knobs)), strategy);
+  const train::RunOutcome out =
+      train::run_ranks<double>(spec, on(ranks, std::move(knobs)), strategy);
   EXPECT_TRUE(out.matches) << spec.model << " on " << ranks << " ranks: " << out.mismatch;
   EXPECT_EQ(out.losses.size(), static_cast<std::size_t>(spec.steps))
       << spec.model << " on " << ranks << " ranks: losses recorded";

@@ -18,9 +18,9 @@ DTW_TEST_STEPS(SkipBroadcastPitfallTest, "02.2");
 TEST(SkipBroadcastPitfallTest, CaughtAtTheFirstFingerprint) {
   testing::expect_error(
       [&] {
-        train::run_ranks<double>(tiny("gpt-tiny", 2, 12), testing::on(3), [](train::RankRun<double>& run) {
-          pitfalls::skip_initial_broadcast(run);
-        });
+        train::run_ranks<double>(
+            tiny("gpt-tiny", 2, 12), testing::on(3),
+            [](train::RankRun<double>& run) { pitfalls::skip_initial_broadcast(run); });
       },
       {"replicas diverged at the start: rank 1's wte differs from rank 0's"});
 }
@@ -29,8 +29,9 @@ DTW_TEST_STEPS(AccumulationPitfallTest, "02.2", "02.3", "02.4");
 TEST(AccumulationPitfallTest, SyncingTheFirstMicroBatchIsCaughtAfterTheFirstStep) {
   testing::expect_error(
       [&] {
-        train::run_ranks<double>(tiny("gpt-tiny", 2, 8), testing::on(2, micro(2)),
-                                 [](train::RankRun<double>& run) { pitfalls::sync_on_first_micro_batch(run); });
+        train::run_ranks<double>(
+            tiny("gpt-tiny", 2, 8), testing::on(2, micro(2)),
+            [](train::RankRun<double>& run) { pitfalls::sync_on_first_micro_batch(run); });
       },
       {"replicas diverged after 1 steps: rank 1's"});
 }
@@ -38,8 +39,9 @@ TEST(AccumulationPitfallTest, SyncingTheFirstMicroBatchIsCaughtAfterTheFirstStep
 TEST(AccumulationPitfallTest, ASyncFlagSetAfterTheForwardIsCaughtAfterTheFirstStep) {
   testing::expect_error(
       [&] {
-        train::run_ranks<double>(tiny("mlp-tiny", 2, 8), testing::on(2, micro(2)),
-                                 [](train::RankRun<double>& run) { pitfalls::sync_flag_set_after_forward(run); });
+        train::run_ranks<double>(
+            tiny("mlp-tiny", 2, 8), testing::on(2, micro(2)),
+            [](train::RankRun<double>& run) { pitfalls::sync_flag_set_after_forward(run); });
       },
       {"replicas diverged after 1 steps: rank 1's"});
 }

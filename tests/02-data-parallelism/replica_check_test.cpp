@@ -27,10 +27,8 @@ TEST(ReplicaFingerprintTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
       std::nextafter(params[static_cast<std::size_t>(qkv.offset + 37)], 1.0);
   const auto after = fingerprint<double>(layout, params);
   for (std::size_t t = 0; t < before.size(); ++t) {
-    if (layout.views()[t].name == qkv.name)
-      EXPECT_NE(after[t], before[t]) << qkv.name;
-    else
-      EXPECT_EQ(after[t], before[t]) << layout.views()[t].name;
+    if (layout.views()[t].name == qkv.name) EXPECT_NE(after[t], before[t]) << qkv.name;
+    else EXPECT_EQ(after[t], before[t]) << layout.views()[t].name;
   }
 }
 

@@ -45,8 +45,9 @@ TEST(UnevenShardsTest, EveryStrategyMatchesTheReferenceOnFiveRanksWithTwelveRows
 TEST(UnevenShardsTest, AccumulationSplitsTheBatchIntoUnevenMicroBatches) {
   // 13 rows on 2 ranks × 3 micro-batches: shards of 3, 2, 2, 2, 2, 2 rows.
   for (const char* model : {"gpt-tiny", "mlp-tiny"})
-    expect_matches(tiny(model, 5, 13), 2, [](train::RankRun<double>& run) { ddp_accumulate(run); },
-                   train::Knobs().set("micro_batches", "3"));
+    expect_matches(
+        tiny(model, 5, 13), 2, [](train::RankRun<double>& run) { ddp_accumulate(run); },
+        train::Knobs().set("micro_batches", "3"));
 }
 
 }  // namespace

@@ -57,5 +57,17 @@ TEST(InterleavedPipelineTest, MatchesTheReferenceWithTwoChunksPerRank) {
   testing::expect_matches(ScheduleKind::kInterleaved, "gpt-tiny", 2, 4, {"virtual_stages=4"}, 4);
 }
 
+TEST(InterleavedTest, TwoChunksPerRankDivideTheBubbleByTwo) {
+  // (p−1)/(v·m + p − 1) for m ≥ p; for m < p a group of m micro-batches
+  // leaves every rank idle p − m chunk-times per lap: (v(p−m) + m − 1)/(v·p + m − 1).
+  const int v = 2;
+  for (int p : {2, 4, 8})
+    for (int m : {1, 4, 8, 32}) {
+      const double want = m >= p ? (p - 1.0) / (v * m + p - 1) : (v * (p - m) + m - 1.0) / (v * p + m - 1);
+      EXPECT_NEAR(testing::ideal_bubble(ScheduleKind::kInterleaved, p, m, v), want, 0.01)
+          << "p = " << p << ", m = " << m;
+    }
+}
+
 }  // namespace
 }  // namespace dtw::ch05

@@ -5,6 +5,8 @@
 // a clear error on every rank, before any message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "dtw/model/params.h"
 #include "pipeline_test_util.h"
 
@@ -81,6 +83,35 @@ TEST(PipelineTest, StagesSendOnlyToTheirNeighbours) {
   }
 }
 
+TEST(PipelineTest, TheTraceShowsAtMostPMinusSMicroBatchesInFlightUnderOneFOneB) {
+  // Counted from the executor's own timeline events (stage and micro-batch
+  // of every forward and backward), not from the schedule's arithmetic.
+  const int p = 4, m = 8;
+  for (ScheduleKind kind : {ScheduleKind::kOneFOneB, ScheduleKind::kGPipe}) {
+    train::HarnessOptions o = on(p, knobs(m));
+    o.trace = true;
+    const train::RunOutcome out =
+        train::run_ranks<double>(tiny("gpt-tiny", 1, 1), o, testing::strategy_of(kind));
+    ASSERT_TRUE(out.matches) << out.mismatch;
+    for (int r = 0; r < p; ++r) {
+      std::vector<const TraceEvent*> mine;
+      for (const TraceEvent& e : out.report.trace)
+        if (e.rank == r && e.category == "compute" && e.stage >= 0) mine.push_back(&e);
+      std::sort(mine.begin(), mine.end(),
+                [](const TraceEvent* a, const TraceEvent* b) { return a->start_us < b->start_us; });
+      int now = 0, most = 0, forwards = 0;
+      for (const TraceEvent* e : mine) {
+        EXPECT_EQ(e->stage, r) << "rank " << r << " ran stage " << e->stage;
+        if (e->name == "forward") most = std::max(most, ++now), ++forwards;
+        if (e->name == "backward") --now;
+      }
+      EXPECT_EQ(forwards, m) << "rank " << r;
+      EXPECT_EQ(now, 0) << "rank " << r << ": every forward has its backward";
+      EXPECT_EQ(most, kind == ScheduleKind::kGPipe ? m : p - r) << name_of(kind) << ", rank " << r;
+    }
+  }
+}
+
 DTW_TEST_STEPS(PipelineMemoryTest, "05.1", "05.2", "05.3", "05.6");
 TEST(PipelineMemoryTest, GPipeHoldsEveryMicroBatchAndOneFOneBAtMostPMinusS) {
   // A fixed micro-batch of one sequence, so the batch grows with m (as it
@@ -108,6 +139,27 @@ TEST(PipelineMemoryTest, GPipeHoldsEveryMicroBatchAndOneFOneBAtMostPMinusS) {
       else EXPECT_EQ(first, base) << "1F1B does not grow with m";
     }
   }
+}
+
+double formula(ScheduleKind kind, double p, double m) {
+  return kind == ScheduleKind::kNaive ? (p - 1) / p : (p - 1) / (m + p - 1);
+}
+
+DTW_TEST_STEPS(PipelineBubbleTest, "05.2");
+TEST(PipelineBubbleTest, OnEqualStagesTheBubbleIsTheFormula) {
+  // From real runs replayed with free messages: the executor adds no wait
+  // the schedule does not have.
+  for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
+    for (int p : {2, 4, 8})
+      for (int m : {1, 4, 8, 32})
+        EXPECT_NEAR(testing::ideal_bubble(kind, p, m), formula(kind, p, m), 0.01)
+            << name_of(kind) << ", p = " << p << ", m = " << m;
+}
+
+TEST(PipelineBubbleTest, TheSeedsTwentyFiveAndFiftySevenPercent) {
+  // Four GPUs, one batch: a quarter of the time busy; four micro-batches: 4/7.
+  EXPECT_NEAR(1 - testing::ideal_bubble(ScheduleKind::kNaive, 4, 1), 0.25, 0.01);
+  EXPECT_NEAR(1 - testing::ideal_bubble(ScheduleKind::kGPipe, 4, 4), 4.0 / 7, 0.01);
 }
 
 DTW_TEST_STEPS(PipelineArgumentsTest, "05.2");

@@ -17,6 +17,7 @@
 #include "dtw/errors.h"
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
+#include "dtw/train/fabric.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
 #include "dtw_train_test.h"
@@ -126,6 +127,39 @@ inline train::RunOutcome run_hand_built(const train::RunSpec& spec, int p, int m
       run.record_loss(step, executor.step(s.actions[static_cast<std::size_t>(r)], step, m));
     run.report(replica);
   });
+}
+
+/// The bubble of `kind` on p ranks with m micro-batches (v chunks per rank),
+/// from a real run replayed on ideal-8 (A100 compute, free messages): an
+/// MLP of p·v layers all 128 wide, so every chunk costs the same, trained
+/// one step on 32 rows; the bubble of the pipeline itself, 1 − Σ (forward,
+/// backward) / (p · the span from the first forward to the last backward),
+/// which is what the formulas describe (the optimizer step after it is the
+/// same on every rank and not part of the schedule).
+inline double ideal_bubble(ScheduleKind kind, int p, int m, int v = 1) {
+  model::ModelConfig c = model::model_config("mlp-tiny");
+  c.name = "mlp-equal-" + std::to_string(p * v);
+  c.features = c.classes = 128;
+  c.hidden.assign(static_cast<std::size_t>(p * v - 1), 128);
+  train::RunSpec spec = train::standard_run("mlp-tiny");
+  spec.model = c.name;
+  spec.custom_config = c;
+  spec.steps = 1;
+  spec.batch = 32;
+  train::HarnessOptions o = on(p, knobs(m, {"virtual_stages=" + std::to_string(v)}));
+  if (kind != ScheduleKind::kInterleaved) o.knobs = knobs(m);
+  o.trace = true;
+  o.compare = false;  // the schedules' correctness is tested elsewhere
+  const train::RunOutcome out = train::run_ranks<double>(spec, o, strategy_of(kind));
+  const train::Replay replay = train::replay_on(out.report.trace, p, train::find_gpu_cluster("ideal-8"));
+  double first = 1e300, last = -1e300, busy = 0;
+  for (const TraceEvent& e : replay.events) {
+    if (e.category != "compute" || e.stage < 0) continue;
+    first = std::min(first, e.start_us);
+    last = std::max(last, e.end_us);
+    busy += e.end_us - e.start_us;
+  }
+  return 1 - busy / (p * (last - first));
 }
 
 /// What an oracle found wrong with a schedule ("" when it can run): every

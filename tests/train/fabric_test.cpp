@@ -101,6 +101,30 @@ TEST(FabricTest, ASendPostedInsideComputeOverlapsIt) {
   EXPECT_NEAR(r.seconds, 10e-3, 1e-12);
 }
 
+TEST(FabricTest, APostInsideComputeFollowsTheCompletionsItsRankHadSeen) {
+  // Two rounds of a chain inside a 10 ms phase of rank 0: the host posted
+  // round B (at 16%) only after round A had arrived. Each message takes 2 ms
+  // (α 1 ms + 1e6 bytes · 1 ns). A is posted at 1 ms and arrives at 3 ms, so
+  // B cannot start at 1.6 ms: it starts at 3 ms and arrives at 5 ms.
+  const std::vector<TraceEvent> trace = {
+      compute(0, 0, 1000, 1e7),
+      message("isend", 0, 1, true, 1000000, 3, 100, 150),
+      message("isend", 0, 1, true, 1000000, 4, 160, 200),
+      message("irecv", 1, 0, false, 1000000, 3, 0, 150),
+      message("irecv", 1, 0, false, 1000000, 4, 155, 200),
+  };
+  const Replay r = replay_on(trace, 2, toy(2));
+  std::vector<const TraceEvent*> sends;
+  for (const TraceEvent& e : r.events)
+    if (e.rank == 0 && e.name == "isend") sends.push_back(&e);
+  ASSERT_EQ(sends.size(), 2u);
+  EXPECT_NEAR(sends[0]->start_us, 1000, 1e-6);
+  EXPECT_NEAR(sends[0]->end_us, 3000, 1e-6);
+  EXPECT_NEAR(sends[1]->start_us, 3000, 1e-6);  // not 1600: after A's arrival
+  EXPECT_NEAR(sends[1]->end_us, 5000, 1e-6);
+  EXPECT_NEAR(r.seconds, 10e-3, 1e-12);  // both still hidden under the phase
+}
+
 TEST(FabricTest, ThisMachineKeepsMeasuredComputeAndUsesTheFittedLink) {
   const std::vector<TraceEvent> trace = {
       compute(0, 0, 5000, 2e6),
@@ -131,12 +155,15 @@ TEST(FabricTest, ATraceThatCannotCompleteIsNamed) {
 }
 
 TEST(FabricTest, NamedClustersHaveSourcesAndUnknownNamesAreListed) {
-  for (const char* name : {"pcie-8", "nvlink-8", "ib-2x8", "ib-4x8"}) {
+  for (const char* name : {"pcie-8", "nvlink-8", "ib-2x8", "ib-4x8", "ideal-8"}) {
     const Cluster& c = find_gpu_cluster(name);
     EXPECT_FALSE(c.sources.empty()) << name;
     EXPECT_GT(c.flops, 0) << name;
   }
   EXPECT_LT(find_gpu_cluster("ib-2x8").link(0, 7).beta, find_gpu_cluster("ib-2x8").link(0, 8).beta);
+  // ideal-8: nvlink-8's devices, messages free.
+  EXPECT_EQ(find_gpu_cluster("ideal-8").link(0, 9).seconds(1e9), 0.0);
+  EXPECT_EQ(find_gpu_cluster("ideal-8").flops, find_gpu_cluster("nvlink-8").flops);
   try {
     find_gpu_cluster("tpu-pod");
     FAIL();

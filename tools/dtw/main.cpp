@@ -90,7 +90,7 @@ int run_main(int argc, char** argv) {
   train_cmd->add_option("--memory-cap", train.memory_cap,
                         "Per-rank memory cap in bytes (0: none); past it, OutOfMemory");
   train_cmd->add_option("--fabric", train.fabric,
-                        "Cluster the timeline is replayed on: pcie-8, nvlink-8, ib-2x8, ib-4x8")
+                        "Cluster the timeline is replayed on: pcie-8, nvlink-8, ib-2x8, ib-4x8, ideal-8")
       ->capture_default_str();
   train_cmd->add_flag("--compare", train.compare,
                       "Also run the reference and report max |θ − θ_ref| (exit 1 on mismatch)");

@@ -30,6 +30,11 @@ const std::vector<Cluster>& gpu_clusters() {
        8, {3e-6, 1 / 230e9}, {8e-6, 1 / 22e9}, kFlops, kMemory, false},
       {"ib-4x8", "4 DGX A100 nodes on HDR InfiniBand",
        "as ib-2x8, with 4 nodes", 8, {3e-6, 1 / 230e9}, {8e-6, 1 / 22e9}, kFlops, kMemory, false},
+      // Not a machine: what a schedule costs by itself, the assumption of the
+      // bubble formulas (chapter 05), next to which the others show what the
+      // messages add.
+      {"ideal-8", "8 A100s whose messages cost nothing (a schedule by itself)",
+       "A100 datasheet, as nvlink-8; alpha = beta = 0", 8, {0, 0}, {0, 0}, kFlops, kMemory, false},
   };
   return all;
 }
@@ -55,9 +60,10 @@ const Cluster& find_gpu_cluster(std::string_view name) {
 
 namespace {
 
-// At equal times: a phase ends, then a call completes, then the next is
-// posted, then a phase starts (calls of one rank follow each other).
-enum Kind { kEnd = 0, kWait = 1, kPost = 2, kStart = 3 };
+// At equal times: a phase ends, then a call completes (or is seen complete
+// inside a phase), then the next is posted, then a phase starts (calls of one
+// rank follow each other).
+enum Kind { kEnd = 0, kWait = 1, kSeen = 2, kPost = 3, kStart = 4 };
 
 struct Instant {
   double time;
@@ -66,10 +72,12 @@ struct Instant {
   int phase = -1;     // the compute phase a post lies in (its fraction), or −1
   bool operator<(const Instant& o) const {
     if (time != o.time) return time < o.time;
-    if (event == o.event) return step_of(kind) < step_of(o.kind);  // start, post, wait, end
+    if (event == o.event) return step_of(kind) < step_of(o.kind);  // start, post, seen, wait, end
     return std::tie(kind, event) < std::tie(o.kind, o.event);
   }
-  static int step_of(Kind k) { return k == kStart ? 0 : k == kPost ? 1 : k == kWait ? 2 : 3; }
+  static int step_of(Kind k) {
+    return k == kStart ? 0 : k == kPost ? 1 : k == kSeen ? 2 : k == kWait ? 3 : 4;
+  }
 };
 
 struct Message {
@@ -158,13 +166,19 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
       if (e.rank != r || e.category != "comm") continue;
       instants[r].push_back({e.start_us, kPost, i, phase_at(e.start_us)});
       const int holder = phase_at(e.end_us);
-      // Completed inside a compute phase: waited for at its end.
+      // Completed inside a compute phase: waited for at its end, but seen
+      // complete where the host saw it (later posts depend on it).
+      if (holder >= 0) instants[r].push_back({e.end_us, kSeen, i});
       instants[r].push_back({holder >= 0 ? out.events[holder].end_us : e.end_us, kWait, i});
     }
     std::sort(instants[r].begin(), instants[r].end());
   }
   // Advance every rank as far as it can go until all are done.
   std::vector<double> clock(static_cast<std::size_t>(world), 0);
+  // Per rank, the latest modeled completion of a call the host had seen
+  // complete: a post the host made after that cannot come before it (a ring's
+  // next round is sent only once the last round has arrived).
+  std::vector<double> seen(static_cast<std::size_t>(world), 0);
   std::vector<std::size_t> next(static_cast<std::size_t>(world), 0);
   std::vector<double> model_start(n, 0), model_end(n, 0);
   auto completion = [&](std::size_t i) -> double {  // −1 while the partner has not posted
@@ -194,15 +208,20 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
           model_end[i] = t;
         } else if (in.kind == kPost) {
           double post = t;
-          if (in.phase >= 0) {  // the same fraction of the modeled phase
+          if (in.phase >= 0) {  // the same fraction of the modeled phase, not before what it followed
             const TraceEvent& c = out.events[static_cast<std::size_t>(in.phase)];
             const double frac = (out.events[i].start_us - c.start_us) / (c.end_us - c.start_us);
-            post = model_start[static_cast<std::size_t>(in.phase)] +
-                   frac * duration[static_cast<std::size_t>(in.phase)];
+            post = std::max(model_start[static_cast<std::size_t>(in.phase)] +
+                                frac * duration[static_cast<std::size_t>(in.phase)],
+                            seen[static_cast<std::size_t>(r)]);
           }
           msg[i].post = post;
           model_start[i] = post;
           if (!msg[i].matched) ++out.unmatched;
+        } else if (in.kind == kSeen) {
+          const double done = completion(i);
+          if (done < 0) break;  // the partner has not posted yet: another rank first
+          seen[static_cast<std::size_t>(r)] = std::max(seen[static_cast<std::size_t>(r)], done);
         } else {
           const double done = completion(i);
           if (done < 0) break;  // the partner has not posted yet: another rank first

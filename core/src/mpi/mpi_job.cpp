@@ -68,8 +68,11 @@ void Job::announce_failure() {
   int size = 0, me = 0;
   MPI_Comm_size(control_, &size);
   MPI_Comm_rank(control_, &me);
-  static int payload;  // must outlive the sends; every notice carries this rank
-  payload = world_rank_;
+  // Every notice names the rank that failed first: a rank whose own failure
+  // is an AbortedError (it was cancelled because of rank X) passes X on, so a
+  // rank that hears from it before it hears from X still blames X.
+  static int payload;  // must outlive the sends
+  payload = aborted_by_ >= 0 ? aborted_by_ : world_rank_;
   for (int r = 0; r < size; ++r) {
     if (r == me) continue;
     MPI_Request req;

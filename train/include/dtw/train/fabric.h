@@ -14,8 +14,11 @@
 /// ranks), inter-node otherwise; a recv_reduce adds 3n bytes of memory traffic
 /// for the reduction. Sends and receives pair in posting order per (source,
 /// destination, tag). A call posted inside a compute phase is posted at the
-/// same fraction of the modeled phase; a non-blocking call that completed
-/// inside a compute phase is waited for at the end of that phase. Not
+/// same fraction of the modeled phase, but never before the modeled
+/// completion of a call of its rank that the host had seen complete when it
+/// posted (a ring's next round follows the last round's arrival); a
+/// non-blocking call that completed inside a compute phase is waited for at
+/// the end of that phase. Not
 /// modeled: link contention, the runtime's internal messages (barriers,
 /// reference collectives) and work outside compute phases.
 
@@ -53,7 +56,8 @@ struct Cluster {
   }
 };
 
-/// The named GPU clusters: "pcie-8", "nvlink-8", "ib-2x8", "ib-4x8".
+/// The named GPU clusters: "pcie-8", "nvlink-8", "ib-2x8", "ib-4x8", and
+/// "ideal-8", nvlink-8's devices with free messages (a schedule by itself).
 const std::vector<Cluster>& gpu_clusters();
 /// This machine: measured compute, one link fitted by chapter 00's ping-pong
 /// (α, β) for every pair of ranks, `memory_bw` for reductions.
