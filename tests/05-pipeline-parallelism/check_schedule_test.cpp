@@ -72,7 +72,7 @@ TEST(CheckScheduleTest, ListsThatAreWrongOnTheirOwnAreClearErrors) {
   EXPECT_NE(error(f).find("repeats action"), std::string::npos);
 }
 
-DTW_TEST_STEPS(UncheckedScheduleTest, "05.1");
+DTW_TEST_STEPS(UncheckedScheduleTest, "05.1", "05.3");
 TEST(UncheckedScheduleTest, UncheckedTheDeadlockDetectorNamesStageMicroBatchAndDirection) {
   // The same crossed list, run with check=0: the detector reports the cycle
   // and the executor spells out the tags of the messages each rank waits for.

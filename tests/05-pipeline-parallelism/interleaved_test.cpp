@@ -57,7 +57,7 @@ TEST(InterleavedPipelineTest, MatchesTheReferenceWithTwoChunksPerRank) {
   testing::expect_matches(ScheduleKind::kInterleaved, "gpt-tiny", 2, 4, {"virtual_stages=4"}, 4);
 }
 
-TEST(InterleavedTest, TwoChunksPerRankDivideTheBubbleByTwo) {
+TEST(InterleavedPipelineTest, TwoChunksPerRankDivideTheBubbleByTwo) {
   // (p−1)/(v·m + p − 1) for m ≥ p; for m < p a group of m micro-batches
   // leaves every rank idle p − m chunk-times per lap: (v(p−m) + m − 1)/(v·p + m − 1).
   const int v = 2;

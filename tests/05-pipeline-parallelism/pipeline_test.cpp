@@ -145,7 +145,7 @@ double formula(ScheduleKind kind, double p, double m) {
   return kind == ScheduleKind::kNaive ? (p - 1) / p : (p - 1) / (m + p - 1);
 }
 
-DTW_TEST_STEPS(PipelineBubbleTest, "05.2");
+DTW_TEST_STEPS(PipelineBubbleTest, "05.1", "05.2", "05.3", "05.6");
 TEST(PipelineBubbleTest, OnEqualStagesTheBubbleIsTheFormula) {
   // From real runs replayed with free messages: the executor adds no wait
   // the schedule does not have.
