@@ -17,6 +17,7 @@
 #include "dtw/dtw.h"
 #if DTW_BENCH_HAVE_CH01
 #include "collectives.h"
+#include "nonblocking.h"
 #endif
 
 namespace {
@@ -70,6 +71,59 @@ const int kRegistered = [] {
         ->Arg(64 << 20)
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
+  }
+  return 0;
+}();
+// Two allreduces of `bytes` each (two gradient buckets), one after the other
+// (blocking ring) or both in flight at once (iallreduce, waited for in order):
+// BM_TwoAllreduces/sequential/<bytes> against BM_TwoAllreduces/concurrent/<bytes>.
+// On the threads backend a rank advances both rings itself, so concurrency can
+// only overlap one ring's waiting with the other's copying.
+void BM_TwoAllreduces(benchmark::State& state, bool concurrent) {
+  const int p = bench_ranks();
+  const auto bytes = static_cast<std::int64_t>(state.range(0));
+  const auto count = static_cast<std::size_t>(bytes / static_cast<std::int64_t>(sizeof(float)));
+  const auto both = [&](dtw::Comm& comm, std::vector<float>& a, std::vector<float>& b) {
+    using dtw::ch01::iallreduce;
+    if (concurrent) {
+      dtw::ch01::PendingCollective first = iallreduce(comm, std::span<float>(a), dtw::ReduceOp::kSum);
+      dtw::ch01::PendingCollective second = iallreduce(comm, std::span<float>(b), dtw::ReduceOp::kSum);
+      first.wait();
+      second.wait();
+    } else {
+      dtw::ch01::allreduce(comm, std::span<float>(a), dtw::ReduceOp::kSum);
+      dtw::ch01::allreduce(comm, std::span<float>(b), dtw::ReduceOp::kSum);
+    }
+  };
+  dtw::launch(p, [&](dtw::Comm& comm) {
+    std::vector<float> a(count, 0.0f), b(count, 0.0f);
+    for (int w = 0; w < 2; ++w) both(comm, a, b);
+    comm.barrier();
+    if (comm.rank() == 0) {
+      for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        both(comm, a, b);
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    } else {
+      for (benchmark::IterationCount i = 0; i < state.max_iterations; ++i) both(comm, a, b);
+    }
+  });
+  const double moved = 2.0 * static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9;
+  state.counters["algbw"] = benchmark::Counter(moved, benchmark::Counter::kIsRate);
+  state.counters["busbw"] = benchmark::Counter(moved * 2.0 * (p - 1) / p, benchmark::Counter::kIsRate);
+  state.counters["ranks"] = p;
+}
+
+const int kRegisteredTwo = [] {
+  for (const bool concurrent : {false, true}) {
+    const std::string name =
+        std::string("BM_TwoAllreduces/") + (concurrent ? "concurrent" : "sequential");
+    benchmark::RegisterBenchmark(name.c_str(), BM_TwoAllreduces, concurrent)
+        ->ArgName("bytes")
+        ->Arg(16 << 20)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   }
   return 0;
 }();

@@ -1,6 +1,7 @@
 #pragma once
-// Calls f(T{}) with the C++ type of a reducible DataType.
+// Calls f(T{}) with the C++ type of a reducible DataType (through dtw::visit).
 #include <cstdint>
+#include <type_traits>
 
 #include "dtw/errors.h"
 #include "dtw/types.h"
@@ -9,14 +10,11 @@ namespace dtw::bench {
 
 template <class F>
 void with_type(DataType type, F&& f) {
-  switch (type) {
-    case DataType::kFloat32: return f(float{});
-    case DataType::kFloat64: return f(double{});
-    case DataType::kInt32: return f(std::int32_t{});
-    case DataType::kInt64: return f(std::int64_t{});
-    case DataType::kByte: break;
-  }
-  DTW_CHECK_ARG(false, "collectives bench: raw bytes cannot be reduced");
+  DTW_CHECK_ARG(type != DataType::kByte, "collectives bench: raw bytes cannot be reduced");
+  visit(type, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (!std::is_same_v<T, std::byte>) f(T{});
+  });
 }
 
 }  // namespace dtw::bench

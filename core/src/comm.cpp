@@ -10,8 +10,10 @@
 #include <numeric>
 #include <string>
 
+#include "dtw/array.h"
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
+#include "who.h"
 
 namespace dtw {
 namespace {
@@ -27,6 +29,8 @@ bool collective_check_default() {
 }
 }  // namespace
 
+using detail::who;
+
 Comm::Comm(int rank, std::vector<int> members, std::shared_ptr<Traffic> traffic,
            std::shared_ptr<Tracer> tracer, Exec exec)
     : rank_(rank),
@@ -37,15 +41,6 @@ Comm::Comm(int rank, std::vector<int> members, std::shared_ptr<Traffic> traffic,
       exec_(std::move(exec)),
       verify_collectives_(collective_check_default()) {}
 
-namespace {
-// "rank 2", or "rank 1 (world rank 3)" inside a split group, so a message
-// names the rank the caller's code uses and the one the launch report uses.
-std::string who(int rank, int world_rank) {
-  std::string s = "rank " + std::to_string(rank);
-  if (rank != world_rank) s += " (world rank " + std::to_string(world_rank) + ")";
-  return s;
-}
-}  // namespace
 
 void Comm::check_peer(int peer, const char* op) const {
   DTW_CHECK_ARG(peer >= 0 && peer < size_, who(rank_, world_rank()) << ": " << op << " with peer " << peer
@@ -121,90 +116,6 @@ void Comm::finish(detail::RequestState& state) {
     tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us, state.is_send);
 }
 
-void Comm::check_request(const Request& request, std::size_t index, const char* call) const {
-  DTW_CHECK_ARG(!request.moved_from(),
-                who(rank_, world_rank()) << ": " << call << " on request " << index
-                                         << ", which was moved from: its operation belongs to the "
-                                            "Request it was moved into");
-  const detail::RequestState* s = request.state();
-  DTW_CHECK_ARG(!s || !s->comm || s->comm == this,
-                who(rank_, world_rank())
-                    << ": " << call << " on request " << index << " (" << (s ? s->op : "") << " "
-                    << (s && s->is_send ? "to" : "from") << " rank " << (s ? s->peer : -1)
-                    << ", tag " << (s ? s->tag : 0)
-                    << "), which another communicator started: complete a request on the "
-                       "communicator that started it");
-}
-
-void Comm::complete_one(detail::RequestState& state) {
-  state.completed = true;
-  finish(state);
-}
-
-void Comm::wait(Request& request) {
-  check_request(request, 0, "wait");
-  complete_requests(std::span<Request>(&request, 1), "wait");
-}
-
-void Comm::wait_all(std::span<Request> requests) {
-  for (std::size_t i = 0; i < requests.size(); ++i) check_request(requests[i], i, "wait_all");
-  complete_requests(requests, "wait_all");
-}
-
-bool Comm::test(Request& request) {
-  check_request(request, 0, "test");
-  if (!request.pending()) return true;
-  if (!poll(request.state(), "test")) return false;
-  complete_one(*request.state());
-  return true;
-}
-
-std::size_t Comm::wait_any(std::span<Request> requests) {
-  std::vector<detail::RequestState*> pending;
-  std::vector<std::size_t> index;
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    check_request(requests[i], i, "wait_any");
-    if (!requests[i].pending()) continue;
-    pending.push_back(requests[i].state());
-    index.push_back(i);
-  }
-  if (pending.empty()) return requests.size();
-  const std::size_t k = complete_any(pending, "wait_any");
-  complete_one(*pending[k]);
-  return index[k];
-}
-
-std::vector<std::size_t> Comm::wait_some(std::span<Request> requests) {
-  std::vector<detail::RequestState*> pending;
-  std::vector<std::size_t> index;
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    check_request(requests[i], i, "wait_some");
-    if (!requests[i].pending()) continue;
-    pending.push_back(requests[i].state());
-    index.push_back(i);
-  }
-  if (pending.empty()) return {};
-  complete_any(pending, "wait_some");
-  // One has completed; take every other that has too.
-  std::vector<std::size_t> done;
-  for (std::size_t k = 0; k < pending.size(); ++k) {
-    if (!poll(pending[k], "wait_some")) continue;
-    complete_one(*pending[k]);
-    done.push_back(index[k]);
-  }
-  return done;
-}
-
-void Comm::complete_requests(std::span<Request> requests, const char* call) {
-  std::vector<detail::RequestState*> pending;
-  for (Request& r : requests)
-    if (r.pending()) pending.push_back(r.state());
-  if (pending.empty()) return;
-  complete(pending, call);
-  for (detail::RequestState* s : pending) complete_one(*s);
-}
-
-// The blocking calls hold their operation in a Request too, so that an
 // exception out of complete() withdraws it before the caller's buffer goes away.
 void Comm::send_buffer(ConstBuffer data, int peer, int tag) {
   Request r = post_send(data, peer, tag, "send");
@@ -239,6 +150,39 @@ void Comm::recv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag) {
     tracer_->comm_event("recv_reduce", world_rank_of(src), inout.bytes(), tag, start);
 }
 
+Request Comm::irecv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag) {
+  check_peer(src, "irecv_reduce");
+  check_tag(tag, "irecv_reduce");
+  check_count(inout.count, "irecv_reduce");
+  DTW_CHECK_ARG(inout.type != DataType::kByte, who(rank_, world_rank())
+                                                   << ": irecv_reduce from rank " << src
+                                                   << ": cannot reduce raw bytes");
+  auto state = start_recv_reduce(inout, src, op, tag, "irecv_reduce");
+  state->comm = this;
+  state->op = "irecv_reduce";
+  state->elem_bytes = static_cast<std::int64_t>(size_of(inout.type));
+  state->peer = src;
+  state->tag = tag;
+  state->start_us = tracer_->enabled() ? tracer_->now_us() : 0;
+  return Request(std::move(state));
+}
+
+std::shared_ptr<detail::RequestState> Comm::start_recv_reduce(Buffer inout, int src, ReduceOp op,
+                                                              int tag, const char* op_name) {
+  // Scratch where the rank's memory is (device memory on nccl), counted as a
+  // communication buffer while the receive is in flight.
+  auto scratch = std::make_shared<Array<std::byte>>(exec(), inout.bytes(), MemoryCategory::kCommBuffers);
+  auto state = start_recv(Buffer{scratch->data(), inout.count, inout.type}, src, tag, op_name);
+  state->on_complete = [this, inout, op, src, tag, scratch](detail::RequestState& s) {
+    DTW_CHECK_ARG(s.received_count == inout.count,
+                  who(rank_, world_rank()) << ": irecv_reduce from rank " << src << " tag " << tag
+                                           << ": got " << s.received_count
+                                           << " elements, expected exactly " << inout.count);
+    if (inout.count > 0) do_reduce_local(inout, ConstBuffer{scratch->data(), inout.count, inout.type}, op);
+  };
+  return state;
+}
+
 void Comm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
   // Two passes over memory: receive into scratch, then combine.
   std::vector<std::byte> scratch(static_cast<std::size_t>(inout.bytes()));
@@ -252,49 +196,6 @@ void Comm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
                 "rank " << rank_ << ": recv_reduce from rank " << src << " tag " << tag << ": got "
                         << state->received_count << " elements, expected " << inout.count);
   kernels::reduce_into(inout, tmp, op);
-}
-
-void Comm::copy_local(Buffer dst, ConstBuffer src) {
-  DTW_CHECK_ARG(dst.type == src.type, who(rank_, world_rank()) << ": copy_local: dst holds "
-                                          << name_of(dst.type) << " but src holds " << name_of(src.type));
-  DTW_CHECK_ARG(dst.count == src.count, who(rank_, world_rank()) << ": copy_local: dst has " << dst.count
-                                            << " elements but src has " << src.count);
-  check_count(dst.count, "copy_local");
-  if (dst.count == 0 || dst.data == src.data) return;
-  do_copy_local(dst, src);
-}
-
-void Comm::do_copy_local(Buffer dst, ConstBuffer src) {
-  std::memmove(dst.data, src.data, static_cast<std::size_t>(src.bytes()));
-}
-
-void Comm::divide_local(Buffer data, int divisor) {
-  DTW_CHECK_ARG(divisor > 0, who(rank_, world_rank()) << ": divide_local by " << divisor
-                                 << ": the divisor must be positive");
-  DTW_CHECK_ARG(data.type != DataType::kByte,
-                who(rank_, world_rank()) << ": divide_local: cannot divide raw bytes");
-  check_count(data.count, "divide_local");
-  if (data.count == 0 || divisor == 1) return;
-  do_divide_local(data, divisor);
-}
-
-namespace {
-template <class T>
-void divide_each(void* data, std::int64_t count, int divisor) {
-  T* x = static_cast<T*>(data);
-  const T d = static_cast<T>(divisor);
-  for (std::int64_t i = 0; i < count; ++i) x[i] = static_cast<T>(x[i] / d);
-}
-}  // namespace
-
-void Comm::do_divide_local(Buffer data, int divisor) {
-  switch (data.type) {
-    case DataType::kInt32: return divide_each<std::int32_t>(data.data, data.count, divisor);
-    case DataType::kInt64: return divide_each<std::int64_t>(data.data, data.count, divisor);
-    case DataType::kFloat32: return divide_each<float>(data.data, data.count, divisor);
-    case DataType::kFloat64: return divide_each<double>(data.data, data.count, divisor);
-    case DataType::kByte: break;
-  }
 }
 
 // The runtime's own exchanges are named after what they serve, so a deadlock

@@ -29,22 +29,8 @@ void copy_elements(void* dst, const void* src, std::int64_t count, DataType type
   if (count > 0) std::memcpy(dst, src, static_cast<std::size_t>(count) * size_of(type));
 }
 
-template <class T>
-void divide(void* data, std::int64_t count, int p) {
-  T* d = static_cast<T*>(data);
-  for (std::int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(d[i] / static_cast<T>(p));
-}
-
 // kAvg is a sum divided by the group size afterwards (integer division for integers).
-void divide_by(Buffer data, int p) {
-  switch (data.type) {
-    case DataType::kInt32: divide<std::int32_t>(data.data, data.count, p); break;
-    case DataType::kInt64: divide<std::int64_t>(data.data, data.count, p); break;
-    case DataType::kFloat32: divide<float>(data.data, data.count, p); break;
-    case DataType::kFloat64: divide<double>(data.data, data.count, p); break;
-    case DataType::kByte: break;
-  }
-}
+void divide_by(Buffer data, int p) { kernels::divide(data, p); }
 
 void check_arrived(int rank, const char* what, int src, std::int64_t got, std::int64_t expected) {
   DTW_CHECK_ARG(got == expected, "rank " << rank << ": reference " << what << ": rank " << src

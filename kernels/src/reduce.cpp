@@ -66,22 +66,12 @@ void reduce_into(Buffer dst, ConstBuffer src, ReduceOp op) {
   DTW_CHECK_ARG(dst.count == src.count, "reduce_into: destination has "
                                             << dst.count << " elements but source has "
                                             << src.count);
-  switch (dst.type) {
-    case DataType::kInt32:
-      return reduce_into(static_cast<std::int32_t*>(dst.data),
-                         static_cast<const std::int32_t*>(src.data), dst.count, op);
-    case DataType::kInt64:
-      return reduce_into(static_cast<std::int64_t*>(dst.data),
-                         static_cast<const std::int64_t*>(src.data), dst.count, op);
-    case DataType::kFloat32:
-      return reduce_into(static_cast<float*>(dst.data), static_cast<const float*>(src.data),
-                         dst.count, op);
-    case DataType::kFloat64:
-      return reduce_into(static_cast<double*>(dst.data), static_cast<const double*>(src.data),
-                         dst.count, op);
-    case DataType::kByte: break;
-  }
-  DTW_CHECK_ARG(false, "reduce_into: raw bytes cannot be reduced");
+  DTW_CHECK_ARG(dst.type != DataType::kByte, "reduce_into: raw bytes cannot be reduced");
+  visit(dst.type, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (!std::is_same_v<T, std::byte>)
+      reduce_into(static_cast<T*>(dst.data), static_cast<const T*>(src.data), dst.count, op);
+  });
 }
 
 #define DTW_INSTANTIATE(T)                                            \

@@ -19,15 +19,25 @@ using ::testing::HasSubstr;
 using testing::launch_bounded;
 
 TEST(CompletionTest, ServerServesSevenWorkersInTheOrderTheySend) {
-  // Worker order[i] sends i * 60 ms after the start; the server must serve
-  // whichever request completes first, so it serves them in exactly this order.
+  // Workers send in the scripted order below, not in rank order: worker
+  // order[i] sends only after order[i-1] has been served (the server
+  // acknowledges each job, and the served worker passes a token on). So at
+  // any moment exactly one of the server's seven receives can complete, and
+  // wait_any must return that one; one that waited for its requests in index
+  // order would wait for worker 1 while worker 4 waits for its acknowledgment
+  // (a deadlock, reported). No sleeps: the order does not depend on how a
+  // loaded machine schedules threads (60 ms apart was not enough).
   const std::vector<int> order = {4, 1, 6, 2, 7, 3, 5};
   launch_bounded(8, [&](Comm& comm) {
+    std::vector<std::int32_t> token(1);
     if (comm.rank() != 0) {
       const auto position = std::find(order.begin(), order.end(), comm.rank()) - order.begin();
-      std::this_thread::sleep_for(std::chrono::milliseconds(60) * position);
+      if (position > 0) comm.recv(token, order[position - 1], 4);
       const std::vector<std::int64_t> job{comm.rank(), 100 * comm.rank()};
       comm.send(job, 0, 3);
+      comm.recv(token, 0, 7);  // served
+      if (position + 1 < static_cast<std::ptrdiff_t>(order.size()))
+        comm.send(token, order[position + 1], 4);
       return;
     }
     std::vector<std::vector<std::int64_t>> jobs(7, std::vector<std::int64_t>(2));
@@ -40,6 +50,7 @@ TEST(CompletionTest, ServerServesSevenWorkersInTheOrderTheySend) {
       EXPECT_FALSE(pending[i].pending());
       EXPECT_EQ(jobs[i], (std::vector<std::int64_t>{static_cast<std::int64_t>(i) + 1, 100 * (static_cast<std::int64_t>(i) + 1)}));
       served.push_back(static_cast<int>(i) + 1);
+      comm.send(token, static_cast<int>(i) + 1, 7);
     }
     EXPECT_EQ(served, order);
     EXPECT_EQ(comm.wait_any(pending), pending.size());  // nothing left pending
@@ -241,6 +252,38 @@ TEST(CompletionTest, TestOnAMovedFromRequestIsInvalidArgument) {
     comm.recv(in, peer, 1);
     comm.wait(r);
   });
+}
+
+TEST(CompletionTest, IrecvReduceCombinesTheMessageByCompletion) {
+  // Small and past the eager limit; the threads backend fuses the reduction,
+  // the others reduce from scratch when the request completes.
+  for (const std::size_t n : {std::size_t{5}, std::size_t{1} << 17}) {
+    launch_bounded(3, [n](Comm& comm) {
+      const int r = comm.rank(), right = (r + 1) % 3, left = (r + 2) % 3;
+      std::vector<double> acc(n, 10.0 * r);
+      const std::vector<double> mine(n, r + 0.5);
+      Request in = comm.irecv_reduce(acc, left, ReduceOp::kSum, 2);
+      Request out = comm.isend(mine, right, 2);
+      std::vector<Request> both;
+      both.push_back(std::move(in));
+      both.push_back(std::move(out));
+      comm.wait_all(both);
+      EXPECT_EQ(acc, std::vector<double>(n, 10.0 * r + left + 0.5));
+      EXPECT_EQ(comm.traffic().messages_received[static_cast<std::size_t>(left)], 1);
+      // A message of another size is refused, naming both sizes.
+      std::vector<double> small(n - 1, 1.0);
+      Request bad = comm.irecv_reduce(acc, left, ReduceOp::kMax, 3);
+      Request sent = comm.isend(small, right, 3);
+      EXPECT_THROW(comm.wait(bad), InvalidArgument);
+      // On threads the match itself fails, so the sender learns of it too; on
+      // MPI the send completes and only the receiver finds the size wrong.
+      if (std::string(comm.backend()) == "threads") {
+        EXPECT_THROW(comm.wait(sent), InvalidArgument);
+      } else {
+        comm.wait(sent);
+      }
+    });
+  }
 }
 
 }  // namespace

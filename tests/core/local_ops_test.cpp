@@ -68,5 +68,19 @@ TEST(LocalOpsTest, DivideLocalRejectsBadDivisorAndBytes) {
   });
 }
 
+TEST(LocalOpsTest, ReduceLocalMatchesTheKernelAndRejectsMismatches) {
+  launch_bounded(2, [](Comm& comm) {
+    std::vector<std::int64_t> acc{1, -2, 3, 4}, in{5, 6, -7, 8};
+    comm.reduce_local(acc, in, ReduceOp::kMax);
+    EXPECT_EQ(acc, (std::vector<std::int64_t>{5, 6, 3, 8}));
+    comm.reduce_local(acc, in, ReduceOp::kSum);
+    EXPECT_EQ(acc, (std::vector<std::int64_t>{10, 12, -4, 16}));
+    std::vector<std::int64_t> three(3);
+    EXPECT_THROW(comm.reduce_local(acc, three, ReduceOp::kSum), InvalidArgument);
+    std::vector<std::byte> bytes(4);
+    EXPECT_THROW(comm.reduce_local(bytes, bytes, ReduceOp::kSum), InvalidArgument);
+  });
+}
+
 }  // namespace
 }  // namespace dtw

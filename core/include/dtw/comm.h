@@ -9,6 +9,7 @@
 /// be buffered fails on every run, not on some.
 
 #include <concepts>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <ranges>
@@ -50,6 +51,9 @@ struct RequestState {
   bool is_send = false;
   double start_us = 0;
   const Comm* comm = nullptr;  ///< the communicator that started it (completes it)
+  /// Local work to do once the operation completed, before the caller sees it
+  /// complete (irecv_reduce's reduction, on backends that receive into scratch).
+  std::function<void(RequestState&)> on_complete;
 };
 
 /// A contiguous range of dtw element types (vector, span, array, ...).
@@ -212,6 +216,19 @@ class Comm {
     recv_reduce_buffer(detail::mutable_view(inout), src, op, tag);
   }
 
+  /// Starts a receive from `src` that combines the message into `inout`
+  /// (`inout[i] = op(inout[i], message[i])`, exactly inout.size() elements) by
+  /// the time the request completes: the non-blocking recv_reduce. `inout`
+  /// must stay untouched until then. The threads backend fuses the reduction
+  /// into the copy; the others receive into scratch and reduce on completion.
+  template <detail::ElementRange R>
+  [[nodiscard]] Request irecv_reduce(R&& inout, int src, ReduceOp op, int tag = 0) {
+    static_assert(std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>,
+                  "irecv_reduce into a temporary container: keep the buffer in a variable until wait");
+    check_place(inout, "irecv_reduce");
+    return irecv_reduce_buffer(detail::mutable_view(inout), src, op, tag);
+  }
+
   // ---- untyped point-to-point (raw Buffer views; same semantics) ------------
 
   /// `send` on an untyped view.
@@ -226,6 +243,8 @@ class Comm {
   std::int64_t sendrecv_buffer(ConstBuffer out, int dst, Buffer in, int src, int tag);
   /// `recv_reduce` on an untyped view.
   void recv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag);
+  /// `irecv_reduce` on an untyped view.
+  [[nodiscard]] Request irecv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag);
 
   // ---- local operations on this rank's memory ---------------------------------
   // Touching message data on the host (std::copy, a loop) works on the CPU
@@ -249,6 +268,14 @@ class Comm {
   /// truncating, for integer types): what ReduceOp::kAvg adds to a sum.
   /// `divisor` must be positive and `data` not raw bytes (InvalidArgument).
   void divide_local(Buffer data, int divisor);
+  /// `inout[i] = op(inout[i], in[i])` on this rank (kAvg reduces as kSum);
+  /// same type and count, not raw bytes (InvalidArgument otherwise).
+  void reduce_local(Buffer inout, ConstBuffer in, ReduceOp op);
+  /// `reduce_local` on typed ranges of the same element type and size.
+  template <detail::ElementRange D, detail::ElementRange S>
+  void reduce_local(D&& inout, const S& in, ReduceOp op) {
+    reduce_local(detail::mutable_view(inout), detail::const_view(in), op);
+  }
   /// `divide_local` on a typed range.
   template <detail::ElementRange R>
   void divide_local(R&& data, int divisor) {
@@ -386,6 +413,15 @@ class Comm {
                                                            const char* op_name) = 0;
   /// Receive + reduce. The default receives into a temporary and reduces.
   virtual void do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag);
+  /// Starts a receive that reduces into `inout` by completion. The default
+  /// receives into scratch on exec() and reduces with do_reduce_local from
+  /// the request's on_complete.
+  virtual std::shared_ptr<detail::RequestState> start_recv_reduce(Buffer inout, int src,
+                                                                  ReduceOp op, int tag,
+                                                                  const char* op_name);
+  /// `inout[i] = op(inout[i], in[i])` on host memory (the reduce kernel);
+  /// arguments arrive checked, count > 0. Device backends override.
+  virtual void do_reduce_local(Buffer inout, ConstBuffer in, ReduceOp op);
   /// Blocks until every request in `states` completed.
   virtual void complete(std::span<detail::RequestState* const> states, const char* op_name) = 0;
   /// Blocks until at least one request in `states` (none completed yet, at

@@ -9,6 +9,7 @@
 
 #include "dtw/chunks.h"
 #include "dtw/errors.h"
+#include "dtw/kernels/reduce.h"
 #include "mpi/mpi_comm.h"
 #include "mpi/watchdog.h"
 
@@ -37,22 +38,9 @@ MPI_Op mpi_op(ReduceOp op) {
   return MPI_SUM;
 }
 
-template <class T>
-void divide(void* data, std::int64_t count, int p) {
-  T* d = static_cast<T*>(data);
-  for (std::int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(d[i] / static_cast<T>(p));
-}
-
 // kAvg: the sum divided by the group size (integer division for integers).
 void finish_avg(ReduceOp op, Buffer data, int p) {
-  if (op != ReduceOp::kAvg) return;
-  switch (data.type) {
-    case DataType::kInt32: divide<std::int32_t>(data.data, data.count, p); break;
-    case DataType::kInt64: divide<std::int64_t>(data.data, data.count, p); break;
-    case DataType::kFloat32: divide<float>(data.data, data.count, p); break;
-    case DataType::kFloat64: divide<double>(data.data, data.count, p); break;
-    case DataType::kByte: break;
-  }
+  if (op == ReduceOp::kAvg) kernels::divide(data, p);
 }
 
 int as_int(int rank, const char* what, std::int64_t count) {

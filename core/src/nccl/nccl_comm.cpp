@@ -264,6 +264,22 @@ void NcclComm::do_divide_local(Buffer data, int divisor) {
   sync("divide_local");
 }
 
+// On the rank's stream when both are device memory. irecv_reduce into host
+// memory receives into device scratch (where NCCL can write), so that case
+// brings the scratch to the host first.
+void NcclComm::do_reduce_local(Buffer inout, ConstBuffer in, ReduceOp op) {
+  const bool out_on_device = on_device(inout.data), in_on_device = on_device(in.data);
+  if (!out_on_device && !in_on_device) return Comm::do_reduce_local(inout, in, op);
+  if (!out_on_device) {
+    std::vector<std::byte> host(static_cast<std::size_t>(in.bytes()));
+    DTW_CUDA_CHECK(cudaMemcpy(host.data(), in.data, host.size(), cudaMemcpyDeviceToHost));
+    return Comm::do_reduce_local(inout, ConstBuffer{host.data(), in.count, in.type}, op);
+  }
+  check_device_memory(in.data, in.bytes(), "reduce_local");
+  kernels::device_reduce_into(inout, in, op, ctx_->stream);
+  sync("reduce_local");
+}
+
 // ncclCommSplit is collective over the whole parent: members of a group call
 // it here with their color, ranks that passed kNoColor from skip_subgroup with
 // NCCL_SPLIT_NOCOLOR. Each member's key is the rank Comm::split gave it, so

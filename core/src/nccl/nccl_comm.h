@@ -88,6 +88,7 @@ class NcclComm final : public Comm {
   void do_barrier() override;
   void do_copy_local(Buffer dst, ConstBuffer src) override;
   void do_divide_local(Buffer data, int divisor) override;
+  void do_reduce_local(Buffer inout, ConstBuffer in, ReduceOp op) override;
 
  private:
   std::shared_ptr<NcclOp> make_op(bool send, const void* data, std::int64_t count, DataType type,

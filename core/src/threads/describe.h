@@ -2,6 +2,7 @@
 // One-line descriptions of pending operations, for error and deadlock reports.
 #include <string>
 
+#include "dtw/memory.h"  // format_bytes
 #include "threads/threads_world.h"
 
 namespace dtw::threads {
@@ -12,7 +13,5 @@ std::string describe_tag(const Op& op);
 std::string describe(const Op& op);
 // A message naming both sides of a send/receive pair that cannot be matched.
 std::string mismatch_message(const Op& send, const Op& recv, const char* what);
-// "12 B", "3.5 MiB"
-std::string format_bytes(std::int64_t bytes);
 
 }  // namespace dtw::threads

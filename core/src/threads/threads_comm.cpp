@@ -71,6 +71,21 @@ std::vector<Op*> ops_of(std::span<detail::RequestState* const> states) {
 }
 }  // namespace
 
+// Non-blocking, the same fused path: the reduction happens when the message is
+// copied, by whichever thread copies it (see World::match).
+std::shared_ptr<detail::RequestState> ThreadsComm::start_recv_reduce(Buffer inout, int src,
+                                                                     ReduceOp op, int tag,
+                                                                     const char* op_name) {
+  auto recv = make_op(src, tag, op_name);
+  recv->dst = inout.data;
+  recv->count = inout.count;
+  recv->type = inout.type;
+  recv->reduce = true;
+  recv->reduce_op = op;
+  world_->post(recv);
+  return recv;
+}
+
 void ThreadsComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {
   world_->complete(world_rank(), ops_of(states), op_name);
 }

@@ -19,6 +19,8 @@ class ThreadsComm final : public Comm {
   std::shared_ptr<detail::RequestState> start_recv(Buffer data, int peer, int tag,
                                                    const char* op_name) override;
   void do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) override;
+  std::shared_ptr<detail::RequestState> start_recv_reduce(Buffer inout, int src, ReduceOp op,
+                                                          int tag, const char* op_name) override;
   void complete(std::span<detail::RequestState* const> states, const char* op_name) override;
   std::size_t complete_any(std::span<detail::RequestState* const> states,
                            const char* op_name) override;

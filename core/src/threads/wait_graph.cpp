@@ -10,13 +10,6 @@
 
 namespace dtw::threads {
 
-std::string format_bytes(std::int64_t bytes) {
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  if (bytes < (1 << 20)) return fmt::format("{:.1f} KiB", bytes / 1024.0);
-  if (bytes < (std::int64_t{1} << 30)) return fmt::format("{:.1f} MiB", bytes / 1048576.0);
-  return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
-}
-
 std::string describe_tag(const Op& op) {
   if (op.channel) return fmt::format("collective operation {}", op.msg_tag);
   const std::string name = op.msg_tag >= 0 ? tag_name(op.msg_tag) : "";

@@ -2,6 +2,7 @@
 // and one write per element through a grid-stride loop; the division is the same
 // expression as the host loop in Comm::do_divide_local, so both round alike.
 #include <cstdint>
+#include <type_traits>
 
 #include "dtw/cuda_check.h"
 #include "dtw/kernels/cuda_reduce.h"
@@ -40,14 +41,11 @@ void device_divide(Buffer data, int divisor, void* stream) {
   if (data.count == 0 || divisor == 1) return;
   DTW_CHECK_ARG(data.data != nullptr, "device_divide: null pointer with count " << data.count);
   auto* st = static_cast<cudaStream_t>(stream);
-  switch (data.type) {
-    case DataType::kInt32: return launch<std::int32_t>(data.data, data.count, divisor, st);
-    case DataType::kInt64: return launch<std::int64_t>(data.data, data.count, divisor, st);
-    case DataType::kFloat32: return launch<float>(data.data, data.count, divisor, st);
-    case DataType::kFloat64: return launch<double>(data.data, data.count, divisor, st);
-    case DataType::kByte: break;
-  }
-  DTW_CHECK_ARG(false, "device_divide: raw bytes cannot be divided");
+  DTW_CHECK_ARG(data.type != DataType::kByte, "device_divide: raw bytes cannot be divided");
+  visit(data.type, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (!std::is_same_v<T, std::byte>) launch<T>(data.data, data.count, divisor, st);
+  });
 }
 
 }  // namespace dtw::kernels

@@ -3,6 +3,7 @@
 // 16-byte vector loads and stores where both pointers allow it, a grid-stride
 // loop sized to the GPU, and scalar loops for the misaligned head and the tail.
 #include <cstdint>
+#include <type_traits>
 #include <cstring>
 
 #include "dtw/cuda_check.h"
@@ -100,29 +101,19 @@ void device_reduce_into(T* dst, const T* src, std::int64_t count, ReduceOp op, v
 }
 
 void device_reduce_into(Buffer dst, ConstBuffer src, ReduceOp op, void* stream) {
-  // Type numbers, not names: dtw::name_of lives in dtw_core, which links after this library.
-  DTW_CHECK_ARG(dst.type == src.type, "device_reduce_into: destination has type #"
-                                          << static_cast<int>(dst.type) << " but source type #"
-                                          << static_cast<int>(src.type));
+  DTW_CHECK_ARG(dst.type == src.type, "device_reduce_into: destination holds "
+                                          << name_of(dst.type) << " but source holds "
+                                          << name_of(src.type));
   DTW_CHECK_ARG(dst.count == src.count, "device_reduce_into: destination has "
                                             << dst.count << " elements but source has "
                                             << src.count);
-  switch (dst.type) {
-    case DataType::kInt32:
-      return device_reduce_into(static_cast<std::int32_t*>(dst.data),
-                                static_cast<const std::int32_t*>(src.data), dst.count, op, stream);
-    case DataType::kInt64:
-      return device_reduce_into(static_cast<std::int64_t*>(dst.data),
-                                static_cast<const std::int64_t*>(src.data), dst.count, op, stream);
-    case DataType::kFloat32:
-      return device_reduce_into(static_cast<float*>(dst.data), static_cast<const float*>(src.data),
-                                dst.count, op, stream);
-    case DataType::kFloat64:
-      return device_reduce_into(static_cast<double*>(dst.data),
-                                static_cast<const double*>(src.data), dst.count, op, stream);
-    case DataType::kByte: break;
-  }
-  DTW_CHECK_ARG(false, "device_reduce_into: raw bytes cannot be reduced");
+  DTW_CHECK_ARG(dst.type != DataType::kByte, "device_reduce_into: raw bytes cannot be reduced");
+  visit(dst.type, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (!std::is_same_v<T, std::byte>)
+      device_reduce_into(static_cast<T*>(dst.data), static_cast<const T*>(src.data), dst.count, op,
+                         stream);
+  });
 }
 
 template void device_reduce_into<std::int32_t>(std::int32_t*, const std::int32_t*, std::int64_t,

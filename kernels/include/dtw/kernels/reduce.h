@@ -18,6 +18,12 @@ void reduce_into(T* dst, const T* src, std::int64_t count, ReduceOp op);
 /// type and count (InvalidArgument otherwise) and not be raw bytes.
 void reduce_into(Buffer dst, ConstBuffer src, ReduceOp op);
 
+/// `data[i] = data[i] / divisor` in place on the host (truncating integer
+/// division for integer types): what ReduceOp::kAvg adds to a sum. The host
+/// twin of device_divide (cuda_reduce.h). `divisor` must be positive and
+/// `data` not raw bytes (InvalidArgument otherwise).
+void divide(Buffer data, int divisor);
+
 /// Plain sequential loop computing exactly what reduce_into computes: the
 /// reference the kernels are tested against.
 template <class T>

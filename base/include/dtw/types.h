@@ -28,6 +28,29 @@ constexpr std::size_t size_of(DataType type) {
 /// Short name of `type` as printed in messages and tables ("float32", "int64", ...).
 std::string_view name_of(DataType type);
 
+/// Calls `f(std::type_identity<T>{})` with the C++ type T of `type`
+/// (std::byte, std::int32_t, std::int64_t, float, double) and returns what it
+/// returns: the one place a DataType becomes a type. For example
+///
+///     visit(buf.type, [&](auto t) {
+///       using T = typename decltype(t)::type;
+///       std::fill_n(static_cast<T*>(buf.data), buf.count, T{});
+///     });
+///
+/// Every branch must return the same type. Code that cannot take raw bytes
+/// checks for kByte first and skips it with `if constexpr`.
+template <class F>
+decltype(auto) visit(DataType type, F&& f) {
+  switch (type) {
+    case DataType::kInt32: return f(std::type_identity<std::int32_t>{});
+    case DataType::kInt64: return f(std::type_identity<std::int64_t>{});
+    case DataType::kFloat32: return f(std::type_identity<float>{});
+    case DataType::kFloat64: return f(std::type_identity<double>{});
+    case DataType::kByte: break;
+  }
+  return f(std::type_identity<std::byte>{});
+}
+
 /// The element-wise reductions. `kAvg` is a sum divided by the group size
 /// afterwards; local kernels see it as `kSum` and the caller divides.
 enum class ReduceOp : std::uint8_t { kSum, kProd, kMin, kMax, kAvg };

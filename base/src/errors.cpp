@@ -11,7 +11,7 @@ Error::Error(std::string message, const char* file, int line) : message_(std::mo
     std::string path(file);
     static const std::string project_root = [] {
       const std::string self(__FILE__);
-      const auto pos = self.rfind("core/src/errors.cpp");
+      const auto pos = self.rfind("base/src/errors.cpp");
       return pos == std::string::npos ? std::string() : self.substr(0, pos);
     }();
     if (!project_root.empty() && path.rfind(project_root, 0) == 0) {
@@ -21,7 +21,7 @@ Error::Error(std::string message, const char* file, int line) : message_(std::mo
     }
     // Otherwise cut at the outermost project folder ("tests/core/x", not "core/x").
     auto cut = std::string::npos;
-    for (const char* root : {"/core/", "/kernels/", "/solutions/", "/labs/", "/tests/", "/tools/",
+    for (const char* root : {"/base/", "/core/", "/kernels/", "/model/", "/train/", "/solutions/", "/labs/", "/tests/", "/tools/",
                              "/bench/", "/chapters/"}) {
       const auto pos = path.rfind(root);
       if (pos != std::string::npos && (cut == std::string::npos || pos < cut)) cut = pos;

@@ -1,7 +1,6 @@
-#include "dtw/traffic.h"
+// Names of the element types and reductions, as messages and tables print them.
 #include "dtw/types.h"
 
-#include <numeric>
 
 namespace dtw {
 
@@ -25,10 +24,6 @@ std::string_view name_of(ReduceOp op) {
     case ReduceOp::kAvg: return "avg";
   }
   return "?";
-}
-
-std::int64_t Traffic::total_bytes_sent() const {
-  return std::accumulate(bytes_sent.begin(), bytes_sent.end(), std::int64_t{0});
 }
 
 }  // namespace dtw
