@@ -65,8 +65,8 @@ class RingGather {
 
 template <class T>
 struct GatheredParams<T>::Unit {
-  Array<T> copy;                        // the whole unit; empty when not gathered
-  int holders = 0;                      // params() calls not released yet
+  Array<T> copy;                          // the whole unit; empty when not gathered
+  int holders = 0;                        // params() calls not released yet
   std::unique_ptr<RingGather<T>> gather;  // a prefetch still to be taken (step 04.4)
 };
 

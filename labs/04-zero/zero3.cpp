@@ -52,7 +52,8 @@ void GatheredParams<T>::begin_pass() {
   // Prefetch never looks past the end of a pass, so the last pass took all it started.
   for (const auto& unit : units_)
     DTW_CHECK(unit->gather == nullptr, ::dtw::Error,
-              "rank " << comm_.rank() << ": ZeRO-3: a prefetched gather was never taken in the last pass");
+              "rank " << comm_.rank()
+                      << ": ZeRO-3: a prefetched gather was never taken in the last pass");
 }
 
 template <class T>
@@ -65,18 +66,20 @@ const T* GatheredParams<T>::params(int u) {
   // Prefetch trusts the recorded order; a pass that departs from it would
   // leave gathers started for units it never takes (FSDP's forward prefetch
   // has the same condition: a static graph).
-  DTW_CHECK_ARG(depth_ == 0 || !recorded_ ||
-                    (position < static_cast<int>(order_.size()) &&
-                     order_[static_cast<std::size_t>(position)] == u),
-                "rank " << comm_.rank() << ": ZeRO-3 prefetch: call " << position
-                        << " of this pass asks for unit "
-                        << sharding_.units()[static_cast<std::size_t>(u)].name
-                        << ", but the first pass asked for "
-                        << (position < static_cast<int>(order_.size())
-                                ? sharding_.units()[static_cast<std::size_t>(order_[static_cast<std::size_t>(position)])].name
-                                : std::string("nothing more"))
-                        << " there; prefetch needs the same order in every pass");
-  if (depth_ > 0) progress();  // let the gathers in flight move
+  if (depth_ > 0 && recorded_) {
+    const auto name = [&](int v) { return sharding_.units()[static_cast<std::size_t>(v)].name; };
+    const bool in_order = position < static_cast<int>(order_.size()) &&
+                          order_[static_cast<std::size_t>(position)] == u;
+    DTW_CHECK_ARG(in_order, "rank " << comm_.rank() << ": ZeRO-3 prefetch: call " << position
+                                    << " of this pass asks for unit " << name(u)
+                                    << ", but the first pass asked for "
+                                    << (position < static_cast<int>(order_.size())
+                                            ? name(order_[static_cast<std::size_t>(position)])
+                                            : std::string("nothing more"))
+                                    << " there; prefetch needs the same order in every pass");
+  }
+  // Let the gathers in flight move: on the threads backend only polls do.
+  if (depth_ > 0) progress();
   if (unit.holders == 0) take(u);  // a prefetched copy, or gather it now
   ++unit.holders;
   if (depth_ > 0 && recorded_) prefetch_after(position);

@@ -40,7 +40,8 @@ void GatheredParams<T>::take(int u) {
     DTW_TODO("04.4: Unit u was gathered ahead: wait for its gather to finish, then drop the handle (its copy is the unit, whole).");
     return;
   }
-  gather_now(u);  // not prefetched (the first pass, depth 0, or a unit still held when its turn was seen)
+  // Not prefetched: the first pass, depth 0, or a unit held when its turn was seen.
+  gather_now(u);
 }
 
 template <class T>

@@ -45,7 +45,8 @@ void GatheredParams<T>::take(int u) {
     // @end
     return;
   }
-  gather_now(u);  // not prefetched (the first pass, depth 0, or a unit still held when its turn was seen)
+  // Not prefetched: the first pass, depth 0, or a unit held when its turn was seen.
+  gather_now(u);
 }
 
 template <class T>

@@ -27,7 +27,8 @@ TEST(Zero3PrefetchTest, MatchesTheReferenceOnOneToFiveRanks) {
       const train::RunSpec spec = tiny(model);
       const int depth = p % 2 == 0 ? 2 : 1;
       const train::RunOutcome out = run_prefetch(spec, p, {"prefetch=" + std::to_string(depth)});
-      EXPECT_TRUE(out.matches) << testing::where(spec, p) << ", depth " << depth << ": " << out.mismatch;
+      EXPECT_TRUE(out.matches) << testing::where(spec, p) << ", depth " << depth << ": "
+                               << out.mismatch;
       EXPECT_EQ(out.losses.size(), 3u) << testing::where(spec, p);
       EXPECT_EQ(out.compared, testing::units_of(spec).back().end) << testing::where(spec, p);
     }
@@ -56,7 +57,8 @@ TEST(Zero3PrefetchTest, SendsExactlyWhatZero3Sends) {
         EXPECT_EQ(ahead.report.bytes[static_cast<std::size_t>(r)],
                   plain.report.bytes[static_cast<std::size_t>(r)])
             << at;
-        EXPECT_EQ(testing::bytes_sent(ahead.report, r), 2 * testing::bytes_per_step(spec, 3, p, r)) << at;
+        EXPECT_EQ(testing::bytes_sent(ahead.report, r), 2 * testing::bytes_per_step(spec, 3, p, r))
+            << at;
       }
     }
   }
@@ -83,7 +85,8 @@ TEST(Zero3PrefetchTest, HoldsAtMostTheShardPlusTheUnitsInFlight) {
         // And it really gathers ahead: more than ZeRO-3 without prefetch holds.
         EXPECT_GT(peak, 8 * (shard + testing::gathered_peak(spec))) << at;
         // Gradients and optimizer state are step 04.3's, unchanged.
-        EXPECT_EQ(m.peak_of(MemoryCategory::kGradients), 8 * (shard + testing::gradient_buffers_peak(spec)))
+        EXPECT_EQ(m.peak_of(MemoryCategory::kGradients),
+                  8 * (shard + testing::gradient_buffers_peak(spec)))
             << at;
         EXPECT_EQ(m.peak_of(MemoryCategory::kOptimizerState), 2 * 8 * shard) << at;
       }
@@ -122,7 +125,8 @@ TEST(Zero3PrefetchTest, GathersAheadInTheRecordedOrder) {
           // one held now: at the turn the next position is this same unit.
           std::set<int> ahead;
           for (int j = i + 1; pass > 0 && j <= std::min(i + depth, len - 1); ++j)
-            if (order[static_cast<std::size_t>(j)] != u) ahead.insert(order[static_cast<std::size_t>(j)]);
+            if (order[static_cast<std::size_t>(j)] != u)
+              ahead.insert(order[static_cast<std::size_t>(j)]);
           EXPECT_EQ(params.live_units(), 1 + static_cast<int>(ahead.size()))
               << "depth " << depth << ", pass " << pass << ", position " << i;
           params.release(u);
@@ -164,7 +168,8 @@ TEST(Zero3PrefetchTest, ANegativeDepthIsRefusedNamingTheRankAndValue) {
   } catch (const Error& e) {
     const std::string what = e.what();
     // Whichever rank reports first, it names itself and the value.
-    EXPECT_TRUE(std::regex_search(what, std::regex("rank [0-2]: ZeRO: prefetch depth -2 must not be negative")))
+    EXPECT_TRUE(std::regex_search(
+        what, std::regex("rank [0-2]: ZeRO: prefetch depth -2 must not be negative")))
         << what;
   }
   // Depth 0 is ZeRO-3 itself: the same peak as zero3.
