@@ -96,7 +96,9 @@ PsLog ps_sync(train::RankRun<T>& run) {
               "ps-sync: step " << step << ": the loss is " << loss << " (not finite): diverged");
     {
       auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
-      replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
+      // Without clipping the servers need no norm, and no exchange between them.
+      if (spec.clip_norm > 0)
+        replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
       replica.step(step);
     }
     run.record_loss(step, loss);

@@ -30,6 +30,21 @@ TEST(PsSyncTest, OneServerMatchesTheReference) {
   }
 }
 
+TEST(PsSyncTest, TwoServersOnRangesGivenByHandMatchTheReference) {
+  // The worker's loops over servers with S = 2, before step 03.4: the ranges
+  // are given by hand and clipping is off, so no code of 03.4 runs (no split,
+  // no norm exchanged between the servers).
+  train::RunSpec spec = tiny("gpt-tiny");
+  spec.clip_norm = 0;
+  const std::int64_t psi = train::reference_run<double>(spec)->layout.size();
+  const std::string cut = std::to_string(psi / 3);
+  const auto r = run_ps<double>(
+      sync_fn<double>(), spec, 5,
+      knobs({"servers=2", "ranges=0-" + cut + "," + cut + "-" + std::to_string(psi)}));
+  EXPECT_TRUE(r.out.matches) << "2 servers, 3 workers: " << r.out.mismatch;
+  EXPECT_EQ(r.out.compared, psi) << "the two servers' shards together are the model";
+}
+
 TEST(PsSyncTest, UnevenShardsOfTheBatchAreWeightedByTheirRows) {
   // 7 rows over 3 workers: 3, 2, 2.
   const auto r = run_ps<double>(sync_fn<double>(), tiny("gpt-tiny", 2, 7), 4, knobs({}));
