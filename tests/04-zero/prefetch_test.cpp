@@ -163,7 +163,8 @@ TEST(Zero3PrefetchTest, APassThatLeavesTheRecordedOrderIsNamed) {
   }
 }
 
-TEST(Zero3PrefetchTest, ANegativeDepthIsRefusedNamingTheRankAndValue) {
+DTW_TEST_STEPS(Zero3PrefetchArgumentsTest, "04.2", "04.3");
+TEST(Zero3PrefetchArgumentsTest, ANegativeDepthIsRefusedNamingTheRankAndValue) {
   try {
     run_prefetch(tiny("gpt-tiny", 1), 3, {"prefetch=-2"});
     FAIL() << "prefetch=-2 was accepted";
