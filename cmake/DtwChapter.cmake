@@ -8,8 +8,9 @@
 #     DEMOS demos.cpp                            # in solutions/NN-x, solution only:
 #                                                #   demos and DTW_REGISTER_STRATEGY
 #     TESTS dp_test.cpp                          # in tests/NN-x
-#     STEPS "02.1:DpAllreduceTest" "02.2:DdpTest,DdpErrorsTest"
+#     STEPS 02.1 02.2                            # in the order of the chapter text
 #     LIBS dtw::train                            # more libraries lab and solution link
+#     TEST_LIBS gloo                             # more libraries the tests link
 #     DEPENDS 01                                 # chapters whose SOLUTION they link
 #     BACKENDS threads mpi                       # mpi: an MPI twin of the solution tests
 #     MPI_TWIN "-*Deadlock*"                     # gtest filter of the twin (default *)
@@ -17,13 +18,22 @@
 #     MPI_SUBSET "Ddp*" MPI_SUBSET_NPS 3         # at np 3 run only these (bounds the time)
 #     BENCH ddp_bench.cpp)                       # in solutions/NN-x: build/bench/dtw_bench_<topic>
 #
+# Each test suite declares the steps it runs the code of with DTW_TEST_STEPS
+# (tests/support/dtw_test_steps.h); tests/NN-x/planted_bugs holds one planted
+# bug per step (docs/adding-a-chapter.md).
+#
 # Targets: dtw_chNN_solution, dtw_chNN_lab (static libraries), dtw_chNN_demos
 # (object library the dtw program and dtw_bench_train link, so the demos' and
-# strategies' static registration survives), chNN_solution_tests and
-# chNN_lab_tests (GoogleTest programs), dtw_bench_<topic> with BENCH.
-# CTest labels: `solution` (must pass) and `lab` (fails until the learner is done).
+# strategies' static registration survives), dtw_chNN_lab_run (the demos with
+# the lab, for `dtw run DEMO --lab`), dtw_bench_<topic> with BENCH,
+# chNN_solution_tests and chNN_lab_tests (GoogleTest programs). The solution
+# test program runs a copy of the solution with a probe at each @lab region,
+# which checks every DTW_TEST_STEPS. chNN_planted_NN.K_tests is the lab test
+# program built from the solution with step NN.K's planted bug.
+# CTest labels: `solution` (must pass), `lab` (fails until the learner is done),
+# `check` (dtw check's own output on each planted bug; part of `solution` too).
 # The chapter's manifest, ${CMAKE_BINARY_DIR}/chapters/NN.json, tells the dtw
-# program the title, the steps and where the test programs are.
+# program the title, the steps and where the programs are.
 include_guard(GLOBAL)
 include(GoogleTest)
 
@@ -62,9 +72,71 @@ function(_dtw_chapter_files out chapter dir kind)
   set(${out} "${paths}" PARENT_SCOPE)
 endfunction()
 
+# The support every chapter's test programs share (made once).
+function(_dtw_test_support)
+  if(TARGET dtw_test_probe)
+    return()
+  endif()
+  set(support "${PROJECT_SOURCE_DIR}/tests/support")
+  # The probe runtime that the probed solution calls (dtw_step_probe.h).
+  add_library(dtw_test_probe STATIC "${support}/dtw_step_probe.cpp")
+  target_include_directories(dtw_test_probe PUBLIC "${support}")
+  dtw_target_warnings(dtw_test_probe)
+  # main() of the test programs: one for solution programs (probes expected)
+  # and one for lab and planted-bug programs; the chapter's steps come in as a
+  # compile definition of a per-chapter copy (see _dtw_test_main).
+endfunction()
+
+# An object library with main() for chapter `id`'s test programs.
+function(_dtw_test_main target steps expect_probes)
+  add_library(${target} OBJECT "${PROJECT_SOURCE_DIR}/tests/support/dtw_test_main.cpp")
+  target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/tests/support")
+  target_link_libraries(${target} PRIVATE GTest::gtest)
+  list(JOIN steps " " steps_text)
+  target_compile_definitions(${target} PRIVATE "DTW_CHAPTER_STEPS=\"${steps_text}\""
+    DTW_TEST_EXPECT_PROBES=${expect_probes})
+  dtw_target_warnings(${target})
+endfunction()
+
+# The steps named by the chapter text's step table (rows "| NN.K | ..."), in order.
+function(_dtw_text_steps out readme id)
+  set(steps "")
+  if(EXISTS "${readme}")
+    file(STRINGS "${readme}" rows REGEX "^\\| *${id}\\.[0-9]+ *\\|")
+    foreach(row IN LISTS rows)
+      string(REGEX MATCH "${id}\\.[0-9]+" step "${row}")
+      if(NOT step IN_LIST steps)
+        list(APPEND steps "${step}")
+      endif()
+    endforeach()
+  endif()
+  set(${out} "${steps}" PARENT_SCOPE)
+endfunction()
+
+# A test program of chapter `id` (called from dtw_add_chapter, whose variables
+# it sees): the chapter's test objects and `main` against library `lib`.
+function(_dtw_chapter_program exe main lib)
+  add_executable(${exe} $<TARGET_OBJECTS:ch${id}_test_objects> $<TARGET_OBJECTS:${main}>)
+  target_link_libraries(${exe} PRIVATE ${lib} dtw::core GTest::gtest ${ARG_TEST_LIBS})
+  dtw_target_warnings(${exe})
+  # What an MPI twin (tests/mpi) compiles and links instead of the objects.
+  set_target_properties(${exe} PROPERTIES DTW_TWIN_SOURCES "${test_sources}"
+    DTW_TWIN_LIBS "dtw_ch${id}_solution;dtw::core;GTest::gtest;${ARG_TEST_LIBS}"
+    DTW_TWIN_INCLUDES "${PROJECT_SOURCE_DIR}/tests/support;${contract_dir}")
+endfunction()
+
+# An object library compiling `sources` of chapter `id` against its contract
+# (and the libraries the chapter links: LIBS, DEPENDS).
+function(_dtw_chapter_objects target)
+  add_library(${target} OBJECT ${ARGN})
+  target_include_directories(${target} PUBLIC "${contract_dir}")
+  target_link_libraries(${target} PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
+  dtw_target_warnings(${target})
+endfunction()
+
 function(dtw_add_chapter name)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TITLE;MPI_TWIN;MPI_TIMEOUT;MPI_SUBSET"
-    "SOURCES;DEMOS;TESTS;STEPS;LIBS;DEPENDS;BACKENDS;BENCH;MPI_SUBSET_NPS")
+    "SOURCES;DEMOS;TESTS;STEPS;LIBS;TEST_LIBS;DEPENDS;BACKENDS;BENCH;MPI_SUBSET_NPS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "dtw_add_chapter(${name}): unexpected arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -109,55 +181,230 @@ function(dtw_add_chapter name)
   _dtw_chapter_files(demo_sources ${name} "${solution_dir}" demo ${ARG_DEMOS})
   _dtw_chapter_files(test_sources ${name} "${tests_dir}" test ${ARG_TESTS})
 
-  # Steps: "NN.k:Suite[,Suite...]"; the step must belong to this chapter.
-  set(step_json "")
+  # Steps: ids in the text's order, the same order as the text's step table.
   set(step_ids "")
   foreach(step IN LISTS ARG_STEPS)
-    if(NOT step MATCHES "^(${id}\\.[0-9]+):([A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*)$")
-      message(FATAL_ERROR "dtw_add_chapter(${name}): step '${step}' must read \"${id}.K:Suite[,Suite...]\"")
+    if(step MATCHES ":")
+      message(FATAL_ERROR "dtw_add_chapter(${name}): STEPS lists step ids only, in the order of "
+        "the chapter text (\"${id}.1\" \"${id}.2\" ...); each test suite declares its steps with "
+        "DTW_TEST_STEPS in its test file (docs/adding-a-chapter.md). Got '${step}'.")
     endif()
-    set(step_id "${CMAKE_MATCH_1}")
-    string(REPLACE "," ";" suites "${CMAKE_MATCH_2}")
-    _dtw_json_list(suites_json ${suites})
-    list(APPEND step_json "{\"id\": \"${step_id}\", \"suites\": ${suites_json}}")
-    list(APPEND step_ids "${step_id}")
+    if(NOT step MATCHES "^${id}\\.[1-9][0-9]*$")
+      message(FATAL_ERROR "dtw_add_chapter(${name}): step '${step}' must read \"${id}.K\"")
+    endif()
+    if(step IN_LIST step_ids)
+      message(FATAL_ERROR "dtw_add_chapter(${name}): step ${step} is listed twice")
+    endif()
+    list(APPEND step_ids "${step}")
+  endforeach()
+  _dtw_text_steps(text_steps "${contract_dir}/README.md" ${id})
+  if(NOT EXISTS "${contract_dir}/README.md")
+    # A chapter whose text is not written yet: nothing to check the order against.
+    message(STATUS "dtw_add_chapter(${name}): no chapters/${name}/README.md yet; STEPS give the order")
+  elseif(NOT text_steps STREQUAL step_ids)
+    string(REPLACE ";" " " want "${step_ids}")
+    string(REPLACE ";" " " have "${text_steps}")
+    message(FATAL_ERROR "dtw_add_chapter(${name}): STEPS (${want}) must be the steps of the "
+      "chapter text's step table (rows \"| ${id}.K | ...\" in chapters/${name}/README.md), in "
+      "its order; the table has: ${have}")
+  endif()
+
+  # Where the regions are: every step needs one, in a SOURCES file (the probe
+  # and planted-bug builds compile those files only). Re-run CMake when a
+  # solution file changes, so the list stays right.
+  set(region_files "")
+  set(region_steps "")
+  file(GLOB_RECURSE solution_files "${solution_dir}/*")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${solution_files}
+    "${contract_dir}/README.md")
+  foreach(file IN LISTS solution_files)
+    file(STRINGS "${file}" markers REGEX "^[ \t]*// @lab [0-9][0-9]\\.[0-9]+:")
+    if(NOT markers)
+      continue()
+    endif()
+    if(NOT file IN_LIST solution_sources)
+      file(RELATIVE_PATH rel "${root}" "${file}")
+      message(FATAL_ERROR "dtw_add_chapter(${name}): ${rel} has @lab regions but is not in "
+        "SOURCES; put regions only in the .cpp files the chapter compiles")
+    endif()
+    list(APPEND region_files "${file}")
+    foreach(marker IN LISTS markers)
+      string(REGEX MATCH "[0-9][0-9]\\.[0-9]+" step "${marker}")
+      if(NOT step IN_LIST step_ids)
+        message(FATAL_ERROR "dtw_add_chapter(${name}): ${file} has a region of step ${step}, "
+          "which is not in STEPS")
+      endif()
+      list(APPEND region_steps "${step}")
+    endforeach()
+  endforeach()
+  foreach(step IN LISTS step_ids)
+    if(NOT step IN_LIST region_steps)
+      message(FATAL_ERROR "dtw_add_chapter(${name}): step ${step} has no // @lab region in "
+        "solutions/${name}")
+    endif()
+  endforeach()
+
+  # The solution's objects: the files without regions in one object library,
+  # each file with regions in its own, so that the probed and the planted-bug
+  # libraries below compile only the files they change and share the rest.
+  set(plain_sources "${solution_sources}")
+  if(region_files)
+    list(REMOVE_ITEM plain_sources ${region_files})
+  endif()
+  set(plain_objects "")
+  if(plain_sources)
+    _dtw_chapter_objects(dtw_ch${id}_plain_objects ${plain_sources})
+    set(plain_objects $<TARGET_OBJECTS:dtw_ch${id}_plain_objects>)
+  endif()
+  set(region_objects "")  # entries "FILE=OBJECTS"
+  set(all_region_objects "")
+  foreach(file IN LISTS region_files)
+    file(RELATIVE_PATH rel "${solution_dir}" "${file}")
+    string(MAKE_C_IDENTIFIER "${rel}" stem)
+    _dtw_chapter_objects(dtw_ch${id}_region_${stem} "${file}")
+    list(APPEND region_objects "${file}=$<TARGET_OBJECTS:dtw_ch${id}_region_${stem}>")
+    list(APPEND all_region_objects $<TARGET_OBJECTS:dtw_ch${id}_region_${stem}>)
   endforeach()
 
   # The two libraries: same contract header, same dtw::core, different sources.
+  add_library(dtw_ch${id}_solution STATIC ${plain_objects} ${all_region_objects})
+  add_library(dtw_ch${id}_lab STATIC ${lab_sources})
   foreach(variant solution lab)
     set(lib dtw_ch${id}_${variant})
-    add_library(${lib} STATIC ${${variant}_sources})
     target_include_directories(${lib} PUBLIC "${contract_dir}")
     target_link_libraries(${lib} PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
     dtw_target_warnings(${lib})
   endforeach()
   # A lab region replaced by DTW_TODO leaves names unused; that is expected, not a defect.
-  target_compile_options(dtw_ch${id}_lab PRIVATE
+  set(lab_warnings
     -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable -Wno-unused-function
     $<$<CXX_COMPILER_ID:Clang,AppleClang>:-Wno-unused-private-field>)
+  target_compile_options(dtw_ch${id}_lab PRIVATE ${lab_warnings})
 
   if(demo_sources)
     add_library(dtw_ch${id}_demos OBJECT ${demo_sources})
     target_link_libraries(dtw_ch${id}_demos PUBLIC dtw_ch${id}_solution)
     dtw_target_warnings(dtw_ch${id}_demos)
+    # The same demos with the learner's library: `dtw run DEMO --lab` hands
+    # over to this program (tools/dtw/lab_run_main.cpp; dtw_cli_run is made in
+    # tools/dtw, after the chapters).
+    add_executable(dtw_ch${id}_lab_run "${root}/tools/dtw/lab_run_main.cpp" ${demo_sources})
+    target_link_libraries(dtw_ch${id}_lab_run PRIVATE dtw_ch${id}_lab dtw_cli_run)
+    dtw_target_warnings(dtw_ch${id}_lab_run)
   endif()
 
   set(test_programs "")
+  set(planted_json "")
   if(DTW_BUILD_TESTS)
+    _dtw_test_support()
+    set(support "${root}/tests/support")
+    set(gen_labs "${root}/tools/gen-labs")
+    set(work "${CMAKE_CURRENT_BINARY_DIR}/ch${id}")
+    # The probed solution: each region file with a probe in place of each
+    # marker line (tools/gen-labs --probe-file), the other objects shared.
+    set(probed_sources "")
+    foreach(file IN LISTS region_files)
+      get_filename_component(base "${file}" NAME)
+      set(out "${work}/probed/${base}")
+      add_custom_command(OUTPUT "${out}"
+        COMMAND "${gen_labs}" --probe-file "${file}" "${out}"
+        DEPENDS "${file}" "${gen_labs}"
+        COMMENT "Probing solutions/${name}/${base}" VERBATIM)
+      list(APPEND probed_sources "${out}")
+    endforeach()
+    add_library(dtw_ch${id}_probed STATIC ${probed_sources} ${plain_objects})
+    # Quote includes of the generated copies resolve in solutions/NN-x.
+    target_include_directories(dtw_ch${id}_probed PRIVATE "${solution_dir}")
+    target_include_directories(dtw_ch${id}_probed PUBLIC "${contract_dir}")
+    target_compile_options(dtw_ch${id}_probed PRIVATE "SHELL:-include ${support}/dtw_step_probe.h")
+    target_link_libraries(dtw_ch${id}_probed PUBLIC dtw::core ${ARG_LIBS} ${dep_libs} dtw_test_probe)
+    dtw_target_warnings(dtw_ch${id}_probed)
+
+    # The tests, compiled once for every program of the chapter.
+    add_library(ch${id}_test_objects OBJECT ${test_sources})
+    target_include_directories(ch${id}_test_objects PUBLIC "${support}" "${contract_dir}")
+    target_link_libraries(ch${id}_test_objects PUBLIC dtw::core ${ARG_LIBS} ${dep_libs} GTest::gtest
+      ${ARG_TEST_LIBS})
+    dtw_target_warnings(ch${id}_test_objects)
+    _dtw_test_main(ch${id}_main_solution "${step_ids}" 1)
+    _dtw_test_main(ch${id}_main_lab "${step_ids}" 0)
+
+    _dtw_chapter_program(ch${id}_solution_tests ch${id}_main_solution dtw_ch${id}_probed)
+    _dtw_chapter_program(ch${id}_lab_tests ch${id}_main_lab dtw_ch${id}_lab)
     foreach(variant solution lab)
-      set(exe ch${id}_${variant}_tests)
-      add_executable(${exe} ${test_sources})
-      target_include_directories(${exe} PRIVATE "${root}/tests/support")
-      target_link_libraries(${exe} PRIVATE dtw_ch${id}_${variant} GTest::gtest_main)
-      dtw_target_warnings(${exe})
       # PRE_TEST: listing the tests happens when CTest runs, so building never
       # runs chapter code.
-      gtest_discover_tests(${exe}
+      gtest_discover_tests(ch${id}_${variant}_tests
         TEST_PREFIX "ch${id}.${variant}."
         PROPERTIES LABELS ${variant} TIMEOUT 120
         DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60)
-      list(APPEND test_programs "\"${variant}_tests\": \"$<TARGET_FILE:${exe}>\"")
+      list(APPEND test_programs
+        "\"${variant}_tests\": \"$<TARGET_FILE:ch${id}_${variant}_tests>\"")
     endforeach()
+
+    # Planted bugs: for each step, the solution with one realistic bug in that
+    # step's region, built as a lab test program; the CTest test
+    # chNN.check.planted_NN.K runs `dtw check` on it and checks that the
+    # report names the step, shows the context and the hint.
+    set(bug_file "${tests_dir}/planted_bugs")
+    if(NOT EXISTS "${bug_file}")
+      message(FATAL_ERROR "dtw_add_chapter(${name}): tests/${name}/planted_bugs is missing: it "
+        "holds one planted bug per step (docs/adding-a-chapter.md)")
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${bug_file}")
+    file(STRINGS "${bug_file}" bug_lines REGEX "^bug ")
+    set(bug_steps "")
+    foreach(bug_line IN LISTS bug_lines)
+      if(NOT bug_line MATCHES "^bug +(${id}\\.[0-9]+) +([^ ]+) *$")
+        message(FATAL_ERROR "dtw_add_chapter(${name}): planted_bugs: '${bug_line}' must read "
+          "'bug ${id}.K FILE'")
+      endif()
+      set(step "${CMAKE_MATCH_1}")
+      set(base "${CMAKE_MATCH_2}")
+      if(NOT step IN_LIST step_ids OR step IN_LIST bug_steps)
+        message(FATAL_ERROR "dtw_add_chapter(${name}): planted_bugs: step ${step} is not a step "
+          "of the chapter, or has two bugs")
+      endif()
+      list(APPEND bug_steps "${step}")
+      set(planted_file "${work}/planted/${step}/${base}")
+      add_custom_command(OUTPUT "${planted_file}"
+        COMMAND "${gen_labs}" --plant "${bug_file}" "${step}" "${planted_file}"
+        DEPENDS "${bug_file}" "${solution_dir}/${base}" "${gen_labs}"
+        COMMENT "Planting the bug of step ${step} in solutions/${name}/${base}" VERBATIM)
+      set(objects "${plain_objects}")
+      foreach(entry IN LISTS region_objects)
+        string(FIND "${entry}" "=" eq)
+        string(SUBSTRING "${entry}" 0 ${eq} entry_file)
+        math(EXPR eq "${eq} + 1")
+        string(SUBSTRING "${entry}" ${eq} -1 object)
+        if(NOT entry_file STREQUAL "${solution_dir}/${base}")
+          list(APPEND objects "${object}")
+        endif()
+      endforeach()
+      set(planted_lib dtw_ch${id}_planted_${step})
+      add_library(${planted_lib} STATIC "${planted_file}" ${objects})
+      target_include_directories(${planted_lib} PRIVATE "${solution_dir}")
+      target_include_directories(${planted_lib} PUBLIC "${contract_dir}")
+      target_link_libraries(${planted_lib} PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
+      dtw_target_warnings(${planted_lib})
+      # Buggy learner code, compiled as the lab is.
+      target_compile_options(${planted_lib} PRIVATE ${lab_warnings})
+      _dtw_chapter_program(ch${id}_planted_${step}_tests ch${id}_main_lab ${planted_lib})
+      list(APPEND planted_json
+        "\"${step}\": \"$<TARGET_FILE:ch${id}_planted_${step}_tests>\"")
+      add_test(NAME ch${id}.check.planted_${step}
+        COMMAND bash "${root}/tests/invariant/check_names_the_step.sh" $<TARGET_FILE:dtw>
+          ${id} ${step} $<TARGET_FILE:ch${id}_planted_${step}_tests> "${bug_file}")
+      set_tests_properties(ch${id}.check.planted_${step} PROPERTIES
+        LABELS "solution;check" TIMEOUT 300)
+    endforeach()
+    foreach(step IN LISTS step_ids)
+      if(NOT step IN_LIST bug_steps)
+        message(FATAL_ERROR "dtw_add_chapter(${name}): tests/${name}/planted_bugs has no bug "
+          "for step ${step} (one per step)")
+      endif()
+    endforeach()
+
     if("mpi" IN_LIST ARG_BACKENDS)
       # tests/mpi/CMakeLists.txt (included last) makes the twin: the same
       # sources under mpiexec with 2, 3 and 4 processes.
@@ -209,13 +456,18 @@ function(dtw_add_chapter name)
   _dtw_json_list(sources_json ${ARG_SOURCES})
   _dtw_json_list(demos_json ${ARG_DEMOS})
   _dtw_json_list(tests_json ${ARG_TESTS})
+  _dtw_json_list(steps_json ${step_ids})
   _dtw_json_list(backends_json ${ARG_BACKENDS})
   _dtw_json_list(depends_json ${ARG_DEPENDS})
   _dtw_json_string(bench_json "${bench_name}")
-  list(JOIN step_json ",\n    " steps_joined)
   list(JOIN test_programs ",\n  " programs_joined)
   if(programs_joined)
     set(programs_joined ",\n  ${programs_joined}")
+  endif()
+  list(JOIN planted_json ", " planted_joined)
+  set(lab_run "")
+  if(demo_sources)
+    set(lab_run ",\n  \"lab_run\": \"$<TARGET_FILE:dtw_ch${id}_lab_run>\"")
   endif()
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/chapters/${id}.json" CONTENT "{
   \"id\": \"${id}\",
@@ -229,9 +481,8 @@ function(dtw_add_chapter name)
   \"backends\": ${backends_json},
   \"depends\": ${depends_json},
   \"bench\": ${bench_json},
-  \"steps\": [
-    ${steps_joined}
-  ]${programs_joined}
+  \"steps\": ${steps_json},
+  \"planted\": {${planted_joined}}${lab_run}${programs_joined}
 }
 ")
 endfunction()

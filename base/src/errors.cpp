@@ -37,11 +37,20 @@ void Error::set_rank(int rank) {
   format();
 }
 
+void Error::add_note(const std::string& note) {
+  // The same context set twice (a test's and its helper's) says nothing new.
+  for (const std::string& n : notes_)
+    if (n == note) return;
+  notes_.push_back(note);
+  format();
+}
+
 void Error::format() {
   what_.clear();
   if (rank_ >= 0 && message_.rfind("rank ", 0) != 0) what_ = "rank " + std::to_string(rank_) + ": ";
   what_ += message_;
   if (!where_.empty()) what_ += " [" + where_ + "]";
+  for (const std::string& note : notes_) what_ += "\n  while: " + note;
 }
 
 }  // namespace dtw

@@ -2,6 +2,7 @@
 // `dtw bench collectives` runs. See chapters/01-collectives/README.md.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <thread>
 #include <cctype>
 #include <cstdio>
 #include <iostream>
@@ -163,6 +164,16 @@ int main(int argc, char** argv) {
     if (o.backend == "nccl") return nccl_main(o, app.count("--ranks") > 0);
     DTW_CHECK_ARG(o.backend != "mpi" || DTW_BENCH_HAVE_MPI,
                   "--backend mpi: this build has no MPI (install libopenmpi-dev and rebuild)");
+    // Ranks beyond the cores take turns on them: a message then waits for its
+    // receiver to be scheduled, which no alpha-beta model describes.
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    if (o.ranks > static_cast<int>(cores))
+      std::fprintf(stderr,
+                   "dtw_bench_collectives: warning: %d ranks on %u cores: ranks share cores, so "
+                   "times include waiting to be scheduled, and the modeled times (alpha-beta-gamma) "
+                   "will not hold; use --ranks %u or fewer for figures that compare with the "
+                   "model\n",
+                   o.ranks, cores, cores);
     const Model m = fit_model(o);
     Options on_threads = o;
     on_threads.backend = "threads";

@@ -35,6 +35,7 @@
 #include "dtw/model/units.h"
 #include "dtw/train/replica.h"
 #include "dtw/train/strategy.h"
+#include "nonblocking.h"  // chapter 01's iallreduce (solution library)
 
 namespace dtw::ch02 {
 
@@ -124,10 +125,16 @@ std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::in
 
 /// Sums gradients over the ranks bucket by bucket while backward runs. Give
 /// hook() to Replica::forward_backward: each range it reports is marked in
-/// its buckets, and every bucket that became complete is allreduced (in
-/// bucket order on every rank, as collectives must be); finish() waits for
-/// all of them. After finish(), every rank's gradients of every bucket hold
-/// the sum over the ranks. Ranges must be reported at most once per pass.
+/// its buckets, and every bucket that became complete gets its allreduce
+/// started with chapter 01's non-blocking `iallreduce` (in bucket order on
+/// every rank, as collectives must be); every call of the hook also advances
+/// the allreduces in flight, so they progress between the layers of
+/// backward. finish() waits for all of them. After finish(), every rank's
+/// gradients of every bucket hold the sum over the ranks. Until then a
+/// started bucket's gradients must not be touched, so call finish() after
+/// every backward that had the hook, before another backward adds into the
+/// gradients (PyTorch's reducer finalizes at the end of such a backward).
+/// Ranges must be reported at most once per pass.
 template <class T>
 class BucketReducer {
  public:
@@ -136,7 +143,7 @@ class BucketReducer {
   /// The gradient-ready hook for forward_backward (valid while this lives).
   model::GradReady hook();
   /// Marks [begin, end) final; starts the allreduce of every bucket, in
-  /// order, whose gradients are now all final.
+  /// order, whose gradients are now all final, and advances those in flight.
   void ready(std::int64_t begin, std::int64_t end);
   /// Waits for every bucket's allreduce; afterwards gradients are summed and
   /// the reducer is ready for the next pass. InvalidArgument (naming the
@@ -151,6 +158,7 @@ class BucketReducer {
   std::vector<train::Range> buckets_;
   std::vector<std::int64_t> missing_;  // elements of each bucket not final yet
   std::size_t next_ = 0;               // the next bucket to start
+  std::vector<ch01::PendingCollective> inflight_;  // started allreduces, bucket order
 };
 
 // ---- 02.4: micro-batches ----------------------------------------------------------

@@ -169,6 +169,7 @@ class GatheredParams {
   void gather_now(int unit);
   void prefetch_after(int position);
   void take(int unit);
+  void progress();  // polls every gather in flight (step 04.4)
   Comm& comm_;
   const Sharding& sharding_;
   train::Replica<T>& replica_;

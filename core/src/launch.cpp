@@ -15,6 +15,16 @@
 namespace dtw {
 
 namespace {
+LaunchWrapper& launch_wrapper() {
+  static LaunchWrapper wrapper = nullptr;
+  return wrapper;
+}
+
+// `fn` as the installed LaunchWrapper makes it (or `fn` itself).
+RankFunction wrapped(const RankFunction& fn) {
+  return launch_wrapper() ? launch_wrapper()(fn) : fn;
+}
+
 // The mpi backend also takes world size 0 (= as many ranks as mpirun started),
 // and the MPI test harness routes "threads" launches to it (dtw/mpi.h).
 bool goes_to_mpi(const LaunchOptions& options) {
@@ -62,13 +72,15 @@ Report dispatch(int world_size, const LaunchOptions& options, const RankFunction
 
 }  // namespace
 
+void set_launch_wrapper(LaunchWrapper wrapper) { launch_wrapper() = wrapper; }
+
 Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn) {
-  return dispatch(world_size, options, fn, nullptr);
+  return dispatch(world_size, options, wrapped(fn), nullptr);
 }
 
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn) {
   std::exception_ptr first;
-  Report report = dispatch(world_size, options, fn, &first);
+  Report report = dispatch(world_size, options, wrapped(fn), &first);
   if (first) std::rethrow_exception(first);
   return report;
 }

@@ -29,8 +29,11 @@ namespace {
 // the same rank, and both of its messages come from it; the tag is what tells
 // "heading left" from "heading right". (The order guarantee would pair them
 // up too, but only if both ranks send in the same order: tags make it robust.)
-constexpr int kLeftward = 0;
-constexpr int kRightward = 1;
+// Each has its own value in this chapter, and a name in deadlock reports.
+constexpr int kLeftward = 4;
+constexpr int kRightward = 5;
+DTW_NAME_TAG(kLeftward);
+DTW_NAME_TAG(kRightward);
 
 // A message shorter than the buffer is legal for a single receive, but here it
 // means the two neighbours disagree on the halo width: say so, naming both.
@@ -49,7 +52,7 @@ void exchange_with_neighbors(Comm& comm, std::span<const T> to_left, std::span<c
   const int p = comm.size(), r = comm.rank();
   const int left = (r + p - 1) % p, right = (r + 1) % p;
 
-  DTW_TODO("00.3: irecv both halos, isend both, wait_all, then check each arrived count.");
+  DTW_TODO("00.3: Exchange halos with both neighbours without any rank blocking in a send.");
 }
 
 // The tempting version, kept to be caught. Each rank sends to its left, then

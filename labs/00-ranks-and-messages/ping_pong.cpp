@@ -25,7 +25,8 @@ using Clock = std::chrono::steady_clock;
 
 // One tag for the whole benchmark: messages between one pair of ranks with
 // one tag arrive in the order they were sent, so the sizes cannot mix up.
-constexpr int kPingTag = 0;
+constexpr int kPingTag = 1;
+DTW_NAME_TAG(kPingTag);  // deadlock reports print "tag 1 (kPingTag)"
 
 void check_ping_pong_args(const Comm& comm, std::span<const std::int64_t> sizes, int repeats,
                           int peer_a, int peer_b) {
@@ -62,7 +63,7 @@ std::vector<PingPongSample> ping_pong(Comm& comm, std::span<const std::int64_t> 
 
   // Each round trip: peer_a sends, then receives the echo; peer_b receives,
   // then sends it back. Only peer_a times (std::chrono::steady_clock).
-  DTW_TODO("00.1: Per size: 1 warm-up + `repeats` timed round trips; keep the fastest.");
+  DTW_TODO("00.1: Time round trips between peer_a and peer_b for every size; peer_a keeps the fastest.");
   return samples;
 }
 
@@ -84,7 +85,7 @@ AlphaBeta fit_alpha_beta(std::span<const PingPongSample> samples) {
   // messages off by 100% (0.5 us): alpha comes out as noise, often negative.
   // We minimise squared *relative* errors instead, sum(((a + b*x - y) / y)^2),
   // which treats every size alike: it is least squares with weight 1/y^2.
-  DTW_TODO("00.1: Fit y = rtt/2 against x = bytes by least squares with weights 1/y^2.");
+  DTW_TODO("00.1: Fit one-way time = alpha + beta * bytes so that every size counts alike.");
 }
 
 }  // namespace dtw::ch00

@@ -32,8 +32,10 @@ namespace {
 // do it (messages from one source with one tag arrive in order), but naming
 // each phase makes a wrong receive fail loudly instead of silently taking a
 // token for a result.
-constexpr int kTokenTag = 0;
-constexpr int kResultTag = 1;
+constexpr int kTokenTag = 2;
+constexpr int kResultTag = 3;
+DTW_NAME_TAG(kTokenTag);
+DTW_NAME_TAG(kResultTag);
 
 }  // namespace
 
@@ -51,9 +53,9 @@ std::int64_t token_ring(Comm& comm, std::int64_t token, int laps) {
   // Mind the world of one rank: there right and left neighbour are yourself,
   // and a blocking send to yourself waits for a receive that the same thread
   // could only post after the send returned.
-  DTW_TODO("00.2: Pass the token around the ring `laps` times, each rank adding rank+1.");
+  DTW_TODO("00.2: Pass the token around the ring `laps` times.");
 
-  DTW_TODO("00.2: Hand rank 0's final token along the chain 0 -> 1 -> ... -> p-1.");
+  DTW_TODO("00.2: Give every rank the final token.");
   return value[0];
 }
 

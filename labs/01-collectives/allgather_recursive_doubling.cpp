@@ -38,7 +38,7 @@ void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core
                end = bounds[static_cast<std::size_t>(hi)];
     return data.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
   };
-  DTW_TODO("01.4: Hold core ranks [lo, hi) = [c, c+1). For d = 1, 2, ... < q: sendrecv range(lo, hi) with core rank c^d (real rank core.real(c^d)), receiving its equally long range just below lo (if c has bit d) or just above hi; then widen [lo, hi).");
+  DTW_TODO("01.4: Recursive doubling on the power-of-two core: each round doubles the range a rank holds.");
 }
 
 template <class T>
@@ -48,7 +48,7 @@ void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& c
   const Pof2Core core(p, r);
   const std::vector<std::int64_t> bounds = core_bounds_by_rank(core, chunks);
 
-  DTW_TODO("01.4: Fold in (an odd paired rank sends its chunk to its even partner, which receives it into that chunk), run allgather_doubling_core on the core ranks, fold out (even paired ranks send the whole data to their odd partner).");
+  DTW_TODO("01.4: Fold the extra ranks in, run the core, fold the result out.");
 }
 
 #define DTW_INSTANTIATE(T)                                                           \

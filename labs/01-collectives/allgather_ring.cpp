@@ -61,7 +61,7 @@ void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int tag
   // r - root after broadcast's scatter.
   const int mine = r - shift;
 
-  DTW_TODO("01.4: In step s = 0..p-2 send chunk mine-s to the right neighbour and receive chunk mine-s-1 from the left one (comm.sendrecv; chunks.of(data, i) wraps i modulo p).");
+  DTW_TODO("01.4: Allgather around the ring: p-1 steps, one chunk each.");
 }
 
 #define DTW_INSTANTIATE(T) template void allgather_ring<T>(Comm&, std::span<T>, const Chunks&, int, int);

@@ -67,7 +67,7 @@ template <class T>
 void allreduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   if (comm.size() == 1) return;
   constexpr int kRoot = 0;
-  DTW_TODO("01.7: Reduce onto rank 0 with the binomial-tree reduce (01.2), then broadcast from rank 0 with the binomial-tree broadcast (01.1).");
+  DTW_TODO("01.7: Allreduce as a tree reduce followed by a tree broadcast.");
 }
 
 #define DTW_INSTANTIATE(T) template void allreduce_binomial<T>(Comm&, std::span<T>, ReduceOp, int);

@@ -41,7 +41,7 @@ void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   std::vector<Request> sends;
   sends.reserve(static_cast<std::size_t>(p));
 
-  DTW_TODO("01.10: Isend chunk j to every rank j != r, recv_reduce chunk r from every other rank, wait for the sends; then isend chunk r to every rank and receive chunk j from every rank j (irecv + wait_all).");
+  DTW_TODO("01.10: Direct allreduce: each rank reduces its own chunk from everyone, then everyone gathers.");
 }
 
 #define DTW_INSTANTIATE(T) template void allreduce_direct<T>(Comm&, std::span<T>, ReduceOp, int);

@@ -68,7 +68,7 @@ void allreduce_naive(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   if (comm.size() == 1) return;
   // Rank 0 plays the server.
   constexpr int kServer = 0;
-  DTW_TODO("01.7: Reduce everything onto rank 0 with the linear reduce (01.2), then broadcast rank 0's result with the linear broadcast (01.1).");
+  DTW_TODO("01.7: Allreduce through a central rank: reduce onto it, then broadcast.");
 }
 
 #define DTW_INSTANTIATE(T) template void allreduce_naive<T>(Comm&, std::span<T>, ReduceOp, int);

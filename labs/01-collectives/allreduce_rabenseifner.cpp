@@ -52,7 +52,7 @@ void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op, int tag)
   for (int c = 0; c < core.q; ++c) bounds[static_cast<std::size_t>(c)] = pieces.offset(c);
   bounds[static_cast<std::size_t>(core.q)] = pieces.total();
 
-  DTW_TODO("01.9: Fold in (odd paired rank sends data to its even partner, which recv_reduces it), on core ranks run reduce_scatter_halving_core (01.5) then allgather_doubling_core (01.4) with these bounds, fold out (even rank sends all of data to its odd partner).");
+  DTW_TODO("01.9: Rabenseifner: fold to a power of two, halving then doubling, fold out.");
 }
 
 #define DTW_INSTANTIATE(T) template void allreduce_rabenseifner<T>(Comm&, std::span<T>, ReduceOp, int);

@@ -70,7 +70,7 @@ void barrier_dissemination(Comm& comm, int tag) {
   const std::span<const std::byte> nothing;
   const std::span<std::byte> none;
 
-  DTW_TODO("01.12: For dist = 1, 2, 4, ... < p: sendrecv an empty message to rank (r+dist)%p and from rank (r-dist+p)%p.");
+  DTW_TODO("01.12: Dissemination barrier: lg p rounds of signals at doubling distances.");
 }
 
 }  // namespace dtw::ch01::detail

@@ -53,7 +53,7 @@ void broadcast_binomial(Comm& comm, std::span<T> data, int root, int tag) {
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
 
-  DTW_TODO("01.1: Over virtual ranks v = (rank-root+p)%p: receive from v minus its lowest set bit, then send to v+mask for mask = (that bit)/2, /4, ..., 1 while v+mask < p (the root sends for every power of two below p).");
+  DTW_TODO("01.1: Broadcast down a binomial tree rooted at `root`.");
 }
 
 #define DTW_INSTANTIATE(T) template void broadcast_binomial<T>(Comm&, std::span<T>, int, int);

@@ -57,7 +57,7 @@ void broadcast_linear(Comm& comm, std::span<T> data, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
 
-  DTW_TODO("01.1: The root isends data to every other rank and waits for all the sends; every other rank receives data from the root.");
+  DTW_TODO("01.1: Broadcast from the root straight to every other rank.");
 }
 
 #define DTW_INSTANTIATE(T) template void broadcast_linear<T>(Comm&, std::span<T>, int, int);

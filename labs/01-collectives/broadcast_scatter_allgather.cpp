@@ -50,7 +50,7 @@ void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root, int ta
     return data.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
   };
 
-  DTW_TODO("01.6: Binomial scatter over virtual ranks (receive chunks [v, v+lowbit) from v-lowbit, send [v+m, v+2m) to v+m for smaller m; clip ranges at p), then allgather_ring(comm, data, chunks, tag, root).");
+  DTW_TODO("01.6: Broadcast as a binomial-tree scatter of the chunks, then a ring allgather.");
 }
 
 #define DTW_INSTANTIATE(T) template void broadcast_scatter_allgather<T>(Comm&, std::span<T>, int, int);

@@ -48,7 +48,7 @@ void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = in.size();
 
-  DTW_TODO("01.3: The root copies its own block to out[root*m, ...) with comm.copy_local, posts an irecv for every other rank's block into out[i*m, ...) and waits for all; every other rank sends in to the root.");
+  DTW_TODO("01.3: Gather to the root: block i of its output comes from rank i.");
 }
 
 #define DTW_INSTANTIATE(T) \

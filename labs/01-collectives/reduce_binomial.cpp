@@ -60,7 +60,7 @@ void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root, int t
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
 
-  DTW_TODO("01.2: Over virtual ranks: for mask = 1, 2, 4, ... while mask < p, if v has bit mask set send data to v-mask and stop; otherwise recv_reduce from v+mask when v+mask < p.");
+  DTW_TODO("01.2: Reduce up a binomial tree onto `root`.");
 }
 
 #define DTW_INSTANTIATE(T) template void reduce_binomial<T>(Comm&, std::span<T>, ReduceOp, int, int);

@@ -61,7 +61,7 @@ void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root, int tag
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
 
-  DTW_TODO("01.2: The root recv_reduces every other rank's data into its own, in rank order; every other rank sends its data to the root.");
+  DTW_TODO("01.2: Reduce onto the root, one rank after the other.");
 }
 
 #define DTW_INSTANTIATE(T) template void reduce_linear<T>(Comm&, std::span<T>, ReduceOp, int, int);

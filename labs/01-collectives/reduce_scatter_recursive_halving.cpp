@@ -30,7 +30,7 @@ void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& 
                end = bounds[static_cast<std::size_t>(hi)];
     return data.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
   };
-  DTW_TODO("01.5: Hold core ranks [lo, hi) = [0, q). For d = q/2, q/4, ..., 1: split at mid = lo+d, keep the half holding c, isend the other half to core rank c^d (core.real), recv_reduce the kept half from it, wait, narrow [lo, hi).");
+  DTW_TODO("01.5: Recursive halving on the power-of-two core: each round halves the range a rank keeps.");
 }
 
 template <class T>
@@ -41,7 +41,7 @@ void reduce_scatter_recursive_halving(Comm& comm, std::span<T> data, const Chunk
   const Pof2Core core(p, r);
   const std::vector<std::int64_t> bounds = core_bounds_by_rank(core, chunks);
 
-  DTW_TODO("01.5: Fold in (odd paired ranks send all of data to the even partner, which recv_reduces it), run reduce_scatter_halving_core on core ranks, fold out (even paired ranks send the partner's chunk, which it receives into its chunk).");
+  DTW_TODO("01.5: Fold the extra ranks in, run the core, fold the result out.");
 }
 
 #define DTW_INSTANTIATE(T)                                                                         \

@@ -58,7 +58,7 @@ void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, Re
   if (p == 1) return;
   const int right = (r + 1) % p, left = (r + p - 1) % p;
 
-  DTW_TODO("01.5: In step s = 0..p-2 isend chunk r-s-1 to the right, recv_reduce chunk r-s-2 from the left into your copy, then wait for the send.");
+  DTW_TODO("01.5: Reduce-scatter around the ring: p-1 steps, one chunk each.");
   // Rank r now holds the fully reduced chunk r; the other chunks hold partial sums.
 }
 

@@ -54,7 +54,7 @@ void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int roo
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = out.size();
 
-  DTW_TODO("01.3: The root copies block root of in to out (comm.copy_local), isends block i (in[i*m, ...)) to every other rank i and waits for all; every other rank receives out from the root.");
+  DTW_TODO("01.3: Scatter from the root: block i of its input goes to rank i.");
 }
 
 #define DTW_INSTANTIATE(T) \

@@ -30,8 +30,8 @@
 // gradients into separate bucket buffers, Ψ more bytes of memory.
 #include <algorithm>
 
-#include "collectives.h"  // chapter 01's solution (DEPENDS 01)
 #include "data_parallelism.h"
+#include "nonblocking.h"  // chapter 01's solution: iallreduce (DEPENDS 01)
 
 namespace dtw::ch02 {
 
@@ -60,12 +60,12 @@ model::GradReady BucketReducer<T>::hook() {
 
 template <class T>
 void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
-  DTW_TODO("02.3: Subtract the overlap of [begin, end) from each bucket's missing count; then start, in bucket order, the allreduce of every bucket with nothing missing (ch01::allreduce on replica_.grads(bucket)).");
+  DTW_TODO("02.3: Subtract the overlap of [begin, end) from each bucket's missing count; start, in bucket order, a ch01::iallreduce on replica_.grads(bucket) for every bucket with nothing missing, keeping its handle in inflight_; then call test() on the first handle not yet done, which advances every allreduce in flight.");
 }
 
 template <class T>
 void BucketReducer<T>::finish() {
-  DTW_TODO("02.3: Wait until every bucket's allreduce is done; a bucket that never became complete is an error. Then reset the counts for the next pass.");
+  DTW_TODO("02.3: Wait for every allreduce in flight (in bucket order), then clear them; a bucket that never became complete is an error. Then reset the counts for the next pass.");
   next_ = 0;
   for (std::size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b].size();
 }

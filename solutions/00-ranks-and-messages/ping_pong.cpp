@@ -25,7 +25,8 @@ using Clock = std::chrono::steady_clock;
 
 // One tag for the whole benchmark: messages between one pair of ranks with
 // one tag arrive in the order they were sent, so the sizes cannot mix up.
-constexpr int kPingTag = 0;
+constexpr int kPingTag = 1;
+DTW_NAME_TAG(kPingTag);  // deadlock reports print "tag 1 (kPingTag)"
 
 void check_ping_pong_args(const Comm& comm, std::span<const std::int64_t> sizes, int repeats,
                           int peer_a, int peer_b) {
@@ -62,7 +63,10 @@ std::vector<PingPongSample> ping_pong(Comm& comm, std::span<const std::int64_t> 
 
   // Each round trip: peer_a sends, then receives the echo; peer_b receives,
   // then sends it back. Only peer_a times (std::chrono::steady_clock).
-  // @lab 00.1: Per size: 1 warm-up + `repeats` timed round trips; keep the fastest.
+  // @lab 00.1: Time round trips between peer_a and peer_b for every size; peer_a keeps the fastest.
+  // @hint 1: Per size: 1 warm-up + `repeats` timed round trips; keep the fastest.
+  // @hint 2: Only peer_a sends first; if both sent first, two synchronous sends would wait for each
+  // @hint 2: other for ever.
   for (const std::int64_t n : sizes) {
     std::span<std::byte> message(buffer.data(), static_cast<std::size_t>(n));
     // The fastest of several tries, not the mean: on a shared machine noise
@@ -106,7 +110,10 @@ AlphaBeta fit_alpha_beta(std::span<const PingPongSample> samples) {
   // messages off by 100% (0.5 us): alpha comes out as noise, often negative.
   // We minimise squared *relative* errors instead, sum(((a + b*x - y) / y)^2),
   // which treats every size alike: it is least squares with weight 1/y^2.
-  // @lab 00.1: Fit y = rtt/2 against x = bytes by least squares with weights 1/y^2.
+  // @lab 00.1: Fit one-way time = alpha + beta * bytes so that every size counts alike.
+  // @hint 1: Fit y = rtt/2 against x = bytes by least squares with weights 1/y^2.
+  // @hint 2: Centre the weighted means before multiplying (sxy, sxx): the textbook n*sum(x^2) -
+  // @hint 2: sum(x)^2 loses digits when sizes sit close together.
   double sum_w = 0, mean_x = 0, mean_y = 0;
   for (const PingPongSample& s : samples) {
     const double y = s.round_trip_seconds / 2;  // one way is half a round trip

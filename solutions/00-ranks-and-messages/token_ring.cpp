@@ -32,8 +32,10 @@ namespace {
 // do it (messages from one source with one tag arrive in order), but naming
 // each phase makes a wrong receive fail loudly instead of silently taking a
 // token for a result.
-constexpr int kTokenTag = 0;
-constexpr int kResultTag = 1;
+constexpr int kTokenTag = 2;
+constexpr int kResultTag = 3;
+DTW_NAME_TAG(kTokenTag);
+DTW_NAME_TAG(kResultTag);
 
 }  // namespace
 
@@ -51,7 +53,10 @@ std::int64_t token_ring(Comm& comm, std::int64_t token, int laps) {
   // Mind the world of one rank: there right and left neighbour are yourself,
   // and a blocking send to yourself waits for a receive that the same thread
   // could only post after the send returned.
-  // @lab 00.2: Pass the token around the ring `laps` times, each rank adding rank+1.
+  // @lab 00.2: Pass the token around the ring `laps` times.
+  // @hint 1: Pass the token around the ring `laps` times, each rank adding rank+1.
+  // @hint 2: A world of one rank must send nothing: a blocking send to yourself waits for a receive
+  // @hint 2: you can never post.
   if (p == 1) return token + static_cast<std::int64_t>(laps) * mine;
   for (int lap = 0; lap < laps; ++lap) {
     if (r == 0) {
@@ -68,7 +73,8 @@ std::int64_t token_ring(Comm& comm, std::int64_t token, int laps) {
   }
   // @end
 
-  // @lab 00.2: Hand rank 0's final token along the chain 0 -> 1 -> ... -> p-1.
+  // @lab 00.2: Give every rank the final token.
+  // @hint 1: Hand rank 0's final token along the chain 0 -> 1 -> ... -> p-1.
   // Only rank 0 knows the final value now. Passing it once more along the
   // chain tells everyone: p−1 messages, one per link, none back to rank 0.
   if (r != 0) comm.recv(value, left, kResultTag);

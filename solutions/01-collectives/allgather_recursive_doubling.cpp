@@ -38,7 +38,10 @@ void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core
                end = bounds[static_cast<std::size_t>(hi)];
     return data.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
   };
-  // @lab 01.4: Hold core ranks [lo, hi) = [c, c+1). For d = 1, 2, ... < q: sendrecv range(lo, hi) with core rank c^d (real rank core.real(c^d)), receiving its equally long range just below lo (if c has bit d) or just above hi; then widen [lo, hi).
+  // @lab 01.4: Recursive doubling on the power-of-two core: each round doubles the range a rank holds.
+  // @hint 1: Hold core ranks [lo, hi) = [c, c+1). For d = 1, 2, ... < q: sendrecv range(lo, hi)
+  // @hint 1: with core rank c^d (real rank core.real(c^d)), receiving its equally long range just
+  // @hint 1: below lo (if c has bit d) or just above hi; then widen [lo, hi).
   int lo = c, hi = c + 1;
   for (int d = 1; d < core.q; d *= 2) {
     const int peer = core.real(c ^ d);
@@ -61,7 +64,12 @@ void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& c
   const Pof2Core core(p, r);
   const std::vector<std::int64_t> bounds = core_bounds_by_rank(core, chunks);
 
-  // @lab 01.4: Fold in (an odd paired rank sends its chunk to its even partner, which receives it into that chunk), run allgather_doubling_core on the core ranks, fold out (even paired ranks send the whole data to their odd partner).
+  // @lab 01.4: Fold the extra ranks in, run the core, fold the result out.
+  // @hint 1: Fold in (an odd paired rank sends its chunk to its even partner, which receives it
+  // @hint 1: into that chunk), run allgather_doubling_core on the core ranks, fold out (even paired
+  // @hint 1: ranks send the whole data to their odd partner).
+  // @hint 2: Chapter text, 'Non-powers of two': the first 2(p-q) ranks pair up; the odd one of a
+  // @hint 2: pair sits the core out.
   // Fold in: the odd rank's block joins its partner's, right after it.
   if (core.partner >= 0 && core.core_rank < 0) {
     comm.send(chunks.of(data, r), core.partner, tag);

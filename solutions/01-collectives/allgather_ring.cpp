@@ -61,7 +61,11 @@ void allgather_ring(Comm& comm, std::span<T> data, const Chunks& chunks, int tag
   // r - root after broadcast's scatter.
   const int mine = r - shift;
 
-  // @lab 01.4: In step s = 0..p-2 send chunk mine-s to the right neighbour and receive chunk mine-s-1 from the left one (comm.sendrecv; chunks.of(data, i) wraps i modulo p).
+  // @lab 01.4: Allgather around the ring: p-1 steps, one chunk each.
+  // @hint 1: In step s = 0..p-2 send chunk mine-s to the right neighbour and receive chunk mine-s-1
+  // @hint 1: from the left one (comm.sendrecv; chunks.of(data, i) wraps i modulo p).
+  // @hint 2: A blocking send to the right followed by a receive from the left deadlocks a ring: use
+  // @hint 2: sendrecv.
   for (int s = 0; s < p - 1; ++s) {
     // Forward what arrived in the previous step (in step 0: our own chunk);
     // sendrecv posts both halves at once, so the ring never deadlocks.

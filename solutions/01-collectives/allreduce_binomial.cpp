@@ -67,7 +67,9 @@ template <class T>
 void allreduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   if (comm.size() == 1) return;
   constexpr int kRoot = 0;
-  // @lab 01.7: Reduce onto rank 0 with the binomial-tree reduce (01.2), then broadcast from rank 0 with the binomial-tree broadcast (01.1).
+  // @lab 01.7: Allreduce as a tree reduce followed by a tree broadcast.
+  // @hint 1: Reduce onto rank 0 with the binomial-tree reduce (01.2), then broadcast from rank 0
+  // @hint 1: with the binomial-tree broadcast (01.1).
   reduce_binomial(comm, data, op, kRoot, tag);
   broadcast_binomial(comm, data, kRoot, tag);
   // @end

@@ -41,7 +41,10 @@ void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   std::vector<Request> sends;
   sends.reserve(static_cast<std::size_t>(p));
 
-  // @lab 01.10: Isend chunk j to every rank j != r, recv_reduce chunk r from every other rank, wait for the sends; then isend chunk r to every rank and receive chunk j from every rank j (irecv + wait_all).
+  // @lab 01.10: Direct allreduce: each rank reduces its own chunk from everyone, then everyone gathers.
+  // @hint 1: Isend chunk j to every rank j != r, recv_reduce chunk r from every other rank, wait
+  // @hint 1: for the sends; then isend chunk r to every rank and receive chunk j from every rank j
+  // @hint 1: (irecv + wait_all).
   // Phase 1: post all p-1 sends first, so every peer can read while we reduce.
   // Chunk r is never sent, so adding into it cannot race with a send.
   for (int k = 1; k < p; ++k) {

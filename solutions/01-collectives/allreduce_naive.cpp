@@ -68,7 +68,9 @@ void allreduce_naive(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   if (comm.size() == 1) return;
   // Rank 0 plays the server.
   constexpr int kServer = 0;
-  // @lab 01.7: Reduce everything onto rank 0 with the linear reduce (01.2), then broadcast rank 0's result with the linear broadcast (01.1).
+  // @lab 01.7: Allreduce through a central rank: reduce onto it, then broadcast.
+  // @hint 1: Reduce everything onto rank 0 with the linear reduce (01.2), then broadcast rank 0's
+  // @hint 1: result with the linear broadcast (01.1).
   reduce_linear(comm, data, op, kServer, tag);
   broadcast_linear(comm, data, kServer, tag);
   // @end

@@ -52,7 +52,10 @@ void allreduce_rabenseifner(Comm& comm, std::span<T> data, ReduceOp op, int tag)
   for (int c = 0; c < core.q; ++c) bounds[static_cast<std::size_t>(c)] = pieces.offset(c);
   bounds[static_cast<std::size_t>(core.q)] = pieces.total();
 
-  // @lab 01.9: Fold in (odd paired rank sends data to its even partner, which recv_reduces it), on core ranks run reduce_scatter_halving_core (01.5) then allgather_doubling_core (01.4) with these bounds, fold out (even rank sends all of data to its odd partner).
+  // @lab 01.9: Rabenseifner: fold to a power of two, halving then doubling, fold out.
+  // @hint 1: Fold in (odd paired rank sends data to its even partner, which recv_reduces it), on
+  // @hint 1: core ranks run reduce_scatter_halving_core (01.5) then allgather_doubling_core (01.4)
+  // @hint 1: with these bounds, fold out (even rank sends all of data to its odd partner).
   // 1. Fold the extra ranks into the power-of-two core.
   if (core.partner >= 0 && core.core_rank < 0) {
     comm.send(data, core.partner, tag);

@@ -65,7 +65,9 @@ void allreduce_ring(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   // ranks in step).
   const Chunks chunks(static_cast<std::int64_t>(data.size()), p);
 
-  // @lab 01.8: Reduce-scatter the chunks around the ring (01.5), then allgather the reduced chunks around the ring (01.4).
+  // @lab 01.8: Ring allreduce from two ring collectives you have written.
+  // @hint 1: Reduce-scatter the chunks around the ring (01.5), then allgather the reduced chunks
+  // @hint 1: around the ring (01.4).
   // Phase 1, p-1 steps: afterwards rank r holds the reduced chunk r.
   reduce_scatter_ring(comm, data, chunks, op, tag);
   // Phase 2, p-1 steps: pass the reduced chunks around once more.

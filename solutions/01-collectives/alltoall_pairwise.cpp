@@ -59,7 +59,9 @@ void alltoall_pairwise(Comm& comm, std::span<const T> in, std::span<T> out, int 
     return span.subspan(static_cast<std::size_t>(i) * m, m);
   };
 
-  // @lab 01.11: Copy your own block r from in to out (comm.copy_local); then for s = 1..p-1 sendrecv block r+s of in to rank r+s and receive block r-s of out from rank r-s (mod p).
+  // @lab 01.11: All-to-all by pairwise exchange: p-1 steps, one partner each.
+  // @hint 1: Copy your own block r from in to out (comm.copy_local); then for s = 1..p-1 sendrecv
+  // @hint 1: block r+s of in to rank r+s and receive block r-s of out from rank r-s (mod p).
   // Our own block never leaves the rank. comm.copy_local, not std::copy: on
   // the nccl backend the data lives on a GPU, where the host cannot touch it.
   comm.copy_local(block(out, r), block(in, r));

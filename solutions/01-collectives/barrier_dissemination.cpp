@@ -70,7 +70,9 @@ void barrier_dissemination(Comm& comm, int tag) {
   const std::span<const std::byte> nothing;
   const std::span<std::byte> none;
 
-  // @lab 01.12: For dist = 1, 2, 4, ... < p: sendrecv an empty message to rank (r+dist)%p and from rank (r-dist+p)%p.
+  // @lab 01.12: Dissemination barrier: lg p rounds of signals at doubling distances.
+  // @hint 1: For dist = 1, 2, 4, ... < p: sendrecv an empty message to rank (r+dist)%p and from
+  // @hint 1: rank (r-dist+p)%p.
   for (int dist = 1; dist < p; dist *= 2) {
     // Both directions at once: every rank sends and waits in the same round.
     comm.sendrecv(nothing, (r + dist) % p, none, (r - dist + p) % p, tag);

@@ -53,7 +53,12 @@ void broadcast_binomial(Comm& comm, std::span<T> data, int root, int tag) {
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
 
-  // @lab 01.1: Over virtual ranks v = (rank-root+p)%p: receive from v minus its lowest set bit, then send to v+mask for mask = (that bit)/2, /4, ..., 1 while v+mask < p (the root sends for every power of two below p).
+  // @lab 01.1: Broadcast down a binomial tree rooted at `root`.
+  // @hint 1: Over virtual ranks v = (rank-root+p)%p: receive from v minus its lowest set bit, then
+  // @hint 1: send to v+mask for mask = (that bit)/2, /4, ..., 1 while v+mask < p (the root sends
+  // @hint 1: for every power of two below p).
+  // @hint 2: Write the tree for root 0 and map ranks through v = (r - root + p) % p; the real rank
+  // @hint 2: of v is (v + root) % p.
   // Receive: find the lowest set bit of v; the parent is v without it.
   int mask = 1;
   while (mask < p) {

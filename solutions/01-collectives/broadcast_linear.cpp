@@ -57,7 +57,9 @@ void broadcast_linear(Comm& comm, std::span<T> data, int root, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
 
-  // @lab 01.1: The root isends data to every other rank and waits for all the sends; every other rank receives data from the root.
+  // @lab 01.1: Broadcast from the root straight to every other rank.
+  // @hint 1: The root isends data to every other rank and waits for all the sends; every other rank
+  // @hint 1: receives data from the root.
   if (r == root) {
     // Post every send first and wait once: all peers can copy at the same time.
     std::vector<Request> sends;

@@ -50,7 +50,10 @@ void broadcast_scatter_allgather(Comm& comm, std::span<T> data, int root, int ta
     return data.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
   };
 
-  // @lab 01.6: Binomial scatter over virtual ranks (receive chunks [v, v+lowbit) from v-lowbit, send [v+m, v+2m) to v+m for smaller m; clip ranges at p), then allgather_ring(comm, data, chunks, tag, root).
+  // @lab 01.6: Broadcast as a binomial-tree scatter of the chunks, then a ring allgather.
+  // @hint 1: Binomial scatter over virtual ranks (receive chunks [v, v+lowbit) from v-lowbit, send
+  // @hint 1: [v+m, v+2m) to v+m for smaller m; clip ranges at p), then allgather_ring(comm, data,
+  // @hint 1: chunks, tag, root).
   // Scatter, receive half: the parent sends everything our subtree needs,
   // chunks [v, v + lowest set bit of v).
   int mask = 1;

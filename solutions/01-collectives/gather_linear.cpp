@@ -48,7 +48,10 @@ void gather_linear(Comm& comm, std::span<const T> in, std::span<T> out, int root
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = in.size();
 
-  // @lab 01.3: The root copies its own block to out[root*m, ...) with comm.copy_local, posts an irecv for every other rank's block into out[i*m, ...) and waits for all; every other rank sends in to the root.
+  // @lab 01.3: Gather to the root: block i of its output comes from rank i.
+  // @hint 1: The root copies its own block to out[root*m, ...) with comm.copy_local, posts an irecv
+  // @hint 1: for every other rank's block into out[i*m, ...) and waits for all; every other rank
+  // @hint 1: sends in to the root.
   if (r == root) {
     // Our own block needs no message (a world of one rank is just this copy).
     const std::span<T> own = out.subspan(static_cast<std::size_t>(root) * m, m);

@@ -60,7 +60,11 @@ void reduce_binomial(Comm& comm, std::span<T> data, ReduceOp op, int root, int t
   if (p == 1) return;
   const int v = to_virtual(comm.rank(), root, p);
 
-  // @lab 01.2: Over virtual ranks: for mask = 1, 2, 4, ... while mask < p, if v has bit mask set send data to v-mask and stop; otherwise recv_reduce from v+mask when v+mask < p.
+  // @lab 01.2: Reduce up a binomial tree onto `root`.
+  // @hint 1: Over virtual ranks: for mask = 1, 2, 4, ... while mask < p, if v has bit mask set send
+  // @hint 1: data to v-mask and stop; otherwise recv_reduce from v+mask when v+mask < p.
+  // @hint 2: recv_reduce combines an incoming message into your buffer in one pass: no scratch
+  // @hint 2: buffer needed.
   for (int mask = 1; mask < p; mask <<= 1) {
     if (v & mask) {
       // Our subtree is complete: hand its partial result to the parent, done.

@@ -61,7 +61,11 @@ void reduce_linear(Comm& comm, std::span<T> data, ReduceOp op, int root, int tag
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
 
-  // @lab 01.2: The root recv_reduces every other rank's data into its own, in rank order; every other rank sends its data to the root.
+  // @lab 01.2: Reduce onto the root, one rank after the other.
+  // @hint 1: The root recv_reduces every other rank's data into its own, in rank order; every other
+  // @hint 1: rank sends its data to the root.
+  // @hint 2: recv_reduce, not recv: a plain receive would overwrite the sum instead of adding to
+  // @hint 2: it.
   if (r == root) {
     // recv_reduce checks that the message has exactly data.size() elements,
     // so a rank with another count fails here instead of corrupting the sum.

@@ -30,7 +30,10 @@ void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& 
                end = bounds[static_cast<std::size_t>(hi)];
     return data.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
   };
-  // @lab 01.5: Hold core ranks [lo, hi) = [0, q). For d = q/2, q/4, ..., 1: split at mid = lo+d, keep the half holding c, isend the other half to core rank c^d (core.real), recv_reduce the kept half from it, wait, narrow [lo, hi).
+  // @lab 01.5: Recursive halving on the power-of-two core: each round halves the range a rank keeps.
+  // @hint 1: Hold core ranks [lo, hi) = [0, q). For d = q/2, q/4, ..., 1: split at mid = lo+d, keep
+  // @hint 1: the half holding c, isend the other half to core rank c^d (core.real), recv_reduce the
+  // @hint 1: kept half from it, wait, narrow [lo, hi).
   int lo = 0, hi = core.q;
   for (int d = core.q / 2; d >= 1; d /= 2) {
     const int mid = lo + d;
@@ -58,7 +61,12 @@ void reduce_scatter_recursive_halving(Comm& comm, std::span<T> data, const Chunk
   const Pof2Core core(p, r);
   const std::vector<std::int64_t> bounds = core_bounds_by_rank(core, chunks);
 
-  // @lab 01.5: Fold in (odd paired ranks send all of data to the even partner, which recv_reduces it), run reduce_scatter_halving_core on core ranks, fold out (even paired ranks send the partner's chunk, which it receives into its chunk).
+  // @lab 01.5: Fold the extra ranks in, run the core, fold the result out.
+  // @hint 1: Fold in (odd paired ranks send all of data to the even partner, which recv_reduces
+  // @hint 1: it), run reduce_scatter_halving_core on core ranks, fold out (even paired ranks send
+  // @hint 1: the partner's chunk, which it receives into its chunk).
+  // @hint 2: Chapter text, 'Non-powers of two': the first 2(p-q) ranks pair up; the odd one of a
+  // @hint 2: pair sits the core out.
   // Fold in: the pair's sum is the even rank's business from now on.
   if (core.partner >= 0 && core.core_rank < 0) {
     comm.send(data, core.partner, tag);

@@ -58,7 +58,11 @@ void reduce_scatter_ring(Comm& comm, std::span<T> data, const Chunks& chunks, Re
   if (p == 1) return;
   const int right = (r + 1) % p, left = (r + p - 1) % p;
 
-  // @lab 01.5: In step s = 0..p-2 isend chunk r-s-1 to the right, recv_reduce chunk r-s-2 from the left into your copy, then wait for the send.
+  // @lab 01.5: Reduce-scatter around the ring: p-1 steps, one chunk each.
+  // @hint 1: In step s = 0..p-2 isend chunk r-s-1 to the right, recv_reduce chunk r-s-2 from the
+  // @hint 1: left into your copy, then wait for the send.
+  // @hint 2: Chunks::of(data, i) wraps i modulo p, so the chunk indices can be written as in the
+  // @hint 2: text (r - s - 1).
   for (int s = 0; s < p - 1; ++s) {
     // The send must be non-blocking: our right neighbour only takes it after
     // it has posted its own send, and so on around the ring. A blocking send

@@ -54,7 +54,10 @@ void scatter_linear(Comm& comm, std::span<const T> in, std::span<T> out, int roo
   const int p = comm.size(), r = comm.rank();
   const std::size_t m = out.size();
 
-  // @lab 01.3: The root copies block root of in to out (comm.copy_local), isends block i (in[i*m, ...)) to every other rank i and waits for all; every other rank receives out from the root.
+  // @lab 01.3: Scatter from the root: block i of its input goes to rank i.
+  // @hint 1: The root copies block root of in to out (comm.copy_local), isends block i (in[i*m,
+  // @hint 1: ...)) to every other rank i and waits for all; every other rank receives out from the
+  // @hint 1: root.
   if (r == root) {
     const std::span<const T> own = in.subspan(static_cast<std::size_t>(root) * m, m);
     // Our own block needs no message: a local copy (host or GPU memory alike).

@@ -30,8 +30,8 @@
 // gradients into separate bucket buffers, Ψ more bytes of memory.
 #include <algorithm>
 
-#include "collectives.h"  // chapter 01's solution (DEPENDS 01)
 #include "data_parallelism.h"
+#include "nonblocking.h"  // chapter 01's solution: iallreduce (DEPENDS 01)
 
 namespace dtw::ch02 {
 
@@ -72,7 +72,7 @@ model::GradReady BucketReducer<T>::hook() {
 
 template <class T>
 void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
-  // @lab 02.3: Subtract the overlap of [begin, end) from each bucket's missing count; then start, in bucket order, the allreduce of every bucket with nothing missing (ch01::allreduce on replica_.grads(bucket)).
+  // @lab 02.3: Subtract the overlap of [begin, end) from each bucket's missing count; start, in bucket order, a ch01::iallreduce on replica_.grads(bucket) for every bucket with nothing missing, keeping its handle in inflight_; then call test() on the first handle not yet done, which advances every allreduce in flight.
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const std::int64_t lo = std::max(begin, buckets_[b].begin);
     const std::int64_t hi = std::min(end, buckets_[b].end);
@@ -83,22 +83,38 @@ void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
   // Strictly in bucket order, even if a later bucket completes first: every
   // rank must start the same collectives in the same order, or a rank's
   // bucket 3 would meet another's bucket 2 (PyTorch's reducer does the same).
+  // iallreduce returns at once: backward goes on computing the layers below
+  // while the bucket's ring runs.
   while (next_ < buckets_.size() && missing_[next_] == 0) {
-    ch01::allreduce(comm_, replica_.grads(buckets_[next_]), ReduceOp::kSum,
-                    ch01::AllreduceAlgo::kRing);
+    inflight_.push_back(ch01::iallreduce(comm_, replica_.grads(buckets_[next_]), ReduceOp::kSum,
+                                         ch01::AllreduceAlgo::kRing));
     ++next_;
+  }
+  // Someone has to start each ring's next round. On the threads backend that
+  // is this rank, inside a test() or wait() (and MPI posts the next round
+  // there too), so poll once per reported range -- between layers, where
+  // PyTorch's reducer would leave it to the communication stream. One test()
+  // advances every collective in flight on the communicator.
+  for (ch01::PendingCollective& pending : inflight_) {
+    if (!pending.done()) {
+      pending.test();
+      break;
+    }
   }
   // @end
 }
 
 template <class T>
 void BucketReducer<T>::finish() {
-  // @lab 02.3: Wait until every bucket's allreduce is done; a bucket that never became complete is an error. Then reset the counts for the next pass.
+  // @lab 02.3: Wait for every allreduce in flight (in bucket order), then clear them; a bucket that never became complete is an error. Then reset the counts for the next pass.
+  // What backward could not hide is waited for here: at least the last
+  // bucket, started only when backward had finished the embedding.
+  for (ch01::PendingCollective& pending : inflight_) pending.wait();
+  inflight_.clear();
   for (std::size_t b = next_; b < buckets_.size(); ++b) {
-    DTW_CHECK_ARG(false,
-                  "rank " << comm_.rank() << ": bucket " << b << " [" << buckets_[b].begin << ", "
-                          << buckets_[b].end << ") still misses " << missing_[b]
-                          << " gradient elements after backward (was every range reported?)");
+    DTW_CHECK_ARG(false, "rank " << comm_.rank() << ": bucket " << b << " [" << buckets_[b].begin
+                                 << ", " << buckets_[b].end << ") still misses " << missing_[b]
+                                 << " gradient elements after backward (was every range reported?)");
   }
   // @end
   next_ = 0;

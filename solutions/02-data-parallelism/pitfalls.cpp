@@ -37,8 +37,11 @@ void accumulate_with(train::RankRun<T>& run, Syncs syncs) {
       const bool sync = syncs(k, m);
       loss += w * replica.forward_backward(step, shards[i], p * m, static_cast<T>(w),
                                            sync ? reducer.hook() : model::GradReady{});
+      // As PyTorch's reducer does at the end of every backward that synced:
+      // wait for its buckets before the next micro-batch adds into the same
+      // gradients (a ring still in flight would otherwise sum those too).
+      if (sync) reducer.finish();
     }
-    reducer.finish();
     ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
     replica.clip(replica.local_sum_of_squares());
     replica.step(step);

@@ -116,6 +116,20 @@ DTW_REGISTER_STRATEGY({
           return peak_figures(in, 3, static_cast<int>(in.knobs.get_int("prefetch", 0)));
         }});
 
+// ZeRO-3 with the next units gathered while this one computes: the same
+// bytes as zero3, and up to `prefetch` more units whole at once.
+DTW_REGISTER_STRATEGY({
+    .name = "zero3-prefetch",
+    .chapter = "04",
+    .description = "ZeRO-3 with prefetch: the next units' gathers start while this one computes "
+                   "(knob prefetch=DEPTH, default 1)",
+    .run = [](auto& run) { zero3_prefetch(run); },
+    .bytes_formula = [](const FormulaInput& in) { return busiest_bytes(in, 3); },
+    .peak_formula =
+        [](const FormulaInput& in) {
+          return peak_figures(in, 3, static_cast<int>(in.knobs.get_int("prefetch", 1)));
+        }});
+
 // The run every demo here trains: gpt-tiny in double, so that it can be
 // compared with the single-device reference element by element.
 train::RunSpec demo_run(std::int64_t steps) {

@@ -49,13 +49,40 @@ void GatheredParams<T>::begin_pass() {
   // The first pass has recorded the order in which the model asks for units.
   recorded_ = recorded_ || !order_.empty();
   position_ = 0;
+  // Prefetch never looks past the end of a pass, so the last pass took all it started.
+  for (const auto& unit : units_)
+    DTW_CHECK(unit->gather == nullptr, ::dtw::Error,
+              "rank " << comm_.rank()
+                      << ": ZeRO-3: a prefetched gather was never taken in the last pass");
 }
 
 template <class T>
 const T* GatheredParams<T>::params(int u) {
   Unit& unit = *units_.at(static_cast<std::size_t>(u));
-  if (!recorded_) order_.push_back(u);
   const int position = position_++;
+  if (depth_ > 0 && !recorded_) {
+    // @lab 04.4: Record the order: during the first pass append every unit asked for to order_ (FSDP's recorded execution order); later passes prefetch from it.
+    // @hint 1: order_.push_back(u); begin_pass() marks it complete when the next pass begins.
+    order_.push_back(u);
+    // @end
+  }
+  // Prefetch trusts the recorded order; a pass that departs from it would
+  // leave gathers started for units it never takes (FSDP's forward prefetch
+  // has the same condition: a static graph).
+  if (depth_ > 0 && recorded_) {
+    const auto name = [&](int v) { return sharding_.units()[static_cast<std::size_t>(v)].name; };
+    const bool in_order = position < static_cast<int>(order_.size()) &&
+                          order_[static_cast<std::size_t>(position)] == u;
+    DTW_CHECK_ARG(in_order, "rank " << comm_.rank() << ": ZeRO-3 prefetch: call " << position
+                                    << " of this pass asks for unit " << name(u)
+                                    << ", but the first pass asked for "
+                                    << (position < static_cast<int>(order_.size())
+                                            ? name(order_[static_cast<std::size_t>(position)])
+                                            : std::string("nothing more"))
+                                    << " there; prefetch needs the same order in every pass");
+  }
+  // Let the gathers in flight move: on the threads backend only polls do.
+  if (depth_ > 0) progress();
   if (unit.holders == 0) take(u);  // a prefetched copy, or gather it now
   ++unit.holders;
   if (depth_ > 0 && recorded_) prefetch_after(position);
@@ -94,6 +121,7 @@ void GatheredParams<T>::release(int u) {
   DTW_CHECK_ARG(unit.holders > 0, "rank " << comm_.rank() << ": ZeRO-3: release of unit "
                                           << sharding_.units()[static_cast<std::size_t>(u)].name
                                           << ", which no pass holds");
+  if (depth_ > 0) progress();
   // @lab 04.3: When the last holder releases the unit, free its copy.
   // @hint 1: --unit.holders; at zero assign an empty Array<T>() to unit.copy:
   // @hint 1: the ledger's parameter count drops back to the shard.

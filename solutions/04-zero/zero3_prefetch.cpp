@@ -1,22 +1,93 @@
-// ZeRO-3 prefetch (temporary: waits for chapter 01's non-blocking allgather).
+// Step 04.4, ZeRO-3 with prefetch: gather the next units while this one
+// computes.
+//
+// Without prefetch every gather sits on the critical path: the model asks for
+// unit u, the rank gathers it and only then computes. But the order in which
+// the model asks does not change from one pass to the next, so the first pass
+// records it (GatheredParams::params, in zero3.cpp) and from then on, each
+// time the model takes the unit at position i of that order, the rank starts
+// the gathers of positions i+1 .. i+d, the next d units (d: the prefetch
+// depth), and computes unit i while they move:
+//
+//   position:    i          i+1         i+2
+//   compute:  [ h.0 ]    [ h.1 ]     [ h.2 ]
+//   gathers:  ▓ h.1 ▓▓ → ▓ h.2 ▓▓  → ▓ h.3 ▓▓      (d = 1)
+//
+// Memory stays bounded: a unit is gathered ahead only when it appears in the
+// next d positions, so at most d copies are in flight (or gathered and not
+// taken yet) besides the units the model holds: 1 + d units whole, and the
+// embedding a tied head borrows. The bytes do not change: a unit is gathered
+// ahead only if it is not held now, and it is not held until its position
+// comes, so it is exactly the gather ZeRO-3 would have done there. The window
+// never crosses the end of a pass, where the optimizer step (or the next
+// micro-batch) comes: the parameters of the next step do not exist yet.
+//
+// The gathers move only when this rank polls them (chapter 01: on the threads
+// backend nothing moves between a rank's calls), so every params() and
+// release() first advances every gather in flight, a round each if its
+// neighbours have done theirs.
+#include <algorithm>
+#include <string>
+
 #include "gathered_unit.h"
 
 namespace dtw::ch04 {
 
 template <class T>
 void GatheredParams<T>::take(int u) {
+  Unit& unit = *units_[static_cast<std::size_t>(u)];
+  if (unit.gather != nullptr) {
+    // @lab 04.4: Unit u was gathered ahead: wait for its gather to finish, then drop the handle (its copy is the unit, whole).
+    // @hint 1: unit.gather->wait(); then unit.gather.reset(): a unit without a
+    // @hint 1: gather in flight is one this rank holds or does not have.
+    unit.gather->wait();
+    unit.gather.reset();
+    // @end
+    return;
+  }
+  // Not prefetched: the first pass, depth 0, or a unit held when its turn was seen.
   gather_now(u);
 }
 
 template <class T>
-void GatheredParams<T>::prefetch_after(int /*position*/) {
-  DTW_CHECK_ARG(false, "rank " << comm_.rank()
-                               << ": ZeRO-3 prefetch needs chapter 01's non-blocking allgather, "
-                                  "which this checkout does not have yet");
+void GatheredParams<T>::progress() {
+  for (const auto& unit : units_)
+    if (unit->gather != nullptr) unit->gather->test();
+}
+
+template <class T>
+void GatheredParams<T>::prefetch_after(int position) {
+  const int r = comm_.rank();
+  const int last = std::min(position + depth_, static_cast<int>(order_.size()) - 1);
+  // @lab 04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way: a new copy with this rank's shard in its chunk, then a RingGather in place.
+  // @hint 1: Skip a unit whose holders > 0 (the pass has it; if it is released
+  // @hint 1: before its turn, take() gathers it then) or whose gather != nullptr.
+  // @hint 2: Before starting, share the fingerprint gather_now shares
+  // @hint 2: ("zero3 gather " + name, through comm_.verify_collective), so ranks
+  // @hint 2: that disagree on the order are named, not hung.
+  // @hint 3: unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
+  // @hint 3: copy the shard into sharding_.chunks(v).of(all, r) as gather_now does, then
+  // @hint 3: unit.gather = std::make_unique<RingGather<T>>(comm_, all);
+  for (int next = position + 1; next <= last; ++next) {
+    const int v = order_[static_cast<std::size_t>(next)];
+    Unit& unit = *units_[static_cast<std::size_t>(v)];
+    if (unit.holders > 0 || unit.gather != nullptr) continue;  // held, or already coming
+    const model::Unit& m = sharding_.units()[static_cast<std::size_t>(v)];
+    const std::string what = "zero3 gather " + m.name;
+    comm_.verify_collective({.name = what.c_str(), .count = m.size(), .type = data_type_of<T>()});
+    unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
+    const std::span<T> all = unit.copy.span();
+    const std::span<T> mine = sharding_.chunks(v).of(all, r);
+    if (!mine.empty()) comm_.copy_local(mine, replica_.params(sharding_.shard(v, r)));
+    unit.gather = std::make_unique<RingGather<T>>(comm_, all);
+  }
+  // @end
 }
 
 template void GatheredParams<float>::take(int);
 template void GatheredParams<double>::take(int);
+template void GatheredParams<float>::progress();
+template void GatheredParams<double>::progress();
 template void GatheredParams<float>::prefetch_after(int);
 template void GatheredParams<double>::prefetch_after(int);
 

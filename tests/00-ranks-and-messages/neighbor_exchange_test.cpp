@@ -12,6 +12,10 @@ namespace {
 
 using dtw::testing::launch_bounded;
 
+DTW_TEST_STEPS(NeighborExchangeTest, "00.3");
+// exchange_unsafe is given code, not a lab step.
+DTW_TEST_STEPS(UnsafeExchangeTest);
+
 // What rank r sends in direction dir (0 = left, 1 = right) at index i:
 // unique per (rank, direction, index) and exact in every element type.
 template <class T>
@@ -43,14 +47,14 @@ void check_exchange(int p, std::size_t n_left, std::size_t n_right) {
 TEST(NeighborExchangeTest, ExchangesHalosOnEveryRank) {
   for (int p : {1, 2, 3, 7, 16})
     for (std::size_t n : {0u, 1u, 1000u}) {
-      SCOPED_TRACE("p " + std::to_string(p) + ", n " + std::to_string(n));
+      DTW_TRACE("neighbour exchange, p " << p << ", n " << n);
       check_exchange<double>(p, n, n);
     }
 }
 
 TEST(NeighborExchangeTest, EveryElementTypeWorks) {
   for (int p : {2, 3}) {
-    SCOPED_TRACE("p " + std::to_string(p));
+    DTW_TRACE("neighbour exchange, p " << p << ", n 17, each element type");
     check_exchange<float>(p, 17, 17);
     check_exchange<double>(p, 17, 17);
     check_exchange<std::int32_t>(p, 17, 17);
@@ -61,7 +65,7 @@ TEST(NeighborExchangeTest, EveryElementTypeWorks) {
 TEST(NeighborExchangeTest, LeftAndRightHalosMayDifferInWidth) {
   // Widths 3 and 5 catch a swapped direction: the sizes would not line up.
   for (int p : {1, 2, 3, 7}) {
-    SCOPED_TRACE("p " + std::to_string(p));
+    DTW_TRACE("neighbour exchange, p " << p << ", halos 3 and 5, then 0 and 4");
     check_exchange<std::int32_t>(p, 3, 5);
     check_exchange<std::int32_t>(p, 0, 4);
   }
@@ -109,7 +113,7 @@ TEST(NeighborExchangeTest, MismatchedHaloWidthNamesBothRanks) {
   }
 }
 
-TEST(NeighborExchangeTest, UnsafeExchangeDeadlocksAndShowsTheCycle) {
+TEST(UnsafeExchangeTest, DeadlocksAndShowsTheCycle) {
   for (int p : {1, 2, 3, 7}) {
     try {
       launch_bounded(

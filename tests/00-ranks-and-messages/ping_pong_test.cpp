@@ -13,6 +13,10 @@ namespace {
 
 using dtw::testing::launch_bounded;
 
+DTW_TEST_STEPS(PingPongTest, "00.1");
+// Argument checks run before any lab code: the skeleton has them already.
+DTW_TEST_STEPS(PingPongArgumentsTest);
+
 // Samples that follow T(n) = alpha + n*beta exactly (round trip = 2T).
 std::vector<PingPongSample> exact_samples(const std::vector<std::int64_t>& sizes, double alpha,
                                           double beta) {
@@ -21,7 +25,13 @@ std::vector<PingPongSample> exact_samples(const std::vector<std::int64_t>& sizes
   return out;
 }
 
-void expect_fit(const AlphaBeta& fit, double alpha, double beta) {
+// Fits samples that lie exactly on T(n) = alpha + n*beta and expects alpha and
+// beta back to nine digits.
+void expect_exact_fit(const std::vector<std::int64_t>& sizes, double alpha, double beta) {
+  DTW_TRACE("fit_alpha_beta of exact samples at " << sizes.size() << " sizes, alpha "
+                                                  << alpha * 1e6 << " us, 1/beta "
+                                                  << 1 / beta / 1e9 << " GB/s");
+  const AlphaBeta fit = fit_alpha_beta(exact_samples(sizes, alpha, beta));
   EXPECT_NEAR(fit.alpha_seconds, alpha, 1e-9 * alpha) << "alpha";
   EXPECT_NEAR(fit.beta_seconds_per_byte, beta, 1e-9 * beta) << "beta";
 }
@@ -29,17 +39,16 @@ void expect_fit(const AlphaBeta& fit, double alpha, double beta) {
 TEST(PingPongTest, FitRecoversExactAlphaAndBeta) {
   const std::vector<std::int64_t> sizes{8, 64, 512, 4096, 32768, 262144, 1 << 21, 1 << 24, 1 << 26};
   // A fast local link and a slow network link, both recovered.
-  expect_fit(fit_alpha_beta(exact_samples(sizes, 2e-6, 1.0 / 13e9)), 2e-6, 1.0 / 13e9);
-  expect_fit(fit_alpha_beta(exact_samples(sizes, 50e-6, 1.0 / 1.25e9)), 50e-6, 1.0 / 1.25e9);
+  expect_exact_fit(sizes, 2e-6, 1.0 / 13e9);
+  expect_exact_fit(sizes, 50e-6, 1.0 / 1.25e9);
 }
 
 TEST(PingPongTest, FitFromTwoSizesIsTheLineThroughThem) {
-  expect_fit(fit_alpha_beta(exact_samples({0, 1000}, 1e-6, 1e-9)), 1e-6, 1e-9);
+  expect_exact_fit({0, 1000}, 1e-6, 1e-9);
 }
 
 TEST(PingPongTest, FitIgnoresSampleOrderAndRepeatedSizes) {
-  expect_fit(fit_alpha_beta(exact_samples({4096, 8, 4096, 1 << 20, 8, 64}, 3e-6, 2e-10)), 3e-6,
-             2e-10);
+  expect_exact_fit({4096, 8, 4096, 1 << 20, 8, 64}, 3e-6, 2e-10);
 }
 
 TEST(PingPongTest, FitMinimisesSquaredRelativeError) {
@@ -76,7 +85,7 @@ TEST(PingPongTest, FitGivesSmallMessagesTheirWeight) {
   EXPECT_LT(1 / fit.beta_seconds_per_byte, 50e9) << "bandwidth in bytes/s";
 }
 
-TEST(PingPongTest, FitRejectsFewerThanTwoDistinctSizes) {
+TEST(PingPongArgumentsTest, FitRejectsFewerThanTwoDistinctSizes) {
   EXPECT_THROW(fit_alpha_beta({}), InvalidArgument);
   const std::vector<PingPongSample> one{{64, 1e-5}};
   EXPECT_THROW(fit_alpha_beta(one), InvalidArgument);
@@ -84,7 +93,7 @@ TEST(PingPongTest, FitRejectsFewerThanTwoDistinctSizes) {
   EXPECT_THROW(fit_alpha_beta(same), InvalidArgument);
 }
 
-TEST(PingPongTest, FitRejectsTimesThatAreNotPositive) {
+TEST(PingPongArgumentsTest, FitRejectsTimesThatAreNotPositive) {
   const std::vector<PingPongSample> zero{{8, 1e-6}, {64, 0.0}};
   EXPECT_THROW(fit_alpha_beta(zero), InvalidArgument);
   const std::vector<PingPongSample> negative{{8, -1e-6}, {64, 1e-6}};
@@ -97,6 +106,7 @@ TEST(PingPongTest, ReturnsOneSamplePerSizeOnPeerA) {
     // The pair (p-1, 0) puts the initiator on the last rank, so rank 0 is
     // not special; bystanders exist from p = 3 on.
     const int a = p - 1, b = 0;
+    DTW_TRACE("ping_pong, p " << p << ", peer_a " << a << ", peer_b " << b << ", sizes 0, 1, 1000, 65536");
     launch_bounded(p, [&](Comm& comm) {
       const std::vector<PingPongSample> got = ping_pong(comm, sizes, 3, a, b);
       if (comm.rank() != a) {
@@ -151,7 +161,7 @@ TEST(PingPongTest, EmptySizeListGivesNoSamples) {
   });
 }
 
-TEST(PingPongTest, RejectsBadArguments) {
+TEST(PingPongArgumentsTest, RejectsBadArguments) {
   const std::vector<std::int64_t> sizes{8, 64};
   const std::vector<std::int64_t> negative{8, -1};
   auto run = [&](int p, std::span<const std::int64_t> s, int repeats, int a, int b) {

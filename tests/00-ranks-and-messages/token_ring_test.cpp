@@ -11,6 +11,9 @@ namespace {
 
 using dtw::testing::launch_bounded;
 
+DTW_TEST_STEPS(TokenRingTest, "00.2");
+DTW_TEST_STEPS(TokenRingArgumentsTest);
+
 std::int64_t expected_token(std::int64_t start, int p, int laps) {
   return start + static_cast<std::int64_t>(laps) * p * (p + 1) / 2;
 }
@@ -19,6 +22,7 @@ TEST(TokenRingTest, EveryRankGetsTheFinalToken) {
   for (int p : {1, 2, 3, 7, 16}) {
     for (int laps : {0, 1, 2, 5}) {
       for (std::int64_t start : {std::int64_t{0}, std::int64_t{-42}, std::int64_t{1} << 40}) {
+        DTW_TRACE("token ring, p " << p << ", " << laps << " laps, start " << start);
         const std::int64_t want = expected_token(start, p, laps);
         launch_bounded(p, [&](Comm& comm) {
           const std::int64_t got = token_ring(comm, start, laps);
@@ -59,7 +63,7 @@ TEST(TokenRingTest, WorldOfOneSendsNothing) {
   EXPECT_EQ(report.messages[0][0], 0);
 }
 
-TEST(TokenRingTest, RejectsNegativeLaps) {
+TEST(TokenRingArgumentsTest, RejectsNegativeLaps) {
   for (int p : {1, 3}) {
     EXPECT_THROW(launch_bounded(p, [](Comm& comm) { token_ring(comm, 0, -1); }), InvalidArgument)
         << "p " << p;

@@ -10,6 +10,9 @@
 namespace dtw::ch01 {
 namespace {
 
+DTW_TEST_STEPS(AllgatherInPlaceTest, "01.4");
+DTW_TEST_STEPS(ReduceScatterInPlaceTest, "01.4", "01.5");
+
 // Every rank's values for its own chunk of an n-element vector; the rest -1.
 template <class T>
 std::vector<T> owners_values(int rank, std::int64_t n, int p, bool only_mine) {
@@ -47,11 +50,12 @@ TEST(AllgatherInPlaceTest, RecursiveDoublingGathersUnevenChunks) {
   sweep_in_place(AllgatherAlgo::kRecursiveDoubling);
 }
 
-TEST(AllgatherInPlaceTest, InPlaceReduceScatterThenGatherIsAnAllreduce) {
+TEST(ReduceScatterInPlaceTest, ThenAllgatherInPlaceIsAnAllreduce) {
   sweep::on_every_world(
       [](Comm& comm) {
         const int p = comm.size(), r = comm.rank();
         for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3 * p + 1}}) {
+          DTW_TRACE("in-place reduce_scatter then allgather_in_place, p " << p << ", count " << n);
           std::vector<double> data = sweep::make_input<double>(r, n, ReduceOp::kSum);
           std::vector<double> expected = data;
           reference::allreduce(comm, expected, ReduceOp::kSum);

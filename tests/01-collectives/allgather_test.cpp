@@ -8,6 +8,8 @@
 namespace dtw::ch01 {
 namespace {
 
+DTW_TEST_STEPS(AllgatherTest, "01.4");
+
 void sweep_allgather(AllgatherAlgo algo) {
   const std::string what = "allgather " + std::string(name_of(algo));
   sweep::on_every_world([&](Comm& comm) {
@@ -16,11 +18,13 @@ void sweep_allgather(AllgatherAlgo algo) {
     sweep::Checker check(r);
     sweep::for_each_type([&]<class T>() {
       for (std::int64_t m : sweep::block_counts_for(p, sweep::runs_large<T>(p, ReduceOp::kSum))) {
+        const std::string context = sweep::describe<T>(what.c_str(), p, m);
+        DTW_TRACE(context);
         const std::vector<T> in = sweep::make_input<T>(r, m, ReduceOp::kSum);
         std::vector<T> expected(static_cast<std::size_t>(p * m), T(-7)), got = expected;
         reference::allgather(comm, in, expected);
         allgather(comm, std::span<const T>(in), std::span<T>(got), algo);
-        check.same(expected, got, 0, sweep::describe<T>(what.c_str(), p, m));
+        check.same(expected, got, 0, context);
       }
     });
   });
@@ -32,6 +36,23 @@ TEST(AllgatherTest, RingMatchesReference) {
 
 TEST(AllgatherTest, RecursiveDoublingMatchesReference) {
   sweep_allgather(AllgatherAlgo::kRecursiveDoubling);
+}
+
+TEST(AllgatherTest, CountThatDiffersFailsWithoutTheCheck) {
+  for (auto algo : {AllgatherAlgo::kRing, AllgatherAlgo::kRecursiveDoubling})
+    sweep::expect_count_mismatch_fails(
+        "allgather " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+          std::vector<float> in(static_cast<std::size_t>(n)),
+              out(static_cast<std::size_t>(n * c.size()));
+          allgather(c, std::span<const float>(in), std::span<float>(out), algo);
+        });
+}
+
+TEST(AllgatherTest, WrongBufferSizeNamesTheRank) {
+  sweep::expect_wrong_size_names_rank("allgather out", [](Comm& c) {
+    std::vector<float> in(5), out(5 * c.size() - (c.rank() == 1 ? 1 : 0));
+    allgather(c, std::span<const float>(in), std::span<float>(out));
+  });
 }
 
 TEST(AllgatherTest, InPlaceWhenInIsThisRanksBlockOfOut) {

@@ -11,6 +11,12 @@
 namespace dtw::ch01 {
 namespace {
 
+// Each allreduce also runs the steps it is built from (see the chapter text).
+DTW_TEST_STEPS(AllreduceTreeTest, "01.1", "01.2", "01.7");
+DTW_TEST_STEPS(AllreduceRingTest, "01.4", "01.5", "01.8");
+DTW_TEST_STEPS(AllreduceRabenseifnerTest, "01.4", "01.5", "01.9");
+DTW_TEST_STEPS(AllreduceDirectTest, "01.10");
+
 // Out-of-place calls are checked for the small counts (the large count adds
 // nothing the in-place call did not already exercise).
 constexpr std::int64_t kOutOfPlaceLimit = 1000;
@@ -25,6 +31,7 @@ void sweep_allreduce(AllreduceAlgo algo) {
       for (ReduceOp op : sweep::kOps) {
         for (std::int64_t n : sweep::counts_for(p, sweep::runs_large<T>(p, op))) {
           const std::string context = sweep::describe<T>(what.c_str(), p, n, static_cast<int>(op));
+          DTW_TRACE(context);
           const std::vector<T> in = sweep::make_input<T>(r, n, op);
           std::vector<T> expected = in;
           reference::allreduce(comm, expected, op);
@@ -46,6 +53,14 @@ void sweep_allreduce(AllreduceAlgo algo) {
   });
 }
 
+void count_mismatch_fails(AllreduceAlgo algo) {
+  sweep::expect_count_mismatch_fails(
+      "allreduce " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+        std::vector<float> d(static_cast<std::size_t>(n), 1.0f);
+        allreduce(c, std::span<float>(d), ReduceOp::kSum, algo);
+      });
+}
+
 // Bytes rank src sent to rank dst, for a float allreduce of n elements.
 Report allreduce_traffic(int p, std::int64_t n, AllreduceAlgo algo) {
   return dtw::testing::launch_bounded(p, [n, algo](Comm& comm) {
@@ -60,6 +75,11 @@ TEST(AllreduceTreeTest, NaiveMatchesReference) {
 
 TEST(AllreduceTreeTest, BinomialMatchesReference) {
   sweep_allreduce(AllreduceAlgo::kBinomial);
+}
+
+TEST(AllreduceTreeTest, CountThatDiffersFailsWithoutTheCheck) {
+  count_mismatch_fails(AllreduceAlgo::kNaive);
+  count_mismatch_fails(AllreduceAlgo::kBinomial);
 }
 
 TEST(AllreduceTreeTest, NaiveRootCarriesEveryonesData) {
@@ -79,6 +99,18 @@ TEST(AllreduceTreeTest, NaiveRootCarriesEveryonesData) {
 
 TEST(AllreduceRingTest, MatchesReference) {
   sweep_allreduce(AllreduceAlgo::kRing);
+}
+
+TEST(AllreduceRingTest, CountThatDiffersFailsWithoutTheCheck) {
+  count_mismatch_fails(AllreduceAlgo::kRing);
+}
+
+TEST(AllreduceRingTest, WrongBufferSizeNamesTheRank) {
+  // The default algorithm is the ring.
+  sweep::expect_wrong_size_names_rank("allreduce out of place", [](Comm& c) {
+    std::vector<float> in(8), out(c.rank() == 1 ? 7 : 8);
+    allreduce(c, std::span<const float>(in), std::span<float>(out), ReduceOp::kSum);
+  });
 }
 
 TEST(AllreduceRingTest, SendsTwoLapsOfChunksToTheRightOnly) {
@@ -102,6 +134,10 @@ TEST(AllreduceRingTest, SendsTwoLapsOfChunksToTheRightOnly) {
 
 TEST(AllreduceRabenseifnerTest, MatchesReference) {
   sweep_allreduce(AllreduceAlgo::kRabenseifner);
+}
+
+TEST(AllreduceRabenseifnerTest, CountThatDiffersFailsWithoutTheCheck) {
+  count_mismatch_fails(AllreduceAlgo::kRabenseifner);
 }
 
 TEST(AllreduceRabenseifnerTest, PowerOfTwoSendsTheRingsBytesInLgPSteps) {
@@ -131,6 +167,10 @@ TEST(AllreduceRabenseifnerTest, PowerOfTwoSendsTheRingsBytesInLgPSteps) {
 
 TEST(AllreduceDirectTest, MatchesReference) {
   sweep_allreduce(AllreduceAlgo::kDirect);
+}
+
+TEST(AllreduceDirectTest, CountThatDiffersFailsWithoutTheCheck) {
+  count_mismatch_fails(AllreduceAlgo::kDirect);
 }
 
 TEST(AllreduceDirectTest, EveryRankSendsEachPeerItsChunk) {

@@ -8,6 +8,8 @@
 namespace dtw::ch01 {
 namespace {
 
+DTW_TEST_STEPS(AlltoallTest, "01.11");
+
 TEST(AlltoallTest, PairwiseMatchesReference) {
   sweep::on_every_world([&](Comm& comm) {
     comm.set_verify_collectives(true);
@@ -16,13 +18,29 @@ TEST(AlltoallTest, PairwiseMatchesReference) {
     sweep::for_each_type([&]<class T>() {
       for (std::int64_t b : sweep::block_counts_for(p, sweep::runs_large<T>(p, ReduceOp::kSum))) {
         // Blocks of b elements: block j of rank r's input goes to rank j.
+        const std::string context = sweep::describe<T>("alltoall pairwise", p, p * b);
+        DTW_TRACE(context);
         const std::vector<T> in = sweep::make_input<T>(r, p * b, ReduceOp::kSum);
         std::vector<T> expected(in.size(), T(-7)), got = expected;
         reference::alltoall(comm, in, expected);
         alltoall(comm, std::span<const T>(in), std::span<T>(got));
-        check.same(expected, got, 0, sweep::describe<T>("alltoall pairwise", p, p * b));
+        check.same(expected, got, 0, context);
       }
     });
+  });
+}
+
+TEST(AlltoallTest, CountThatDiffersFailsWithoutTheCheck) {
+  sweep::expect_count_mismatch_fails("alltoall pairwise", [](Comm& c, std::int64_t n) {
+    std::vector<float> in(static_cast<std::size_t>(n * c.size())), out(in.size());
+    alltoall(c, std::span<const float>(in), std::span<float>(out));
+  });
+}
+
+TEST(AlltoallTest, WrongBufferSizeNamesTheRank) {
+  sweep::expect_wrong_size_names_rank("alltoall not divisible", [](Comm& c) {
+    std::vector<float> in(5 * c.size() + (c.rank() == 1 ? 1 : 0)), out(in.size());
+    alltoall(c, std::span<const float>(in), std::span<float>(out));
   });
 }
 

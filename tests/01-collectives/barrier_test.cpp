@@ -11,9 +11,12 @@
 namespace dtw::ch01 {
 namespace {
 
+DTW_TEST_STEPS(BarrierTest, "01.12");
+
 TEST(BarrierTest, NoRankLeavesBeforeAllArrive) {
   constexpr int kRounds = 5;
   for (int p : sweep::kWorlds) {
+    DTW_TRACE("barrier dissemination, p " << p << ", " << kRounds << " rounds");
     std::array<std::atomic<int>, kRounds> arrived{};
     dtw::testing::launch_bounded(p, [&](Comm& comm) {
       comm.set_verify_collectives(true);
@@ -35,6 +38,7 @@ TEST(BarrierTest, DisseminationSendsCeilLgPMessagesPerRank) {
   for (int p : {1, 2, 3, 5, 8, 16}) {
     int lg = 0;
     while ((1 << lg) < p) ++lg;
+    DTW_TRACE("barrier dissemination, p " << p << ": each rank sends " << lg << " messages");
     const Report report = dtw::testing::launch_bounded(p, [](Comm& comm) { barrier(comm); });
     for (int src = 0; src < p; ++src) {
       std::int64_t sent = 0;

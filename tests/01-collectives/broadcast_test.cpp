@@ -9,6 +9,10 @@
 namespace dtw::ch01 {
 namespace {
 
+DTW_TEST_STEPS(BroadcastTest, "01.1");
+// The scatter + allgather broadcast runs the ring allgather of step 01.4.
+DTW_TEST_STEPS(BroadcastScatterAllgatherTest, "01.4", "01.6");
+
 void sweep_broadcast(BroadcastAlgo algo) {
   const std::string what = "broadcast " + std::string(name_of(algo));
   sweep::on_every_world([&](Comm& comm) {
@@ -18,6 +22,8 @@ void sweep_broadcast(BroadcastAlgo algo) {
     sweep::for_each_type([&]<class T>() {
       for (std::int64_t n : sweep::counts_for(p, sweep::runs_large<T>(p, ReduceOp::kSum))) {
         for (int root : sweep::roots_for(p)) {
+          const std::string context = sweep::describe<T>(what.c_str(), p, n, -1, root);
+          DTW_TRACE(context);
           // Only the root's data matters; the others start from a sentinel
           // that must be overwritten.
           const std::vector<T> mine = r == root
@@ -27,7 +33,7 @@ void sweep_broadcast(BroadcastAlgo algo) {
           reference::broadcast(comm, expected, root);
           std::vector<T> got = mine;
           broadcast(comm, std::span<T>(got), root, algo);
-          check.same(expected, got, 0, sweep::describe<T>(what.c_str(), p, n, -1, root));
+          check.same(expected, got, 0, context);
         }
       }
     });
@@ -40,6 +46,15 @@ TEST(BroadcastTest, LinearMatchesReference) {
 
 TEST(BroadcastTest, BinomialMatchesReference) {
   sweep_broadcast(BroadcastAlgo::kBinomial);
+}
+
+TEST(BroadcastTest, CountThatDiffersFailsWithoutTheCheck) {
+  for (auto algo : {BroadcastAlgo::kLinear, BroadcastAlgo::kBinomial})
+    sweep::expect_count_mismatch_fails(
+        "broadcast " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+          std::vector<float> d(static_cast<std::size_t>(n), 1.0f);
+          broadcast(c, std::span<float>(d), 0, algo);
+        });
 }
 
 TEST(BroadcastTest, BinomialTreeRootSendsLgPMessages) {
@@ -65,6 +80,13 @@ TEST(BroadcastTest, BinomialTreeRootSendsLgPMessages) {
 
 TEST(BroadcastScatterAllgatherTest, MatchesReference) {
   sweep_broadcast(BroadcastAlgo::kScatterAllgather);
+}
+
+TEST(BroadcastScatterAllgatherTest, CountThatDiffersFailsWithoutTheCheck) {
+  sweep::expect_count_mismatch_fails("broadcast scatter_allgather", [](Comm& c, std::int64_t n) {
+    std::vector<float> d(static_cast<std::size_t>(n), 1.0f);
+    broadcast(c, std::span<float>(d), 0, BroadcastAlgo::kScatterAllgather);
+  });
 }
 
 TEST(BroadcastScatterAllgatherTest, RootSendsAboutOneCopyOfTheData) {

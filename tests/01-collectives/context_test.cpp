@@ -11,10 +11,15 @@
 namespace dtw::ch01 {
 namespace {
 
+// Every broadcast algorithm: the scatter + allgather one runs step 01.4's ring.
+DTW_TEST_STEPS(CollectiveContextTest, "01.1", "01.4", "01.6");
+// The default allreduce, the ring.
+DTW_TEST_STEPS(AllreduceContextTest, "01.4", "01.5", "01.8");
+
 TEST(CollectiveContextTest, PendingUserIsendWithTheOldBroadcastTagDoesNotCross) {
   for (const BroadcastAlgo algo :
        {BroadcastAlgo::kLinear, BroadcastAlgo::kBinomial, BroadcastAlgo::kScatterAllgather}) {
-    SCOPED_TRACE("broadcast " + std::string(name_of(algo)));
+    DTW_TRACE("broadcast " << name_of(algo) << " with a pending user isend on tag kMaxTag-1");
     sweep::on_every_world(
         [algo](Comm& comm) {
           comm.set_verify_collectives(true);

@@ -26,6 +26,9 @@
 namespace dtw::ch01 {
 namespace {
 
+// The two trusted references against each other: no lab code runs.
+DTW_TEST_STEPS(GlooReferenceTest);
+
 #if DTW_HAVE_GLOO
 #define DTW_REQUIRE_GLOO() (void)0
 #else
@@ -164,7 +167,7 @@ void compare_allgather_with_gloo(AllgatherAlgo algo) {
   }
 }
 
-TEST(GlooPeerTest, ReferenceAgreesWithGloo) {
+TEST(GlooReferenceTest, AgreesWithGloo) {
   // The two trusted sources must agree before either can judge the learner.
   DTW_REQUIRE_GLOO();
   for (int p : {2, 5}) {
@@ -180,18 +183,17 @@ TEST(GlooPeerTest, ReferenceAgreesWithGloo) {
   }
 }
 
-TEST(GlooPeerTest, RingAllreduceMatchesGloo) {
+TEST(AllreduceRingTest, MatchesGloo) {
   DTW_REQUIRE_GLOO();
   compare_allreduce_with_gloo(AllreduceAlgo::kRing);
 }
 
-TEST(GlooPeerTest, RingAllgatherMatchesGloo) {
+TEST(AllgatherTest, RingMatchesGloo) {
   DTW_REQUIRE_GLOO();
   compare_allgather_with_gloo(AllgatherAlgo::kRing);
 }
 
-// The other algorithms belong to later steps, so their Gloo checks live in
-// those steps' suites.
+// Each algorithm's Gloo check lives in that algorithm's suite (and step).
 TEST(AllgatherTest, RecursiveDoublingMatchesGloo) {
   DTW_REQUIRE_GLOO();
   compare_allgather_with_gloo(AllgatherAlgo::kRecursiveDoubling);

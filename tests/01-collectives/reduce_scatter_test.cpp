@@ -9,6 +9,8 @@
 namespace dtw::ch01 {
 namespace {
 
+DTW_TEST_STEPS(ReduceScatterTest, "01.5");
+
 void sweep_reduce_scatter(ReduceScatterAlgo algo) {
   const std::string what = "reduce_scatter " + std::string(name_of(algo));
   sweep::on_every_world([&](Comm& comm) {
@@ -18,13 +20,15 @@ void sweep_reduce_scatter(ReduceScatterAlgo algo) {
     sweep::for_each_type([&]<class T>() {
       for (ReduceOp op : sweep::kOps) {
         for (std::int64_t n : sweep::counts_for(p, sweep::runs_large<T>(p, op))) {
+          const std::string context =
+              sweep::describe<T>(what.c_str(), p, n, static_cast<int>(op));
+          DTW_TRACE(context);
           const Chunks chunks(n, p);
           std::vector<T> data = sweep::make_input<T>(r, n, op);
           std::vector<T> expected(static_cast<std::size_t>(chunks.size(r)), T(-7)), got = expected;
           reference::reduce_scatter(comm, data, expected, op);
           reduce_scatter(comm, std::span<T>(data), std::span<T>(got), op, algo);
-          check.same(expected, got, sweep::tolerance<T>(p, op),
-                     sweep::describe<T>(what.c_str(), p, n, static_cast<int>(op)));
+          check.same(expected, got, sweep::tolerance<T>(p, op), context);
         }
       }
     });
@@ -37,6 +41,23 @@ TEST(ReduceScatterTest, RingMatchesReference) {
 
 TEST(ReduceScatterTest, RecursiveHalvingMatchesReference) {
   sweep_reduce_scatter(ReduceScatterAlgo::kRecursiveHalving);
+}
+
+TEST(ReduceScatterTest, CountThatDiffersFailsWithoutTheCheck) {
+  for (auto algo : {ReduceScatterAlgo::kRing, ReduceScatterAlgo::kRecursiveHalving})
+    sweep::expect_count_mismatch_fails(
+        "reduce_scatter " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+          std::vector<float> d(static_cast<std::size_t>(n));
+          std::vector<float> out(static_cast<std::size_t>(Chunks(n, c.size()).size(c.rank())));
+          reduce_scatter(c, std::span<float>(d), std::span<float>(out), ReduceOp::kSum, algo);
+        });
+}
+
+TEST(ReduceScatterTest, WrongBufferSizeNamesTheRank) {
+  sweep::expect_wrong_size_names_rank("reduce_scatter out", [](Comm& c) {
+    std::vector<float> d(5 * c.size()), out(c.rank() == 1 ? 6 : 5);
+    reduce_scatter(c, std::span<float>(d), std::span<float>(out), ReduceOp::kSum);
+  });
 }
 
 TEST(ReduceScatterTest, RingSendsEachChunkOnceAroundTheRing) {

@@ -9,6 +9,8 @@
 namespace dtw::ch01 {
 namespace {
 
+DTW_TEST_STEPS(ReduceTest, "01.2");
+
 void sweep_reduce(ReduceAlgo algo) {
   const std::string what = "reduce " + std::string(name_of(algo));
   sweep::on_every_world([&](Comm& comm) {
@@ -19,14 +21,16 @@ void sweep_reduce(ReduceAlgo algo) {
       for (ReduceOp op : sweep::kOps) {
         for (std::int64_t n : sweep::counts_for(p, sweep::runs_large<T>(p, op))) {
           for (int root : sweep::roots_for(p)) {
+            const std::string context =
+                sweep::describe<T>(what.c_str(), p, n, static_cast<int>(op), root);
+            DTW_TRACE(context);
             const std::vector<T> mine = sweep::make_input<T>(r, n, op);
             std::vector<T> expected = mine;
             reference::reduce(comm, expected, op, root);
             std::vector<T> got = mine;
             reduce(comm, std::span<T>(got), op, root, algo);
             if (r == root) {
-              check.same(expected, got, sweep::tolerance<T>(p, op),
-                         sweep::describe<T>(what.c_str(), p, n, static_cast<int>(op), root));
+              check.same(expected, got, sweep::tolerance<T>(p, op), context);
             }
           }
         }
@@ -41,6 +45,15 @@ TEST(ReduceTest, LinearMatchesReference) {
 
 TEST(ReduceTest, BinomialMatchesReference) {
   sweep_reduce(ReduceAlgo::kBinomial);
+}
+
+TEST(ReduceTest, CountThatDiffersFailsWithoutTheCheck) {
+  for (auto algo : {ReduceAlgo::kLinear, ReduceAlgo::kBinomial})
+    sweep::expect_count_mismatch_fails(
+        "reduce " + std::string(name_of(algo)), [algo](Comm& c, std::int64_t n) {
+          std::vector<float> d(static_cast<std::size_t>(n), 1.0f);
+          reduce(c, std::span<float>(d), ReduceOp::kSum, 0, algo);
+        });
 }
 
 TEST(ReduceTest, BinomialTreeSendsOneMessagePerRank) {

@@ -9,8 +9,10 @@
 // x roots) so that thread start-up is paid eight times, not thousands.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -126,7 +128,7 @@ double tolerance(int p, ReduceOp op) {
   }
 }
 
-/// "allreduce ring, p 5, count 16, float32, sum" for SCOPED_TRACE.
+/// "allreduce ring, p 5, count 16, float32, sum" for DTW_TRACE.
 template <class T>
 std::string describe(const char* what, int p, std::int64_t count, int op = -1, int root = -1) {
   std::ostringstream out;
@@ -145,16 +147,20 @@ class Checker {
  public:
   explicit Checker(int rank) : rank_(rank) {}
 
-  /// Compares one result; reports it (with `context` as the trace) unless an
-  /// earlier comparison on this rank already failed.
+  /// Compares one result; reports it (with `context` as the trace, unless
+  /// the innermost DTW_TRACE says it already) unless an earlier comparison on
+  /// this rank already failed.
   template <class T>
   bool same(const std::vector<T>& expected, const std::vector<T>& got, double tol,
             const std::string& context) {
     if (failed_) return false;
-    if (dtw::testing::compare(rank_, expected, got, tol).empty()) return true;
+    const std::string mismatch = dtw::testing::compare(rank_, expected, got, tol);
+    if (mismatch.empty()) return true;
     failed_ = true;
-    SCOPED_TRACE(context + " (later mismatches on this rank are not reported)");
-    DTW_EXPECT_SAME(rank_, expected, got, tol);
+    const auto& live = dtw::testing::detail::live_context();
+    std::optional<dtw::testing::ScopedContext> trace;
+    if (live.empty() || live.back().text != context) trace.emplace(__FILE__, __LINE__, context);
+    ADD_FAILURE() << mismatch << " (later mismatches on this rank are not reported)";
     return false;
   }
 
@@ -168,8 +174,59 @@ class Checker {
 template <class F>
 void on_every_world(F&& body, const std::vector<int>& worlds = kWorlds) {
   for (int p : worlds) {
-    SCOPED_TRACE("world size " + std::to_string(p));
+    DTW_TRACE("world size " << p);
     dtw::testing::launch_bounded(p, body, std::chrono::seconds(60));
+  }
+}
+
+/// One collective call with the count each rank passes, for the bad-input checks.
+using CountedCall = std::function<void(Comm&, std::int64_t count)>;
+
+/// With the fingerprint check off nothing announces the counts, so the
+/// messages themselves must give a disagreement away: the last rank passing
+/// one element more or fewer than the others must end in InvalidArgument on
+/// some rank, never in a hang, a deadlock or a wrong answer. Each algorithm's
+/// suite runs this for its own calls.
+inline void expect_count_mismatch_fails(const std::string& name, const CountedCall& call) {
+  for (int p : {2, 3, 5}) {
+    for (int extra : {-1, 1}) {
+      DTW_TRACE(name << ", p " << p << ", the last rank passes count 4p" << (extra > 0 ? "+1" : "-1")
+                     << ", the fingerprint check off");
+      LaunchOptions options;
+      options.timeout = std::chrono::seconds(10);
+      const Report report = dtw::testing::launch_collecting_bounded(p, options, [&](Comm& comm) {
+        comm.set_verify_collectives(false);
+        call(comm, 4 * p + (comm.rank() == p - 1 ? extra : 0));
+      });
+      bool invalid_argument = false;
+      std::string kinds;
+      for (const RankError& e : report.errors) {
+        invalid_argument = invalid_argument || e.kind == "InvalidArgument";
+        kinds += " " + e.kind + ": " + e.message + "\n";
+      }
+      EXPECT_TRUE(invalid_argument) << "no rank raised InvalidArgument; what the ranks raised:\n"
+                                    << (kinds.empty() ? " (nothing: the call returned)\n" : kinds);
+    }
+  }
+}
+
+/// Rank 1 of 3 (the root where there is one) passes a buffer of the wrong
+/// size: with the fingerprint check on or off, the call must end in an
+/// InvalidArgument naming rank 1.
+inline void expect_wrong_size_names_rank(const std::string& name,
+                                         const std::function<void(Comm&)>& call) {
+  for (bool check : {false, true}) {
+    DTW_TRACE(name << ", p 3, rank 1's buffer has the wrong size, the fingerprint check "
+                   << (check ? "on" : "off"));
+    try {
+      dtw::testing::launch_bounded(3, [&](Comm& comm) {
+        comm.set_verify_collectives(check);
+        call(comm);
+      });
+      ADD_FAILURE() << "accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(e.message().find("rank 1"), std::string::npos) << e.what();
+    }
   }
 }
 

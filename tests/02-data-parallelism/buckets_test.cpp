@@ -46,6 +46,7 @@ void expect_valid_plan(const model::ParamLayout& layout, const std::vector<train
   }
 }
 
+DTW_TEST_STEPS(BucketsTest, "02.3");
 TEST(BucketsTest, CoverEveryParameterOnceInReadyOrderWithinTheCap) {
   for (const char* name : {"gpt-tiny", "mlp-tiny", "gpt-small"}) {
     const model::ParamLayout layout = model::param_layout(tiny(name).config());
@@ -80,6 +81,7 @@ TEST(BucketsTest, BucketsCompleteInTheirOrderDuringBackward) {
   // buckets must become complete first to last.
   for (const char* name : {"gpt-tiny", "mlp-tiny"}) {
     const train::RunSpec spec = tiny(name);
+    DTW_TRACE("buckets of " << name << " with a 16 KiB cap, replayed through backward");
     const model::ParamLayout layout = model::param_layout(spec.config());
     const auto buckets = make_buckets(layout, 16 * 1024, 8);
     std::vector<std::int64_t> missing;
@@ -99,7 +101,8 @@ TEST(BucketsTest, BucketsCompleteInTheirOrderDuringBackward) {
   }
 }
 
-TEST(BucketsTest, ACapOrElementSizeOfZeroIsAClearError) {
+DTW_TEST_STEPS(BucketArgumentsTest);
+TEST(BucketArgumentsTest, ACapOrElementSizeOfZeroIsAClearError) {
   const model::ParamLayout layout = model::param_layout(tiny("mlp-tiny").config());
   testing::expect_error([&] { make_buckets(layout, 0, 4); },
                         {"bucket cap 0 bytes must be positive"});

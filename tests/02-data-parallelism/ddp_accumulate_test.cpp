@@ -23,6 +23,7 @@ train::Knobs micro(std::int64_t m) {
   return train::Knobs().set("micro_batches", std::to_string(m)).set("bucket_kib", "16");
 }
 
+DTW_TEST_STEPS(MicroBatchShardsTest, "02.4");
 TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
   for (const std::int64_t batch : {12, 13}) {
     const train::RunSpec spec = tiny("gpt-tiny", 1, batch);
@@ -45,7 +46,8 @@ TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
   }
 }
 
-TEST(MicroBatchShardsTest, MoreMicroBatchesThanRowsIsAClearError) {
+DTW_TEST_STEPS(MicroBatchArgumentsTest);
+TEST(MicroBatchArgumentsTest, MoreMicroBatchesThanRowsIsAClearError) {
   const train::RunSpec spec = tiny("gpt-tiny", 1, 4);
   testing::expect_error(
       [&] { micro_batch_shards(spec, 1, 2, 3); },
@@ -53,6 +55,7 @@ TEST(MicroBatchShardsTest, MoreMicroBatchesThanRowsIsAClearError) {
   testing::expect_error([&] { micro_batch_shards(spec, 0, 2, 0); }, {"micro_batches=0"});
 }
 
+DTW_TEST_STEPS(DdpAccumulateTest, "02.2", "02.3", "02.4");
 TEST(DdpAccumulateTest, MatchesTheReferenceOnOneToFourRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"})
     for (int p = 1; p <= 4; ++p) expect_matches(tiny(model), p, accumulate, micro(p == 4 ? 3 : 2));
@@ -82,7 +85,8 @@ TEST(DdpAccumulateTest, CommunicatesOncePerStepWhateverTheMicroBatches) {
   }
 }
 
-TEST(DdpAccumulateTest, BadMicroBatchCountsAreClearErrorsOnEveryRank) {
+DTW_TEST_STEPS(DdpAccumulateArgumentsTest);
+TEST(DdpAccumulateArgumentsTest, BadMicroBatchCountsAreClearErrorsOnEveryRank) {
   testing::expect_error(
       [&] { train::run_ranks<double>(tiny("mlp-tiny", 1), testing::on(2, micro(0)), accumulate); },
       {"micro_batches=0", "at least one micro-batch"});

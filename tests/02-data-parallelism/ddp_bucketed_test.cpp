@@ -24,6 +24,7 @@ train::Knobs cap_kib(std::int64_t kib) {
   return train::Knobs().set("bucket_kib", std::to_string(kib));
 }
 
+DTW_TEST_STEPS(DdpBucketedTest, "02.2", "02.3");
 TEST(DdpBucketedTest, MatchesTheReferenceOnOneToFourRanksForEveryCap) {
   // 1 KiB: about one bucket per tensor; 16 KiB: a few per block; 1 GiB: one.
   const std::int64_t caps[] = {1, 16, 1 << 20};
@@ -66,7 +67,8 @@ TEST(DdpBucketedTest, FloatRunsFollowTheReferencesLossCurve) {
   EXPECT_TRUE(out.matches) << out.mismatch;
 }
 
-TEST(DdpBucketedTest, ABucketCapOfZeroOrLessIsAClearErrorOnEveryRank) {
+DTW_TEST_STEPS(DdpBucketedArgumentsTest);
+TEST(DdpBucketedArgumentsTest, ABucketCapOfZeroOrLessIsAClearErrorOnEveryRank) {
   for (const char* kib : {"0", "-3"}) {
     testing::expect_error(
         [&] {

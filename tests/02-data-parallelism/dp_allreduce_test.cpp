@@ -17,6 +17,7 @@ void allreduce(train::RankRun<double>& run) {
   dp_allreduce(run);
 }
 
+DTW_TEST_STEPS(DpAllreduceTest, "02.2");
 TEST(DpAllreduceTest, MatchesTheReferenceOnOneToFourRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"})
     for (int p = 1; p <= 4; ++p) expect_matches(tiny(model), p, allreduce);
@@ -39,14 +40,15 @@ TEST(DpAllreduceTest, EveryLinkOfTheRingCarriesItsShare) {
   }
 }
 
-TEST(DpAllreduceTest, ABatchSmallerThanTheWorldIsAClearErrorOnEveryRank) {
+DTW_TEST_STEPS(DpAllreduceArgumentsTest);
+TEST(DpAllreduceArgumentsTest, ABatchSmallerThanTheWorldIsAClearErrorOnEveryRank) {
   train::RunSpec spec = tiny("gpt-tiny");
   spec.batch = 2;
   testing::expect_error([&] { train::run_ranks<double>(spec, testing::on(3), allreduce); },
                         {"a global batch of 2 cannot be split over 3"});
 }
 
-TEST(DpAllreduceTest, ANegativeCheckIntervalIsAClearError) {
+TEST(DpAllreduceArgumentsTest, ANegativeCheckIntervalIsAClearError) {
   testing::expect_error(
       [&] {
         train::run_ranks<double>(tiny("mlp-tiny", 1),

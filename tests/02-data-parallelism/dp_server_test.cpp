@@ -17,6 +17,7 @@ void server(train::RankRun<double>& run) {
   dp_server(run);
 }
 
+DTW_TEST_STEPS(DpServerTest, "02.1");
 TEST(DpServerTest, MatchesTheReferenceOnOneToFourRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"})
     for (int p = 1; p <= 4; ++p) expect_matches(tiny(model), p, server);

@@ -12,6 +12,7 @@
 #include "dtw/errors.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
+#include "dtw_train_test.h"
 
 namespace dtw::ch02::testing {
 
@@ -43,6 +44,7 @@ inline train::HarnessOptions on(int ranks, train::Knobs knobs = {}) {
 /// Runs `strategy` and expects it to match the reference on every rank.
 inline train::RunOutcome expect_matches(const train::RunSpec& spec, int ranks,
                                         const Strategy& strategy, train::Knobs knobs = {}) {
+  DTW_TRACE_RUN(spec, ranks, knobs);
   const train::RunOutcome out =
       train::run_ranks<double>(spec, on(ranks, std::move(knobs)), strategy);
   EXPECT_TRUE(out.matches) << spec.model << " on " << ranks << " ranks: " << out.mismatch;

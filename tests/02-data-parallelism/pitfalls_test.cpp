@@ -14,6 +14,7 @@ train::Knobs micro(std::int64_t m) {
   return train::Knobs().set("micro_batches", std::to_string(m)).set("bucket_kib", "16");
 }
 
+DTW_TEST_STEPS(SkipBroadcastPitfallTest, "02.2");
 TEST(SkipBroadcastPitfallTest, CaughtAtTheFirstFingerprint) {
   testing::expect_error(
       [&] {
@@ -24,6 +25,7 @@ TEST(SkipBroadcastPitfallTest, CaughtAtTheFirstFingerprint) {
       {"replicas diverged at the start: rank 1's wte differs from rank 0's"});
 }
 
+DTW_TEST_STEPS(AccumulationPitfallTest, "02.2", "02.3", "02.4");
 TEST(AccumulationPitfallTest, SyncingTheFirstMicroBatchIsCaughtAfterTheFirstStep) {
   testing::expect_error(
       [&] {
@@ -44,6 +46,7 @@ TEST(AccumulationPitfallTest, ASyncFlagSetAfterTheForwardIsCaughtAfterTheFirstSt
       {"replicas diverged after 1 steps: rank 1's"});
 }
 
+DTW_TEST_STEPS(AverageByWorldSizePitfallTest, "02.2");
 TEST(AverageByWorldSizePitfallTest, TheReplicasAgreeButTheReferenceDoesNot) {
   // 13 rows on 3 ranks (5, 4, 4): every replica equal, every replica wrong.
   const train::RunOutcome out = train::run_ranks<double>(

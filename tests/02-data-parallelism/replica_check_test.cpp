@@ -14,7 +14,8 @@ namespace {
 
 using testing::tiny;
 
-TEST(ReplicaCheckTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
+DTW_TEST_STEPS(ReplicaFingerprintTest);
+TEST(ReplicaFingerprintTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
   const train::RunSpec spec = tiny("gpt-tiny");
   const model::ParamLayout layout = model::param_layout(spec.config());
   std::vector<double> params(static_cast<std::size_t>(layout.size()));
@@ -31,6 +32,7 @@ TEST(ReplicaCheckTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
   }
 }
 
+DTW_TEST_STEPS(ReplicaCheckTest, "02.2");
 TEST(ReplicaCheckTest, TheBroadcastStartsEveryRankFromRankZerosParameters) {
   const train::RunSpec spec = tiny("mlp-tiny");
   dtw::testing::launch_bounded(3, [&](Comm& comm) {
@@ -72,7 +74,7 @@ TEST(ReplicaCheckTest, EqualReplicasPass) {
   });
 }
 
-TEST(ReplicaCheckTest, RanksThatWouldTrainDifferentModelsFailAtTheStart) {
+TEST(ReplicaFingerprintTest, RanksThatWouldTrainDifferentModelsFailAtTheStart) {
   const train::RunSpec spec = tiny("gpt-tiny");
   testing::expect_error(
       [&] {
@@ -86,7 +88,7 @@ TEST(ReplicaCheckTest, RanksThatWouldTrainDifferentModelsFailAtTheStart) {
       {"ranks 0 and 1 would train different runs", "'mlp-tiny'", "'gpt-tiny'"});
 }
 
-TEST(ReplicaCheckTest, RanksWithDifferentSeedsFailAtTheStartNamingTheField) {
+TEST(ReplicaFingerprintTest, RanksWithDifferentSeedsFailAtTheStartNamingTheField) {
   testing::expect_error(
       [&] {
         dtw::testing::launch_bounded(3, [&](Comm& comm) {

@@ -11,8 +11,10 @@ namespace {
 using testing::expect_matches;
 using testing::tiny;
 
+DTW_TEST_STEPS(ShardWeightTest, "02.5");
 TEST(ShardWeightTest, WeightsAreRowsOverTheBatchAndSumToOne) {
   const train::RunSpec spec = tiny("gpt-tiny", 1, 12);
+  DTW_TRACE("shard weights of a batch of 12 rows over 5 shards, then 4");
   const double want5[] = {3.0 / 12, 3.0 / 12, 2.0 / 12, 2.0 / 12, 2.0 / 12};
   double sum = 0;
   for (int r = 0; r < 5; ++r) {
@@ -23,11 +25,13 @@ TEST(ShardWeightTest, WeightsAreRowsOverTheBatchAndSumToOne) {
   for (int r = 0; r < 4; ++r) EXPECT_EQ(shard_weight(spec, r, 4), 0.25);
 }
 
-TEST(ShardWeightTest, MoreShardsThanRowsIsAClearError) {
+DTW_TEST_STEPS(ShardArgumentsTest);
+TEST(ShardArgumentsTest, MoreShardsThanRowsIsAClearError) {
   testing::expect_error([&] { shard_weight(tiny("gpt-tiny", 1, 3), 0, 4); },
                         {"a global batch of 3 cannot be split over 4"});
 }
 
+DTW_TEST_STEPS(UnevenShardsTest, "02.1", "02.2", "02.3", "02.4", "02.5");
 TEST(UnevenShardsTest, EveryStrategyMatchesTheReferenceOnFiveRanksWithTwelveRows) {
   const testing::Strategy strategies[] = {
       [](train::RankRun<double>& run) { dp_server(run); },

@@ -29,6 +29,7 @@ train::RunSpec sgd_run() {
   return spec;
 }
 
+DTW_TEST_STEPS(AsyncAtSyncLrPitfallTest, "03.1", "03.2");
 TEST(AsyncAtSyncLrPitfallTest, DivergesAndStopsAtTheFirstNonFiniteLoss) {
   testing::expect_error<Error, float>(
       [](train::RankRun<float>& run) { return pitfalls::async_at_sync_lr(run); }, sgd_run(), 5,
@@ -47,6 +48,7 @@ TEST(AsyncAtSyncLrPitfallTest, TheSameRunAtTheRateOverWTrains) {
   EXPECT_LT(async.out.losses.back(), 0.8 * async.out.losses.front());
 }
 
+DTW_TEST_STEPS(DyingWorkerPitfallTest, "03.1");
 TEST(DyingWorkerPitfallTest, EndsTheRunWithAnErrorNamingTheWorker) {
   testing::expect_error<Error, double>(
       [](train::RankRun<double>& run) { return pitfalls::dying_worker(run); },

@@ -59,8 +59,10 @@ void expect_same_updates(const std::vector<PsUpdate>& want, const std::vector<Ps
   }
 }
 
+DTW_TEST_STEPS(PsAsyncTest, "03.1", "03.2");
 TEST(PsAsyncTest, OneWorkerIsTheReference) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
+    DTW_TRACE("ps-async, " << model << ", 1 server, 1 worker");
     const auto r = run_ps<double>(async_fn<double>(), tiny(model), 2, knobs({}));
     EXPECT_TRUE(r.out.matches) << model << ": " << r.out.mismatch;
     EXPECT_EQ(r.out.losses.size(), 3u) << model;
@@ -69,6 +71,8 @@ TEST(PsAsyncTest, OneWorkerIsTheReference) {
 
 TEST(PsAsyncTest, TheWorkedExampleOfTheText) {
   // Two workers, worker 1 three times slower, 4 steps: 8 updates, whoever pushes.
+  DTW_TRACE("ps-async, the worked example of the text: 2 workers, worker 1 three times slower, "
+            "4 steps, scripted order");
   const std::vector<PsUpdate> want = {{0, 0, 0, 0}, {0, 1, 1, 1}, {0, 2, 2, 2}, {1, 0, 0, 3},
                                       {0, 3, 3, 4}, {0, 4, 5, 5}, {0, 5, 6, 6}, {1, 1, 4, 7},
                                       {0, 6, 7, 8}};
@@ -90,7 +94,8 @@ TEST(PsAsyncTest, ScriptedArrivalsLandOnTheVersionsTheScriptImplies) {
   }
 }
 
-TEST(PsAsyncTest, InArrivalOrderEveryPushIsAppliedOnceInItsWorkersOrder) {
+DTW_TEST_STEPS(PsAsyncStragglerTest, "03.1", "03.2", "03.5");
+TEST(PsAsyncStragglerTest, InArrivalOrderEveryPushIsAppliedOnceInItsWorkersOrder) {
   const int W = 3;
   const std::int64_t steps = 6;
   const auto r = run_ps<double>(async_fn<double>(), tiny("mlp-tiny", steps, 6), 1 + W,

@@ -20,6 +20,7 @@ void expect_bad(int ranks, std::initializer_list<std::string> kv, const std::str
     expect_error<InvalidArgument, double>(fn, tiny("mlp-tiny", 2, 6), ranks, knobs(kv), text);
 }
 
+DTW_TEST_STEPS(PsErrorsTest);
 TEST(PsErrorsTest, ServersAndWorkersMustBeAtLeastOneAndFillTheWorld) {
   expect_bad(3, {"servers=0"}, "servers=0: there must be at least one server");
   expect_bad(3, {"servers=3"}, "a world of 3 ranks with 3 servers leaves no worker");

@@ -20,6 +20,7 @@ using testing::knobs;
 using testing::run_ps;
 using testing::tiny;
 
+DTW_TEST_STEPS(PsShardTest, "03.1", "03.2", "03.3", "03.4");
 TEST(PsShardTest, ShardsTileTheModelInNearlyEqualContiguousRanges) {
   for (std::int64_t psi : {7, 10, 1000003}) {
     for (int S : {1, 2, 3, 7}) {
@@ -42,6 +43,7 @@ TEST(PsShardTest, ShardsTileTheModelInNearlyEqualContiguousRanges) {
 TEST(PsShardTest, ShardedSynchronousServersMatchTheReference) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (auto [S, W] : {std::pair{2, 3}, std::pair{3, 4}}) {
+      DTW_TRACE("ps-sync, " << model << ", " << S << " servers, " << W << " workers");
       const auto r = run_ps<double>(testing::sync_fn<double>(), tiny(model), S + W,
                                     knobs({"servers=" + std::to_string(S)}));
       EXPECT_TRUE(r.out.matches) << model << ", S=" << S << ", W=" << W << ": " << r.out.mismatch;
@@ -129,7 +131,8 @@ TEST(PsShardTest, ServersHoldTheirShardsOptimizerStateAndWorkersNone) {
   }
 }
 
-TEST(PsShardTest, ShardedServersWorkForEveryStrategy) {
+DTW_TEST_STEPS(PsShardStragglerTest, "03.1", "03.2", "03.3", "03.4", "03.5");
+TEST(PsShardStragglerTest, ShardedServersWorkForEveryStrategy) {
   for (const char* order : {"order=arrival", "order=scripted"}) {
     const train::Knobs k = knobs({"servers=2", "staleness=1", "straggler=0:2", order});
     const auto a = run_ps<double>(testing::async_fn<double>(), tiny("mlp-tiny", 4, 6), 5, k, false);

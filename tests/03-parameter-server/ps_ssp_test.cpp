@@ -65,7 +65,8 @@ std::int64_t max_staleness(const std::vector<PsUpdate>& log) {
   return m;
 }
 
-TEST(PsSspTest, StalenessZeroIsTheSynchronousServer) {
+DTW_TEST_STEPS(PsSspStragglerTest, "03.1", "03.3", "03.5");
+TEST(PsSspStragglerTest, StalenessZeroIsTheSynchronousServer) {
   const train::RunSpec spec = tiny("gpt-tiny");
   const auto sync = run_ps<double>(testing::sync_fn<double>(), spec, 4, knobs({}));
   const auto scripted = run_ps<double>(ssp_fn<double>(), spec, 4,
@@ -81,9 +82,12 @@ TEST(PsSspTest, StalenessZeroIsTheSynchronousServer) {
   EXPECT_EQ(max_staleness(arrival.updates[0]), 0);
 }
 
+DTW_TEST_STEPS(PsSspTest, "03.1", "03.3");
 TEST(PsSspTest, ScriptedStalenessIsWhereTheScriptPutsItAndReachesTheBound) {
   const std::vector<double> f = {3, 1, 1};  // worker 0 is three times slower
   for (std::int64_t s : {0, 1, 3}) {
+    DTW_TRACE("ps-ssp, mlp-tiny, 3 workers, staleness " << s
+                                                      << ", worker 0 three times slower, scripted order");
     const auto r = run_ps<double>(ssp_fn<double>(), tiny("mlp-tiny", 8, 6), 4,
                                   knobs({"staleness=" + std::to_string(s), "straggler=0:3",
                                          "order=scripted"}),
@@ -105,7 +109,7 @@ TEST(PsSspTest, ScriptedStalenessIsWhereTheScriptPutsItAndReachesTheBound) {
   }
 }
 
-TEST(PsSspTest, InArrivalOrderEveryStalenessIsWithinTheBound) {
+TEST(PsSspStragglerTest, InArrivalOrderEveryStalenessIsWithinTheBound) {
   for (std::int64_t s : {0, 1, 3}) {
     const auto r = run_ps<double>(ssp_fn<double>(), tiny("mlp-tiny", 8, 6), 4,
                                   knobs({"staleness=" + std::to_string(s), "straggler=0:2"}),

@@ -67,7 +67,9 @@ std::vector<PsLog> workers_against_a_stub(int W, const train::Knobs& k) {
   return logs;
 }
 
+DTW_TEST_STEPS(PsStragglerTest, "03.1", "03.5");
 TEST(PsStragglerTest, EveryStragglerSleepsItsFactorMinusOneTimesItsComputeTime) {
+  DTW_TRACE("2 workers against a stub server, straggler=0:3,1:1.5");
   const std::vector<PsLog> logs = workers_against_a_stub(2, knobs({"straggler=0:3,1:1.5"}));
   ASSERT_EQ(logs.size(), 2u);
   // sleep_for never returns early, so the measured sleeps are at least (f − 1)× the compute.
@@ -98,7 +100,8 @@ TEST(PsStragglerTest, ASlowWorkerChangesTheTimeNeverTheResult) {
   EXPECT_GE(r.straggle[2], 2 * r.compute[2] * 0.999);
 }
 
-TEST(PsStragglerTest, JitterSlowsTheShareOfStepsItNamesTheSameOnEveryRun) {
+DTW_TEST_STEPS(StragglerPlanTest);
+TEST(StragglerPlanTest, JitterSlowsTheShareOfStepsItNamesTheSameOnEveryRun) {
   const PsOptions o = ps_options(knobs({"jitter=3:0.25", "straggler=1:5"}));
   int slow = 0;
   for (int w = 0; w < 4; ++w)

@@ -17,9 +17,11 @@ using testing::run_ps;
 using testing::sync_fn;
 using testing::tiny;
 
+DTW_TEST_STEPS(PsSyncTest, "03.1");
 TEST(PsSyncTest, OneServerMatchesTheReference) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int workers : {1, 3}) {
+      DTW_TRACE("ps-sync, " << model << ", 1 server, " << workers << " worker(s)");
       const auto r = run_ps<double>(sync_fn<double>(), tiny(model), 1 + workers, knobs({}));
       EXPECT_TRUE(r.out.matches) << model << ", 1 server, " << workers << " workers: "
                                  << r.out.mismatch;

@@ -15,6 +15,7 @@
 #include "dtw/results.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
+#include "dtw_train_test.h"
 #include "parameter_server.h"
 #if DTW_HAVE_MPI
 #include "dtw/mpi.h"
@@ -76,6 +77,7 @@ void share_with_idle_processes(const Report& report, bool filled, V& value) {
 template <class T>
 PsRun<T> run_ps(const PsFn<T>& fn, const train::RunSpec& spec, int ranks, const train::Knobs& k,
                 bool compare = true) {
+  DTW_TRACE_RUN(spec, ranks, k);
   train::HarnessOptions o;
   o.ranks = ranks;
   o.knobs = k;

@@ -52,8 +52,8 @@ void reshard(const std::string& model, int from, int from_stage, int to, int to_
   const train::RunSpec spec = tiny(model, 4);
   train::HarnessOptions o = testing::on(std::max(from, to));
   o.compare = false;  // the resumed run is compared inside the ranks below
-  SCOPED_TRACE(model + ": ZeRO-" + std::to_string(from_stage) + " on " + std::to_string(from) +
-               " ranks, then ZeRO-" + std::to_string(to_stage) + " on " + std::to_string(to));
+  DTW_TRACE(model << ": ZeRO-" << from_stage << " on " << from << " ranks, then ZeRO-" << to_stage
+                  << " on " << to);
   train::run_ranks<double>(spec, o, [&](train::RankRun<double>& world) {
     Comm& comm = world.comm();
     const std::string dir = shared_temp_dir(comm);
@@ -77,6 +77,7 @@ void reshard(const std::string& model, int from, int from_stage, int to, int to_
   });
 }
 
+DTW_TEST_STEPS(CheckpointTest, "04.1", "04.2", "04.3", "04.5");
 TEST(CheckpointTest, SaveThenLoadReshardsExactly) {
   // No training, no collectives: four ranks each step their own quarter of
   // a full replica once and save it; three ranks load thirds. Every value of
@@ -85,6 +86,7 @@ TEST(CheckpointTest, SaveThenLoadReshardsExactly) {
   const train::RunSpec spec = tiny("gpt-tiny", 1);
   train::HarnessOptions o = testing::on(4);
   o.compare = false;
+  DTW_TRACE("gpt-tiny after one step, saved on 4 ranks, loaded on 3");
   train::run_ranks<double>(spec, o, [&](train::RankRun<double>& run) {
     Comm& comm = run.comm();
     const std::string dir = shared_temp_dir(comm);

@@ -12,10 +12,12 @@ namespace {
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(Zero1Test, "04.1");
 TEST(Zero1Test, MatchesTheReferenceOnOneToFiveRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int p = 1; p <= 5; ++p) {
       const train::RunSpec spec = tiny(model);
+      DTW_TRACE("zero1, " << ::dtw::testing::describe_run(spec, p));
       const train::RunOutcome out = testing::run_stage(1, spec, on(p));
       EXPECT_TRUE(out.matches) << testing::where(spec, p) << ": " << out.mismatch;
       EXPECT_EQ(out.losses.size(), 3u) << testing::where(spec, p);

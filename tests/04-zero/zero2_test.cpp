@@ -12,10 +12,12 @@ namespace {
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(Zero2Test, "04.1", "04.2");
 TEST(Zero2Test, MatchesTheReferenceOnOneToFiveRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int p = 1; p <= 5; ++p) {
       const train::RunSpec spec = tiny(model);
+      DTW_TRACE("zero2, " << ::dtw::testing::describe_run(spec, p));
       const train::RunOutcome out = testing::run_stage(2, spec, on(p));
       EXPECT_TRUE(out.matches) << testing::where(spec, p) << ": " << out.mismatch;
       EXPECT_EQ(out.losses.size(), 3u) << testing::where(spec, p);
@@ -26,7 +28,9 @@ TEST(Zero2Test, MatchesTheReferenceOnOneToFiveRanks) {
 TEST(Zero2Test, MicroBatchesAddIntoTheShard) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     const train::RunSpec spec = tiny(model, 2);
-    const train::RunOutcome out = testing::run_stage(2, spec, on(2, {"micro_batches=3"}));
+    const train::HarnessOptions o = on(2, {"micro_batches=3"});
+    DTW_TRACE("zero2, " << ::dtw::testing::describe_run(spec, 2, o.knobs));
+    const train::RunOutcome out = testing::run_stage(2, spec, o);
     EXPECT_TRUE(out.matches) << model << ": " << out.mismatch;
     // Every micro-batch reduce-scatters every unit: three times ZeRO-1's gradient bytes.
     for (int r = 0; r < 2; ++r)
@@ -94,6 +98,7 @@ TEST(Zero2Test, BuffersAreFreedAtTheirUnitsHook) {
   });
 }
 
+DTW_TEST_STEPS(Zero2PitfallTest, "04.1", "04.2");
 TEST(Zero2PitfallTest, ReducingBeforeAccumulationEndsIsNamedByTheReference) {
   // InfiniTensor/InfiniTrain#213: the hook reduce-scatters during the first
   // micro-batch only. The run goes on silently; the comparison with the

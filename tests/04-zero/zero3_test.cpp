@@ -12,10 +12,12 @@ namespace {
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(Zero3Test, "04.2", "04.3");
 TEST(Zero3Test, MatchesTheReferenceOnOneToFiveRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int p = 1; p <= 5; ++p) {
       const train::RunSpec spec = tiny(model);
+      DTW_TRACE("zero3, " << ::dtw::testing::describe_run(spec, p));
       const train::RunOutcome out = testing::run_stage(3, spec, on(p));
       EXPECT_TRUE(out.matches) << testing::where(spec, p) << ": " << out.mismatch;
       EXPECT_EQ(out.losses.size(), 3u) << testing::where(spec, p);
@@ -88,6 +90,7 @@ TEST(Zero3Test, GathersAUnitWholeAndFreesItAtTheLastRelease) {
   });
 }
 
+DTW_TEST_STEPS(Zero3PitfallTest, "04.3");
 TEST(Zero3PitfallTest, ARankThatRunsALayerTwiceIsNamedWithTheLayer) {
   // deepspeedai/DeepSpeed#7998: rank 1 runs a module once more; the gathers
   // stop pairing up. The unit fingerprint names the ranks and the layers.

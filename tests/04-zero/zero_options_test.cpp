@@ -21,6 +21,7 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
+DTW_TEST_STEPS(ShardingTest);
 TEST(ShardingTest, EveryUnitIsCutIntoChunksTheFirstRanksLonger) {
   const Sharding s({{"a", 0, 10}, {"b", 10, 16}}, 16, 4);
   // a: 3 3 2 2; b: 2 2 1 1.
@@ -67,6 +68,7 @@ std::string run_error(const ZeroOptions& options, int ranks, std::int64_t batch 
   });
 }
 
+DTW_TEST_STEPS(ZeroOptionsTest);
 TEST(ZeroOptionsTest, BadOptionsAreClearErrorsNamingTheRank) {
   EXPECT_NE(run_error({.stage = 4}, 2).find("ZeRO: stage 4 is not 1, 2 or 3"), std::string::npos);
   EXPECT_NE(run_error({.stage = 0}, 2).find("stage 0 is not 1, 2 or 3"), std::string::npos);

@@ -14,7 +14,7 @@
 #include "dtw/model/params.h"
 #include "dtw/model/units.h"
 #include "dtw/train/strategy.h"
-#include "dtw_test.h"
+#include "dtw_train_test.h"
 #include "zero.h"
 
 namespace dtw::ch04::testing {
@@ -41,6 +41,7 @@ inline train::HarnessOptions on(int ranks, std::vector<std::string> knobs = {}) 
 /// Runs stage `stage` (3 with prefetch when `prefetch` > 0) of ZeRO.
 inline train::RunOutcome run_stage(int stage, const train::RunSpec& spec,
                                    const train::HarnessOptions& o) {
+  DTW_TRACE("zero" << stage << ", " << ::dtw::testing::describe_run(spec, o.ranks, o.knobs));
   return train::run_ranks<double>(spec, o, [stage](train::RankRun<double>& run) {
     if (stage == 1) zero1(run);
     if (stage == 2) zero2(run);

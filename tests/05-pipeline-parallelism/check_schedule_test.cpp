@@ -17,9 +17,11 @@ using testing::knobs;
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(CheckScheduleTest, "05.2", "05.4", "05.6");
 TEST(CheckScheduleTest, AcceptsEveryGeneratedSchedule) {
   for (int p = 1; p <= 6; ++p)
     for (int m = 1; m <= 10; ++m) {
+      DTW_TRACE("check_schedule of every generated schedule, p = " << p << ", m = " << m);
       for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
         check_schedule(make_schedule(kind, p, m));
       for (int v = 1; v <= 3; ++v) check_schedule(interleaved_schedule(p, m, v));
@@ -38,6 +40,7 @@ Schedule crossed() {
 }
 
 TEST(CheckScheduleTest, AnOrderThatCannotCompleteNamesWhoWaitsForWhat) {
+  DTW_TRACE("check_schedule of a crossed naive order: p = 2, m = 1, rank 0 waits for the gradient first");
   const std::string e = error_of<InvalidArgument>([] { check_schedule(crossed()); });
   EXPECT_NE(e.find("naive schedule (p = 2, m = 1, v = 1) cannot complete"), std::string::npos) << e;
   EXPECT_NE(e.find("rank 0 waits in action 1 (recv grad 0) for the gradient of micro-batch 0 from "
@@ -69,7 +72,8 @@ TEST(CheckScheduleTest, ListsThatAreWrongOnTheirOwnAreClearErrors) {
   EXPECT_NE(error(f).find("repeats action"), std::string::npos);
 }
 
-TEST(CheckScheduleTest, UncheckedTheDeadlockDetectorNamesStageMicroBatchAndDirection) {
+DTW_TEST_STEPS(UncheckedScheduleTest, "05.1", "05.3");
+TEST(UncheckedScheduleTest, UncheckedTheDeadlockDetectorNamesStageMicroBatchAndDirection) {
   // The same crossed list, run with check=0: the detector reports the cycle
   // and the executor spells out the tags of the messages each rank waits for.
   PipelineSettings s = pipeline_settings(knobs(1), ScheduleKind::kNaive, tiny("gpt-tiny"), 2);
@@ -83,6 +87,7 @@ TEST(CheckScheduleTest, UncheckedTheDeadlockDetectorNamesStageMicroBatchAndDirec
   EXPECT_NE(e.find("tag 100000000 = activation of micro-batch 0 from chunk 0 to chunk 1"), std::string::npos) << e;
 }
 
+DTW_TEST_STEPS(PitfallTest, "05.1", "05.2", "05.3", "05.4", "05.6");
 TEST(PitfallTest, BlockingSendsDeadlockOneFOneBWhenBothNeighboursSendFirst) {
   // pytorch#172668: stage 0 sends micro-batch 1's activation down while
   // stage 1 sends micro-batch 0's gradient up; neither receives.

@@ -16,17 +16,21 @@ using testing::knobs;
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(CheckpointTest, "05.3", "05.5");
 TEST(CheckpointTest, RecomputingGivesTheSameTraining) {
   // On its own (the given naive schedule on hand-built stages), one rank
   // first, then gpt-tiny on 2 ranks and mlp-tiny on 3.
   for (const auto& [model, p] : std::vector<std::pair<const char*, int>>{
            {"gpt-tiny", 1}, {"gpt-tiny", 2}, {"mlp-tiny", 3}}) {
+    DTW_TRACE("hand-built naive stages, "
+              << ::dtw::testing::describe_run(tiny(model), p, testing::knobs(3)) << ", checkpointing");
     const train::RunOutcome out = testing::run_hand_built(tiny(model), p, 3, {.checkpoint = true});
     EXPECT_TRUE(out.matches) << model << ", p = " << p << ": " << out.mismatch;
   }
 }
 
-TEST(CheckpointTest, EverySchedulesMatchesTheReference) {
+DTW_TEST_STEPS(CheckpointPipelineTest, "05.1", "05.2", "05.3", "05.4", "05.5", "05.6");
+TEST(CheckpointPipelineTest, EverySchedulesMatchesTheReference) {
   for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
     for (const auto& [p, m] : testing::kGrid)
       for (const char* model : {"gpt-tiny", "mlp-tiny"})
@@ -36,7 +40,7 @@ TEST(CheckpointTest, EverySchedulesMatchesTheReference) {
                             {"checkpoint=1", "virtual_stages=2"}, 2);
 }
 
-TEST(CheckpointTest, CutsGPipesPeakByTheDerivedRatio) {
+TEST(CheckpointPipelineTest, CutsGPipesPeakByTheDerivedRatio) {
   const int p = 2, m = 8;
   const train::RunSpec spec = tiny("gpt-tiny", 1, 1);
   const StageMap map = make_stage_map(spec, Balance::kParams, p, 1, m, nullptr);
@@ -62,7 +66,7 @@ TEST(CheckpointTest, CutsGPipesPeakByTheDerivedRatio) {
   }
 }
 
-TEST(CheckpointTest, OneFOneBsPeakIsWhatItsListSays) {
+TEST(CheckpointPipelineTest, OneFOneBsPeakIsWhatItsListSays) {
   const int p = 4, m = 8;
   train::RunSpec spec = tiny("gpt-tiny", 1, 1);
   const StageMap map = make_stage_map(spec, Balance::kParams, p, 1, m, nullptr);
@@ -76,7 +80,7 @@ TEST(CheckpointTest, OneFOneBsPeakIsWhatItsListSays) {
         << "rank " << r;
 }
 
-TEST(CheckpointTest, EveryBackwardRecomputesItsForwardOnce) {
+TEST(CheckpointPipelineTest, EveryBackwardRecomputesItsForwardOnce) {
   const int p = 3, m = 5;
   const train::RunSpec spec = tiny("gpt-tiny", 1, 2);
   train::HarnessOptions o = on(p, knobs(m, {"checkpoint=1"}));

@@ -10,10 +10,12 @@ namespace {
 
 using testing::oracle;
 
+DTW_TEST_STEPS(InterleavedTest, "05.4");
 TEST(InterleavedTest, EveryListPairsAndCompletes) {
   for (int p = 1; p <= 6; ++p)
     for (int m = 1; m <= 14; ++m)
       for (int v = 1; v <= 4; ++v) {
+        DTW_TRACE("interleaved, p = " << p << ", m = " << m << ", v = " << v);
         const Schedule s = interleaved_schedule(p, m, v);
         EXPECT_EQ(oracle(s), "") << "p = " << p << ", m = " << m << ", v = " << v << "\n"
                                  << s.describe();
@@ -47,14 +49,15 @@ TEST(InterleavedTest, TheLastChunkWrapsAroundToTheFirstRank) {
   EXPECT_TRUE(wraps) << s.describe();
 }
 
-TEST(InterleavedTest, MatchesTheReferenceWithTwoChunksPerRank) {
+DTW_TEST_STEPS(InterleavedPipelineTest, "05.1", "05.3", "05.4", "05.6");
+TEST(InterleavedPipelineTest, MatchesTheReferenceWithTwoChunksPerRank) {
   for (const auto& [p, m] : testing::kGrid)
     for (const char* model : {"gpt-tiny", "mlp-tiny"})
       testing::expect_matches(ScheduleKind::kInterleaved, model, p, m, {"virtual_stages=2"}, 2);
   testing::expect_matches(ScheduleKind::kInterleaved, "gpt-tiny", 2, 4, {"virtual_stages=4"}, 4);
 }
 
-TEST(InterleavedTest, TwoChunksPerRankDivideTheBubbleByTwo) {
+TEST(InterleavedPipelineTest, TwoChunksPerRankDivideTheBubbleByTwo) {
   // (p−1)/(v·m + p − 1) for m ≥ p; for m < p a group of m micro-batches
   // leaves every rank idle p − m chunk-times per lap: (v(p−m) + m − 1)/(v·p + m − 1).
   const int v = 2;

@@ -20,12 +20,14 @@ using testing::knobs;
 using testing::on;
 using testing::tiny;
 
+DTW_TEST_STEPS(ExecutorTest, "05.3");
 TEST(ExecutorTest, RunsTheNaiveScheduleOnHandBuiltStages) {
   // gpt-tiny's 2 blocks on 1 and 2 ranks (the tied embedding on both ends),
   // mlp-tiny's 3 layers on 1 and 3, with 1 and 3 micro-batches of 8 rows.
   for (const auto& [model, p] : std::vector<std::pair<const char*, int>>{
            {"gpt-tiny", 1}, {"gpt-tiny", 2}, {"mlp-tiny", 1}, {"mlp-tiny", 3}})
     for (int m : {1, 3}) {
+      DTW_TRACE("hand-built naive stages, " << ::dtw::testing::describe_run(tiny(model), p, testing::knobs(m)));
       const train::RunOutcome out = testing::run_hand_built(tiny(model), p, m, {});
       EXPECT_TRUE(out.matches) << model << ", p = " << p << ", m = " << m << ": " << out.mismatch;
       for (const train::RankOutcome& r : out.ranks)
@@ -33,6 +35,7 @@ TEST(ExecutorTest, RunsTheNaiveScheduleOnHandBuiltStages) {
     }
 }
 
+DTW_TEST_STEPS(PipelineTest, "05.1", "05.2", "05.3", "05.6");
 TEST(PipelineTest, NaiveGPipeAndOneFOneBMatchTheReference) {
   for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})
     for (const auto& [p, m] : kGrid)
@@ -109,6 +112,7 @@ TEST(PipelineTest, TheTraceShowsAtMostPMinusSMicroBatchesInFlightUnderOneFOneB) 
   }
 }
 
+DTW_TEST_STEPS(PipelineMemoryTest, "05.1", "05.2", "05.3", "05.6");
 TEST(PipelineMemoryTest, GPipeHoldsEveryMicroBatchAndOneFOneBAtMostPMinusS) {
   // A fixed micro-batch of one sequence, so the batch grows with m (as it
   // does in practice: the micro-batch is what fits, m is how many).
@@ -141,6 +145,7 @@ double formula(ScheduleKind kind, double p, double m) {
   return kind == ScheduleKind::kNaive ? (p - 1) / p : (p - 1) / (m + p - 1);
 }
 
+DTW_TEST_STEPS(PipelineBubbleTest, "05.1", "05.2", "05.3", "05.6");
 TEST(PipelineBubbleTest, OnEqualStagesTheBubbleIsTheFormula) {
   // From real runs replayed with free messages: the executor adds no wait
   // the schedule does not have.
@@ -157,7 +162,8 @@ TEST(PipelineBubbleTest, TheSeedsTwentyFiveAndFiftySevenPercent) {
   EXPECT_NEAR(1 - testing::ideal_bubble(ScheduleKind::kGPipe, 4, 4), 4.0 / 7, 0.01);
 }
 
-TEST(PipelineTest, BadSettingsAreClearErrorsOnEveryRank) {
+DTW_TEST_STEPS(PipelineArgumentsTest, "05.2");
+TEST(PipelineArgumentsTest, BadSettingsAreClearErrorsOnEveryRank) {
   const train::RunSpec gpt = tiny("gpt-tiny");
   auto run = [](const train::RunSpec& spec, int p, train::Knobs k, ScheduleKind kind) {
     return error_of<InvalidArgument>(
@@ -180,7 +186,8 @@ TEST(PipelineTest, BadSettingsAreClearErrorsOnEveryRank) {
             std::string::npos);
 }
 
-TEST(PipelineTest, AnActionForAnotherRanksChunkIsAClearError) {
+DTW_TEST_STEPS(ExecutorArgumentsTest, "05.1", "05.2", "05.3");
+TEST(ExecutorArgumentsTest, AnActionForAnotherRanksChunkIsAClearError) {
   // Unchecked, a list that runs chunk 0 on rank 1 is stopped by the executor.
   Schedule s = gpipe_schedule(2, 2);
   s.actions[1].insert(s.actions[1].begin(), Action{Op::kForward, 0, 0});

@@ -20,6 +20,7 @@
 #include "dtw/train/fabric.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
+#include "dtw_train_test.h"
 #include "pipeline_parallelism.h"
 
 namespace dtw::ch05::testing {
@@ -87,6 +88,7 @@ inline void (*strategy_of(ScheduleKind kind))(train::RankRun<double>&) {
 inline void expect_matches(ScheduleKind kind, const std::string& model, int p, int m,
                            const std::vector<std::string>& more = {}, int v = 1) {
   const train::RunSpec spec = tiny(model, p * v);
+  DTW_TRACE(name_of(kind) << ", " << ::dtw::testing::describe_run(spec, p, knobs(m, more)));
   const train::RunOutcome out =
       train::run_ranks<double>(spec, on(p, knobs(m, more)), strategy_of(kind));
   const std::string what = std::string(name_of(kind)) + " on " + spec.model + ", p = " +
@@ -103,6 +105,8 @@ inline void expect_matches(ScheduleKind kind, const std::string& model, int p, i
 /// 05.5 with checkpointing) can be tested on its own.
 inline train::RunOutcome run_hand_built(const train::RunSpec& spec, int p, int m,
                                         ExecutorOptions options) {
+  DTW_TRACE("hand-built naive stages, " << ::dtw::testing::describe_run(spec, p, knobs(m))
+                                        << (options.checkpoint ? ", checkpointing" : ""));
   return train::run_ranks<double>(spec, on(p), [&](train::RankRun<double>& run) {
     const int r = run.comm().rank();
     const StageMap map = make_stage_map(spec, Balance::kBlocks, p, 1, m, nullptr);

@@ -24,10 +24,12 @@ std::string compute_of(const Schedule& s, int r) {
   return out;
 }
 
+DTW_TEST_STEPS(ScheduleTest, "05.2");
 TEST(ScheduleTest, EveryListPairsAndCompletes) {
   for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB}) {
     for (int p = 1; p <= 8; ++p) {
       for (int m = 1; m <= 12; ++m) {
+        DTW_TRACE(name_of(kind) << ", p = " << p << ", m = " << m);
         const Schedule s = make_schedule(kind, p, m);
         ASSERT_EQ(s.actions.size(), static_cast<std::size_t>(p));
         EXPECT_EQ(oracle(s), "") << name_of(kind) << ", p = " << p << ", m = " << m << "\n"
@@ -77,6 +79,7 @@ TEST(ScheduleTest, OneFOneBKeepsAtMostPMinusSMicroBatchesInFlight) {
 
 TEST(ScheduleTest, FewerMicroBatchesThanStagesStillPair) {
   // The clamp min(p − s − 1, m): with m = 1 on 4 stages every stage runs F0, B0.
+  DTW_TRACE("1f1b, p = 4, m = 1");
   const Schedule s = one_f_one_b_schedule(4, 1);
   for (int r = 0; r < 4; ++r) {
     const std::string at = r == 0 ? std::string() : std::string("@c").append(std::to_string(r));
@@ -85,7 +88,8 @@ TEST(ScheduleTest, FewerMicroBatchesThanStagesStillPair) {
   EXPECT_EQ(oracle(s), "");
 }
 
-TEST(ScheduleTest, DescribeNamesEveryAction) {
+DTW_TEST_STEPS(ActionTest);
+TEST(ActionTest, DescribeNamesEveryAction) {
   EXPECT_EQ(naive_schedule(2, 1).describe(),
             "rank 0: F0 send act 0 recv grad 0 B0\n"
             "rank 1: recv act 0@c1 F0@c1 B0@c1 send grad 0@c1\n");
@@ -94,7 +98,8 @@ TEST(ScheduleTest, DescribeNamesEveryAction) {
   EXPECT_EQ(pipe_tag(Dir::kActivation, 2, 7), 100200007);
 }
 
-TEST(ScheduleTest, BadSizesAreClearErrors) {
+DTW_TEST_STEPS(ScheduleArgumentsTest);
+TEST(ScheduleArgumentsTest, BadSizesAreClearErrors) {
   EXPECT_NE(testing::error_of<InvalidArgument>([] { make_schedule(ScheduleKind::kGPipe, 2, 0); })
                 .find("m = 0"),
             std::string::npos);

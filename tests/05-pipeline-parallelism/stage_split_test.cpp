@@ -40,6 +40,7 @@ double brute_force(const std::vector<double>& costs, int chunks) {
   return best;
 }
 
+DTW_TEST_STEPS(StageSplitTest, "05.1");
 TEST(StageSplitTest, MinimisesTheLargestRunAndCoversEveryUnitOnce) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> cost(0, 9);
@@ -48,6 +49,7 @@ TEST(StageSplitTest, MinimisesTheLargestRunAndCoversEveryUnitOnce) {
       for (int trial = 0; trial < 6; ++trial) {
         std::vector<double> costs(static_cast<std::size_t>(n));
         for (double& c : costs) c = cost(rng);
+        DTW_TRACE("split_units of " << n << " units into " << k << " runs, trial " << trial);
         const auto runs = split_units(costs, k);
         ASSERT_EQ(runs.size(), static_cast<std::size_t>(k)) << "n " << n << ", k " << k;
         double worst = 0;
@@ -124,7 +126,8 @@ TEST(StageSplitTest, TheTiedHeadsStageHoldsACopyOfTheEmbeddingWithoutOptimizerSt
   for (int r = 0; r < 3; ++r) EXPECT_EQ(stage_plan(mmap, mlp_units, 0, r).params.size(), 1u);
 }
 
-TEST(StageSplitTest, TimeBalanceIsMeasuredOnceAndAgreesOnEveryRank) {
+DTW_TEST_STEPS(StageTimesTest);
+TEST(StageTimesTest, TimeBalanceIsMeasuredOnceAndAgreesOnEveryRank) {
   const train::RunSpec spec = testing::tiny("gpt-tiny");
   dtw::testing::launch_bounded(3, [&](Comm& comm) {
     const std::vector<double> costs = unit_costs(spec, Balance::kTime, 2, &comm);
@@ -138,7 +141,8 @@ TEST(StageSplitTest, TimeBalanceIsMeasuredOnceAndAgreesOnEveryRank) {
   });
 }
 
-TEST(StageSplitTest, ImpossibleSplitsAreClearErrors) {
+DTW_TEST_STEPS(StageSplitArgumentsTest);
+TEST(StageSplitArgumentsTest, ImpossibleSplitsAreClearErrors) {
   EXPECT_NE(error_of<InvalidArgument>([] { split_units(std::vector<double>{1, 2}, 3); })
                 .find("3 chunks of 2 units"),
             std::string::npos);

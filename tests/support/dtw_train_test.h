@@ -3,7 +3,30 @@
 // GoogleTest expectation, usable inside a rank function (threads or MPI).
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "dtw/train/reference.h"
+#include "dtw/train/strategy.h"
+#include "dtw_test.h"  // DTW_TRACE and DTW_TEST_STEPS for training chapters too
+
+namespace dtw::testing {
+
+/// The context line of a training run, for DTW_TRACE:
+/// "gpt-tiny on 3 ranks, 5 steps of 12 rows, float64, micro_batches=2".
+inline std::string describe_run(const train::RunSpec& spec, int ranks,
+                                const train::Knobs& knobs = {}) {
+  std::string text = spec.model + " on " + std::to_string(ranks) + " rank" +
+                     (ranks == 1 ? "" : "s") + ", " + std::to_string(spec.steps) + " steps of " +
+                     std::to_string(spec.batch) + " rows, " + train::name_of(spec.dtype);
+  const std::string set = knobs.describe();
+  return set.empty() ? text : text + ", " + set;
+}
+
+}  // namespace dtw::testing
+
+/// DTW_TRACE of a training run (describe_run): every failure inside its scope,
+/// on any rank, says which run it was.
+#define DTW_TRACE_RUN(...) DTW_TRACE(::dtw::testing::describe_run(__VA_ARGS__))
 
 /// Fails the current test (from any rank) unless `params` (elements [begin,
 /// begin + size) of the flat buffer after the run) and `losses` match the

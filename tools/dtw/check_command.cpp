@@ -1,12 +1,16 @@
-// dtw check NN: rebuild the chapter's lab, run its tests, and say per step
-// where the learner stands; for the first real failure, what was expected,
-// what came back, and the step's hint.
+// dtw check NN [NN.K]: rebuild the chapter's lab, run the tests of each step
+// (in the order of the chapter text; results of an unchanged lab come from the
+// last run), and say per step where the learner stands; for the first step
+// whose own tests fail, the failing check, its context and the step's hint.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
+#include "check_cache.h"
 #include "commands.h"
+#include "failure_report.h"
 #include "hints.h"
 #include "lab_results.h"
 #include "style.h"
@@ -14,123 +18,221 @@
 namespace dtw::cli {
 namespace {
 
+// The longest failure message `dtw check` shows without --verbose.
+constexpr std::size_t kMessageLines = 5;
+constexpr std::size_t kContextLines = 4;
+constexpr std::size_t kHintLines = 2;
+
 Paint paint_for(StepState state) {
   switch (state) {
     case StepState::kPass: return Paint::kGreen;
     case StepState::kFail: return Paint::kRed;
-    case StepState::kWaiting: return Paint::kYellow;
+    case StepState::kWaiting:
+    case StepState::kInProgress: return Paint::kYellow;
     default: return Paint::kDim;
   }
 }
 
-// Prints the hint of `step` and where its DTW_TODOs are in the lab.
-void print_hint(const Chapter& chapter, const std::string& step) {
-  for (const Hint& h : read_hints(chapter))
-    if (h.step == step) fmt::print("  {} {}\n", paint(Paint::kCyan, "hint " + step + ":"), h.text);
-  for (const std::string& at : lab_todo_locations(chapter, step))
-    fmt::print("    still a DTW_TODO at {}\n", at);
+// Builds the lab test program quietly; on failure prints the compiler's
+// errors. Says "rebuilt your lab" when something was rebuilt.
+bool build_lab(const Context& context, const Chapter& chapter) {
+  const ProcessResult build =
+      run_process({context.build.cmake.string(), "--build", context.build.build_dir.string(),
+                   "--target", chapter.lab_target},
+                  {.output = Output::kCapture});
+  if (!build.ok()) {
+    print_error(fmt::format("your lab of chapter {} does not compile; the compiler says:",
+                            chapter.id));
+    // The compiler's messages, without ninja's progress and command lines.
+    std::istringstream lines(build.output);
+    std::string out;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with("[") || line.starts_with("FAILED:") || line.find(" -o ") != std::string::npos ||
+          line.starts_with("ninja: build stopped"))
+        continue;
+      out += line + "\n";
+    }
+    fmt::print(stderr, "{}", out);
+    return false;
+  }
+  if (build.output.find("no work to do") == std::string::npos)
+    fmt::print("{}\n", paint(Paint::kDim, "(rebuilt your lab)"));
+  return true;
 }
 
-// The first failure of `test`, indented, its file:line shown from the
-// repository root. For DTW_EXPECT_SAME only the location and the mismatch line
-// ("rank 2, index 17: expected 3.5, got 0") are shown, not GoogleTest's
-// "Value of: dtw_mismatch_.empty()" wrapping.
-void print_failure(const Chapter& chapter, const TestResult& test) {
-  constexpr std::size_t kMaxLines = 12;
-  const std::string root = chapter.source_dir.string() + "/";
-  const std::string& failure = test.failures.front();
-  const bool same_check = failure.find("dtw_mismatch_") != std::string::npos;
-  std::istringstream lines(failure);
-  std::string line;
-  for (std::size_t printed = 0, number = 0; std::getline(lines, line); ++number) {
-    if (line.starts_with(root)) line.erase(0, root.size());
-    const bool mismatch = line.starts_with("rank ") && line.find("expected") != std::string::npos;
-    if (same_check && number > 0 && !mismatch) continue;
-    if (printed++ == kMaxLines) {
-      fmt::print("    {}\n", paint(Paint::kDim, "..."));
-      break;
+// Prints the short hints of `step` (at most kHintLines).
+void print_short_hints(const Chapter& chapter, const std::string& step) {
+  std::vector<std::string> shown;
+  for (const Hint& h : read_hints(chapter))
+    if (h.step == step && std::ranges::find(shown, h.text) == shown.end()) shown.push_back(h.text);
+  for (std::size_t i = 0; i < shown.size() && i < kHintLines; ++i)
+    fmt::print("  {} {}\n", paint(Paint::kCyan, "hint " + step + ":"), shown[i]);
+}
+
+void print_failure(const Chapter& chapter, const StepStatus& status, bool verbose) {
+  const TestResult& test = *status.first_failure;
+  fmt::print("{} step {}, {}\n", paint(Paint::kRed, "First failure:"), status.step, test.name);
+  const FailureReport report =
+      parse_failure(test.failures.front(), chapter.source_dir.string() + "/");
+  const std::vector<std::string>& m = report.message;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (!verbose && m.size() > kMessageLines && i == kMessageLines - 2) {
+      fmt::print("  {}\n", paint(Paint::kDim, fmt::format("... ({} more lines: --verbose shows them)",
+                                                         m.size() - kMessageLines + 1)));
+      i = m.size() - 2;
+      continue;
     }
-    fmt::print("    {}\n", mismatch ? paint(Paint::kBold, line) : line);
+    fmt::print("  {}\n", i == 0 ? paint(Paint::kBold, m[i]) : m[i]);
   }
-  if (test.failures.size() > 1)
-    fmt::print("    {}\n", paint(Paint::kDim, fmt::format("(and {} more failure(s) in this test)",
-                                                          test.failures.size() - 1)));
+  if (!report.location.empty())
+    fmt::print("    {}\n", paint(Paint::kDim, "at " + report.location));
+  for (std::size_t i = 0; i < report.context.size() && (verbose || i < kContextLines); ++i)
+    fmt::print("  {} {}\n", paint(Paint::kDim, "while:"), report.context[i]);
+  print_short_hints(chapter, status.step);
+  const std::vector<std::string> files = step_files(chapter, status.step);
+  fmt::print("  {}\n", paint(Paint::kDim, fmt::format("your code: {}", fmt::join(files, ", "))));
+  if (test.failures.size() > 1 && verbose)
+    for (std::size_t i = 1; i < test.failures.size(); ++i)
+      fmt::print("\n{}\n", test.failures[i]);
+  fmt::print("  {}\n", paint(Paint::kDim,
+                             fmt::format("./dtw hint {} {} says more; ./dtw check {} {} reruns "
+                                         "only this step{}.",
+                                         chapter.id, status.step, chapter.id, status.step,
+                                         verbose ? "" : "; --verbose shows the whole failure")));
+}
+
+void print_next(const Chapter& chapter, const StepStatus& status) {
+  fmt::print("{} step {} ({}).\n", paint(Paint::kBold, "Next:"), status.step,
+             state_label(status));
+  print_short_hints(chapter, status.step);
+  const std::vector<std::string> at = lab_todo_locations(chapter, status.step);
+  for (std::size_t i = 0; i < at.size() && i < 3; ++i)
+    fmt::print("    {}\n", paint(Paint::kDim, "write it at " + at[i]));
+  fmt::print("  {}\n", paint(Paint::kDim, fmt::format("./dtw hint {} says more.", chapter.id)));
+}
+
+// A test program that stopped without its report: the test it was running
+// (GoogleTest's last "[ RUN      ]" line) fails with the program's last output.
+void record_crash(const TestRun& run, std::map<std::string, TestResult>& results) {
+  const std::string& out = run.process.output;
+  const std::string kRun = "[ RUN      ] ";
+  const std::size_t at = out.rfind(kRun);
+  if (at == std::string::npos) return;
+  const std::size_t end = out.find('\n', at);
+  const std::string name = out.substr(at + kRun.size(), end - at - kRun.size());
+  const std::string tail = out.substr(at, 3000);
+  results[name] = {name, false, false,
+                   {fmt::format("the test program stopped with {} in this test; its last "
+                                "output:\n{}",
+                                run.process.describe(), tail)}};
 }
 
 }  // namespace
 
 int check_command(const Context& context, const CheckOptions& options) {
   const Chapter& chapter = find_chapter(context.chapters, options.chapter);
-  if (chapter.lab_tests.empty()) {
+  const std::string only = options.step.empty() ? "" : find_step(chapter, options.step);
+  const std::string reaching = options.reaching.empty() ? "" : find_step(chapter, options.reaching);
+  const bool own_program = !options.program.empty();
+  const fs::path program = own_program ? fs::path(options.program) : chapter.lab_tests;
+  if (program.empty()) {
     print_error("this build has no test programs: configure it with -DDTW_BUILD_TESTS=ON");
     return 1;
   }
-  fmt::print("{} {} {}: {}\n", paint(Paint::kBold, "Chapter"), paint(Paint::kBold, chapter.id),
-             paint(Paint::kBold, chapter.title), paint(Paint::kDim, "building the lab"));
-  const ProcessResult build =
-      run_process({context.build.cmake.string(), "--build", context.build.build_dir.string(),
-                   "--target", chapter.lab_target},
-                  {});
-  if (!build.ok()) {
-    print_error(fmt::format(
-        "the lab of chapter {} does not compile ({}); the compiler's messages are above",
-        chapter.id, build.describe()));
+  fmt::print("{}\n", paint(Paint::kBold, fmt::format("Chapter {} — {}", chapter.id, chapter.title)));
+  if (!own_program && !build_lab(context, chapter)) return 1;
+  if (!fs::exists(program)) {
+    print_error(fmt::format("{} was not built", program.string()));
     return 1;
   }
-  if (!fs::exists(chapter.lab_tests)) {
-    print_error(fmt::format("{} was not built", chapter.lab_target));
-    return 1;
+
+  // What is known already: results of this very program, with these options.
+  const fs::path cache_file = cache_path(context.build, chapter);
+  CheckCache cache = own_program ? CheckCache{} : read_cache(cache_file);
+  const std::string program_hash = hash_file(program);
+  const std::string settings = fmt::format("ranks={} backend={}", options.ranks, options.backend);
+  const bool same_program = cache.program_hash == program_hash && cache.options == settings;
+  if (!same_program || !cache.has_plan) {
+    cache.plan = load_plan(program);
+    cache.has_plan = true;
+  }
+  if (!same_program || options.rerun) cache.results.clear();
+  cache.program_hash = program_hash;
+  cache.options = settings;
+  cache.lab_hash = hash_lab(chapter);
+  const TestPlan& plan = cache.plan;
+  if (!plan.problems.empty()) {
+    print_error("the tests of this chapter declare their steps wrongly (a bug of the chapter, "
+                "not of your lab):");
+    for (std::size_t i = 0; i < plan.problems.size() && i < 3; ++i)
+      fmt::print(stderr, "  {}\n", plan.problems[i]);
   }
 
   std::vector<std::pair<std::string, std::string>> env;
   if (options.ranks > 0) env.emplace_back("DTW_TEST_RANKS", std::to_string(options.ranks));
   if (!options.backend.empty()) env.emplace_back("DTW_TEST_BACKEND", options.backend);
-  fmt::print("{}\n", paint(Paint::kDim, "running the lab tests"));
-  const TestRun run = run_test_program(chapter.lab_tests, env);
-  if (!run.reported) {
-    print_error(fmt::format("{} stopped with {} before writing its report; its last output:",
-                            chapter.lab_target, run.process.describe()));
-    const std::string& out = run.process.output;
-    fmt::print(stderr, "{}\n", out.size() > 4000 ? "..." + out.substr(out.size() - 4000) : out);
-    return 1;
-  }
+  const std::map<std::string, StepProgress> progress = step_progress(chapter);
+  std::size_t width = 0;
+  for (const std::string& s : plan.steps) width = std::max(width, s.size());
 
-  const std::vector<StepStatus> statuses = classify_steps(chapter, run);
+  // Step by step in the text's order: run what is not known, print the line.
+  int from_cache = 0;
+  std::vector<StepStatus> statuses;
+  for (const std::string& step : plan.steps) {
+    std::vector<std::string> names;
+    bool cached = false;
+    for (const PlannedTest& t : plan.tests) {
+      if (t.own() != step || (!only.empty() && step != only)) continue;
+      if (!reaching.empty() && std::ranges::find(t.steps, reaching) == t.steps.end()) continue;
+      if (cache.results.count(t.name)) {
+        cached = true;
+        continue;
+      }
+      names.push_back(t.name);
+    }
+    if (!names.empty()) {
+      const TestRun run = run_test_program(program, names, env);
+      for (const TestResult& r : run.tests) cache.results[r.name] = r;
+      if (!run.reported) record_crash(run, cache.results);
+      if (!own_program) write_cache(cache_file, cache);
+    } else if (cached) {
+      ++from_cache;
+    }
+    statuses = classify_steps(plan, cache.results, progress);
+    const StepStatus& s = *std::ranges::find(statuses, step, &StepStatus::step);
+    std::string count = s.run == 0 ? "" : fmt::format("{}/{} tests pass", s.passed, s.run);
+    fmt::print("  {}  {}  {}\n", paint_padded(Paint::kBold, s.step, width),
+               paint_padded(paint_for(s.state), state_label(s), 28), paint(Paint::kDim, count));
+    std::fflush(stdout);
+  }
   fmt::print("\n");
-  const StepStatus* first_fail = nullptr;
-  const StepStatus* first_open = nullptr;
-  for (const StepStatus& s : statuses) {
-    fmt::print("  {}  {}  {}/{} tests pass  {}\n", paint(Paint::kBold, s.step->id),
-               paint_padded(paint_for(s.state), state_label(s), 18), s.passed, s.tests,
-               paint(Paint::kDim, fmt::format("{}", fmt::join(s.step->suites, ", "))));
-    if (s.state == StepState::kFail && !first_fail) first_fail = &s;
-    if (s.state != StepState::kPass && !first_open) first_open = &s;
+
+  const auto in_scope = [&](const StepStatus& s) { return only.empty() || s.step == only; };
+  const auto first_fail = std::ranges::find_if(statuses, [&](const StepStatus& s) {
+    return in_scope(s) && s.state == StepState::kFail;
+  });
+  const auto first_open = std::ranges::find_if(statuses, [&](const StepStatus& s) {
+    return in_scope(s) && s.state != StepState::kPass && s.state != StepState::kUnchecked &&
+           s.state != StepState::kNoTests;
+  });
+  const bool all_pass = std::ranges::all_of(statuses, [&](const StepStatus& s) {
+    return !in_scope(s) || s.state == StepState::kPass;
+  });
+  if (first_fail != statuses.end()) {
+    print_failure(chapter, *first_fail, options.verbose);
+  } else if (first_open != statuses.end()) {
+    print_next(chapter, *first_open);
+  } else if (all_pass) {
+    fmt::print("{}\n", paint(Paint::kGreen,
+                             only.empty()
+                                 ? fmt::format("Every step of chapter {} passes. Well done.", chapter.id)
+                                 : fmt::format("Step {} passes.", only)));
   }
-  const bool all_pass = std::ranges::all_of(
-      statuses, [](const StepStatus& s) { return s.state == StepState::kPass; });
-  fmt::print("\n");
-  if (all_pass) {
-    fmt::print("{}\n",
-               paint(Paint::kGreen,
-                     fmt::format("Every step of chapter {} passes. Well done.", chapter.id)));
-    return 0;
-  }
-  if (first_fail) {
-    fmt::print("{} {} {}\n", paint(Paint::kRed, "First failure:"),
-               first_fail->first_failure->full_name(),
-               paint(Paint::kDim, "(step " + first_fail->step->id + ")"));
-    print_failure(chapter, *first_fail->first_failure);
-    print_hint(chapter, first_fail->step->id);
-  } else if (first_open && first_open->state == StepState::kNoTests) {
-    fmt::print("Step {} has no tests: its suites ({}) are not in {}.\n", first_open->step->id,
-               fmt::join(first_open->step->suites, ", "), chapter.lab_target);
-  } else if (first_open) {
-    const std::string step =
-        first_open->state == StepState::kWaiting ? first_open->waiting_on : first_open->step->id;
-    fmt::print("Next: step {}.\n", paint(Paint::kBold, step));
-    print_hint(chapter, step);
-  }
-  return 1;
+  if (from_cache > 0)
+    fmt::print("{}\n", paint(Paint::kDim, fmt::format("({} step(s) from the last run: your lab has "
+                                                      "not changed since; --rerun runs them again)",
+                                                      from_cache)));
+  return all_pass && plan.problems.empty() ? 0 : 1;
 }
 
 }  // namespace dtw::cli

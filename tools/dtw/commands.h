@@ -22,8 +22,13 @@ int list_command(const Context& context);
 
 struct CheckOptions {
   std::string chapter;
+  std::string step;     // empty: every step
   int ranks = 0;        // 0: the tests' own choice
   std::string backend;  // empty: the tests' own choice
+  bool rerun = false;   // ignore results of the last run
+  bool verbose = false;  // the whole failure text
+  std::string program;   // for tests of dtw check: this test program, no build, no cache
+  std::string reaching;  // for tests of dtw check: only the tests that reach this step
 };
 int check_command(const Context& context, const CheckOptions& options);
 
@@ -38,6 +43,8 @@ struct RunOptions {
   std::string json;   // the whole outcome (checks, errors, traffic matrix) as JSON, empty: none
   std::string hostfile;  // OpenMPI hostfile for --backend mpi, empty: this machine only
   bool list = false;
+  bool lab = false;          // --lab: run the demo with the learner's library
+  bool lab_program = false;  // this is a chapter's lab-run program (dtw_chNN_lab_run)
 };
 int run_command(const RunOptions& options);
 int tour_command();

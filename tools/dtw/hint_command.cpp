@@ -6,40 +6,96 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "check_cache.h"
 #include "commands.h"
 #include "hints.h"
+#include "lab_results.h"
 #include "process.h"
 #include "style.h"
 
 namespace dtw::cli {
 
+namespace {
+
+// The step `dtw hint NN` is about when none is named: the one `dtw check`
+// would name (first failure, else the first open step), as far as the last
+// check knows; without one, the first step whose code is still DTW_TODO.
+std::string current_step(const Context& context, const Chapter& chapter) {
+  const CheckCache cache = read_cache(cache_path(context.build, chapter));
+  const std::map<std::string, StepProgress> progress = step_progress(chapter);
+  if (cache.has_plan && cache.lab_hash == hash_lab(chapter)) {
+    const std::vector<StepStatus> statuses = classify_steps(cache.plan, cache.results, progress);
+    for (const StepStatus& s : statuses)
+      if (s.state == StepState::kFail) return s.step;
+    for (const StepStatus& s : statuses)
+      if (s.state != StepState::kPass && s.state != StepState::kNoTests) return s.step;
+  }
+  for (const std::string& step : chapter.steps)
+    if (const auto p = progress.find(step); p != progress.end() && p->second.todo > 0) return step;
+  return chapter.steps.front();
+}
+
+fs::path hint_state_path(const Context& context) {
+  return context.build.build_dir / ".dtw-check" / "hints.json";
+}
+
+}  // namespace
+
 int hint_command(const Context& context, const std::string& chapter_query,
                  const std::string& step_query) {
   const Chapter& chapter = find_chapter(context.chapters, chapter_query);
-  const std::string only = step_query.empty() ? "" : find_step(chapter, step_query).id;
-  const std::vector<Hint> hints = read_hints(chapter);
-  fmt::print("{}\n",
-             paint(Paint::kBold, fmt::format("Chapter {} — {}: hints", chapter.id, chapter.title)));
-  for (const Step& step : chapter.steps) {
-    if (!only.empty() && step.id != only) continue;
-    fmt::print("\n{}\n", paint(Paint::kBold, "Step " + step.id));
-    int count = 0;
-    for (const Hint& h : hints) {
-      if (h.step != step.id) continue;
-      fmt::print("  {} {}\n", paint(Paint::kCyan, "-"), h.text);
-      ++count;
+  const std::string step =
+      step_query.empty() ? current_step(context, chapter) : find_step(chapter, step_query);
+  std::vector<Hint> hints;
+  for (const Hint& h : read_hints(chapter))
+    if (h.step == step) hints.push_back(h);
+  std::size_t levels = 0;
+  for (const Hint& h : hints) levels = std::max(levels, h.levels.size());
+
+  // Each call on the same step shows one level more, up to the last.
+  nlohmann::json state = nlohmann::json::object();
+  if (std::ifstream in(hint_state_path(context)); in) {
+    try {
+      state = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception&) {
+      state = nlohmann::json::object();
     }
-    if (count == 0) fmt::print("  {}\n", paint(Paint::kDim, "(no @lab marker names this step)"));
-    const std::vector<std::string> at = lab_todo_locations(chapter, step.id);
-    if (at.empty())
-      fmt::print("  {}\n", paint(Paint::kGreen, "no DTW_TODO left in the lab for this step"));
-    for (const std::string& where : at)
-      fmt::print("  {} {}\n", paint(Paint::kDim, "write it at"), where);
   }
-  fmt::print("\n{}\n",
-             paint(Paint::kDim,
-                   fmt::format("Stuck after trying? dtw diff {} shows the solution.", chapter.id)));
+  const std::string key = chapter.id + "/" + step;
+  const std::size_t shown = std::min<std::size_t>(state.value(key, 0) + 1, levels);
+  state[key] = shown;
+  std::error_code error;
+  fs::create_directories(hint_state_path(context).parent_path(), error);
+  std::ofstream(hint_state_path(context)) << state.dump(1) << "\n";
+
+  fmt::print("{}\n", paint(Paint::kBold, fmt::format("Step {} (chapter {} — {})", step, chapter.id,
+                                                     chapter.title)));
+  for (const Hint& h : hints) {
+    fmt::print("\n  {} {}\n", paint(Paint::kCyan, "-"), h.text);
+    for (std::size_t level = 0; level < shown && level < h.levels.size(); ++level)
+      fmt::print("    {}\n", wrap(h.levels[level], 74, "    "));
+    const std::string lab = "labs/" + chapter.name + "/" + h.file;
+    fmt::print("    {}\n", paint(Paint::kDim, "in " + lab));
+  }
+  const std::vector<std::string> at = lab_todo_locations(chapter, step);
+  for (const std::string& where : at)
+    fmt::print("  {} {}\n", paint(Paint::kDim, "still a DTW_TODO at"), where);
+  fmt::print("\n");
+  if (levels == 0)
+    fmt::print("{}\n", paint(Paint::kDim, "This step has no more detailed hint."));
+  else if (shown < levels)
+    fmt::print("{}\n", paint(Paint::kDim, fmt::format("Hint level {} of {}: ./dtw hint {} {} "
+                                                      "again shows more.",
+                                                      shown, levels, chapter.id, step)));
+  else
+    fmt::print("{}\n",
+               paint(Paint::kDim,
+                     fmt::format("That is every hint for step {}. Stuck after trying? ./dtw diff {} "
+                                 "shows the solution.",
+                                 step, chapter.id)));
   return 0;
 }
 

@@ -1,8 +1,9 @@
 #include "lab_results.h"
 
-#include <fmt/core.h>
-
+#include <fmt/format.h>
 #include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,15 +11,61 @@
 
 namespace dtw::cli {
 
-TestRun run_test_program(const fs::path& program,
+const std::string& PlannedTest::own() const {
+  static const std::string kNone;
+  return steps.empty() ? kNone : steps.back();
+}
+
+nlohmann::json plan_to_json(const TestPlan& plan) {
+  nlohmann::json tests = nlohmann::json::array();
+  for (const PlannedTest& t : plan.tests) tests.push_back({{"name", t.name}, {"steps", t.steps}});
+  return {{"steps", plan.steps}, {"problems", plan.problems}, {"tests", tests}};
+}
+
+TestPlan plan_from_json(const nlohmann::json& j) {
+  TestPlan plan;
+  plan.steps = j.at("steps").get<std::vector<std::string>>();
+  plan.problems = j.at("problems").get<std::vector<std::string>>();
+  for (const nlohmann::json& t : j.at("tests"))
+    plan.tests.push_back(
+        {t.at("name").get<std::string>(), t.at("steps").get<std::vector<std::string>>()});
+  return plan;
+}
+
+TestPlan load_plan(const fs::path& program) {
+  const ProcessResult listed = run_process({program.string(), "--dtw_list_steps"},
+                                           {.output = Output::kCapture,
+                                            .timeout = std::chrono::seconds(60)});
+  if (!listed.ok())
+    throw std::runtime_error(fmt::format("{} --dtw_list_steps stopped with {}:\n{}",
+                                         program.string(), listed.describe(), listed.output));
+  try {
+    return plan_from_json(nlohmann::json::parse(listed.output));
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("{} --dtw_list_steps did not print the step list ({})",
+                                         program.string(), e.what()));
+  }
+}
+
+nlohmann::json result_to_json(const TestResult& r) {
+  return {{"name", r.name}, {"passed", r.passed}, {"skipped", r.skipped}, {"failures", r.failures}};
+}
+
+TestResult result_from_json(const nlohmann::json& j) {
+  return {j.at("name").get<std::string>(), j.at("passed").get<bool>(), j.at("skipped").get<bool>(),
+          j.at("failures").get<std::vector<std::string>>()};
+}
+
+TestRun run_test_program(const fs::path& program, const std::vector<std::string>& names,
                          const std::vector<std::pair<std::string, std::string>>& env,
                          std::chrono::seconds timeout) {
   const fs::path report = fs::temp_directory_path() /
                           fmt::format("dtw-{}-{}.json", program.filename().string(), getpid());
   fs::remove(report);
+  std::vector<std::string> argv{program.string(), "--gtest_output=json:" + report.string()};
+  if (!names.empty()) argv.push_back("--gtest_filter=" + fmt::format("{}", fmt::join(names, ":")));
   TestRun run;
-  run.process = run_process({program.string(), "--gtest_output=json:" + report.string()},
-                            {.output = Output::kCapture, .env = env, .timeout = timeout});
+  run.process = run_process(argv, {.output = Output::kCapture, .env = env, .timeout = timeout});
   std::ifstream in(report);
   if (!in) return run;
   try {
@@ -26,8 +73,7 @@ TestRun run_test_program(const fs::path& program,
     for (const nlohmann::json& suite : j.at("testsuites")) {
       for (const nlohmann::json& test : suite.at("testsuite")) {
         TestResult t;
-        t.suite = suite.at("name").get<std::string>();
-        t.name = test.at("name").get<std::string>();
+        t.name = suite.at("name").get<std::string>() + "." + test.at("name").get<std::string>();
         t.skipped = test.value("result", "") == "SKIPPED";
         if (test.contains("failures"))
           for (const nlohmann::json& f : test.at("failures"))
@@ -60,48 +106,61 @@ std::optional<std::string> not_implemented_step(const std::string& failure) {
   return std::nullopt;
 }
 
-std::vector<StepStatus> classify_steps(const Chapter& chapter, const TestRun& run) {
+std::vector<StepStatus> classify_steps(const TestPlan& plan,
+                                       const std::map<std::string, TestResult>& results,
+                                       const std::map<std::string, StepProgress>& progress) {
+  const auto order = [&](const std::string& step) {
+    const auto it = std::ranges::find(plan.steps, step);
+    return it == plan.steps.end() ? -1 : static_cast<int>(it - plan.steps.begin());
+  };
   std::vector<StepStatus> out;
-  for (const Step& step : chapter.steps) {
+  for (const std::string& step : plan.steps) {
     StepStatus status;
-    status.step = &step;
-    bool any_real_failure = false;
-    bool all_own_todo = true;  // every failure is this step's NotImplemented
-    std::string other_step;
-    for (const TestResult& t : run.tests) {
-      bool mine = false;
-      for (const std::string& suite : step.suites) mine = mine || suite_matches(t.suite, suite);
-      if (!mine || t.skipped) continue;
+    status.step = step;
+    if (const auto p = progress.find(step); p != progress.end()) status.progress = p->second;
+    bool real_failure = false, own_todo = false, missing = false;
+    for (const PlannedTest& planned : plan.tests) {
+      if (planned.own() != step) continue;
       ++status.tests;
-      if (t.passed) {
+      const auto it = results.find(planned.name);
+      if (it == results.end()) {
+        missing = true;
+        continue;
+      }
+      const TestResult& t = it->second;
+      ++status.run;
+      if (t.passed || t.skipped) {
         ++status.passed;
         continue;
       }
       for (const std::string& f : t.failures) {
         const std::optional<std::string> todo = not_implemented_step(f);
-        if (todo && *todo == step.id) continue;
-        all_own_todo = false;
-        if (todo) {
-          if (other_step.empty()) other_step = *todo;
-        } else if (!any_real_failure) {
-          any_real_failure = true;
+        if (todo && *todo == step) {
+          own_todo = true;
+        } else if (todo) {
+          if (status.waiting_on.empty() || order(*todo) < order(status.waiting_on))
+            status.waiting_on = *todo;
+        } else if (!real_failure) {
+          real_failure = true;
           status.first_failure = &t;
         }
       }
     }
     if (status.tests == 0) {
       status.state = StepState::kNoTests;
-    } else if (status.passed == status.tests) {
-      status.state = StepState::kPass;
-    } else if (any_real_failure) {
+    } else if (real_failure) {
       status.state = StepState::kFail;
-    } else if (all_own_todo) {
-      status.state = StepState::kNotStarted;
-    } else {
+    } else if (!status.waiting_on.empty()) {
       status.state = StepState::kWaiting;
-      status.waiting_on = other_step;
+    } else if (own_todo) {
+      const StepProgress& p = status.progress;
+      status.state = p.todo < p.regions ? StepState::kInProgress : StepState::kNotStarted;
+    } else if (missing) {
+      status.state = StepState::kUnchecked;
+    } else {
+      status.state = StepState::kPass;
     }
-    out.push_back(status);
+    out.push_back(std::move(status));
   }
   return out;
 }
@@ -111,7 +170,11 @@ std::string state_label(const StepStatus& status) {
     case StepState::kPass: return "pass";
     case StepState::kFail: return "fail";
     case StepState::kNotStarted: return "not started";
+    case StepState::kInProgress:
+      return fmt::format("in progress ({} of {} parts)", status.progress.regions - status.progress.todo,
+                         status.progress.regions);
     case StepState::kWaiting: return "waiting on " + status.waiting_on;
+    case StepState::kUnchecked: return "not checked";
     case StepState::kNoTests: return "no tests";
   }
   return "?";

@@ -9,17 +9,11 @@
 #include "cli_values.h"
 #include "commands.h"
 #include "exit_codes.h"
+#include "run_cli.h"
 #include "dtw/errors.h"
 #include "style.h"
 
 namespace dtw::cli {
-
-Context load_context() {
-  Context context;
-  context.build = locate_build();
-  context.chapters = load_chapters(context.build);
-  return context;
-}
 
 namespace {
 
@@ -34,15 +28,27 @@ int run_main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   std::function<int()> action;
 
-  app.add_subcommand("list", "Chapters, their steps, and your progress (from the built lab tests)")
+  app.add_subcommand("list", "Chapters, their steps, and your progress (as the last `dtw check` found it)")
       ->callback([&] { action = [] { return list_command(load_context()); }; });
 
   CheckOptions check;
   CLI::App* check_cmd = app.add_subcommand(
       "check",
-      "Rebuild chapter NN's lab, run its tests, and show each step: pass / fail / not started.\n"
-      "Exit status 0 only when every step passes.");
+      "Rebuild chapter NN's lab, run its tests step by step in the order of the text, and show\n"
+      "each step: pass / fail / not started; then the first failure with its context and hint.\n"
+      "Results of an unchanged lab come from the last run. Exit status 0 only when every step\n"
+      "(or the one step asked for) passes.");
   check_cmd->add_option("chapter", check.chapter, "Chapter number (00) or folder name")->required();
+  check_cmd->add_option("step", check.step, "Only this step's tests (01.5, or 5)");
+  check_cmd->add_flag("--rerun", check.rerun, "Run every test again, even if the lab has not changed");
+  check_cmd->add_flag("--verbose", check.verbose, "Show the whole text of the first failure");
+  check_cmd->add_option("--program", check.program,
+                        "(for testing dtw check) run this test program instead of the lab's; "
+                        "no build, no cache")
+      ->group("");
+  check_cmd->add_option("--reaching", check.reaching,
+                        "(for testing dtw check) run only the tests that reach this step's code")
+      ->group("");
   add_int(*check_cmd, "--ranks", check.ranks, "World size for tests that honour DTW_TEST_RANKS",
           {1, kMaxRanks});
   check_cmd->add_option("--backend", check.backend,
@@ -64,25 +70,7 @@ int run_main(int argc, char** argv) {
   diff_cmd->callback([&] { action = [&] { return diff_command(load_context(), diff_chapter); }; });
 
   RunOptions run;
-  CLI::App* run_cmd =
-      app.add_subcommand("run", "Run a chapter demo with the solution (dtw run --list names them)");
-  run_cmd->add_option("demo", run.words,
-                      "Demo name, e.g. ping-pong; or `pitfall NAME` for a broken variant from "
-                      "the field that the workbench must catch (`pitfall` alone lists them)")
-      ->expected(0, 2);
-  run_cmd->add_flag("--list", run.list, "List the demos");
-  add_int(*run_cmd, "--ranks", run.ranks, "World size (default: the demo's)", {1, kMaxRanks})
-      ->default_str("");
-  run_cmd->add_option("--backend", run.backend,
-                      "threads (default), or mpi / nccl where built; mpi starts mpirun itself");
-  run_cmd->add_option("--hostfile", run.hostfile,
-                      "With --backend mpi: an OpenMPI hostfile (lines like `node1 slots=2`) to "
-                      "spread the ranks over several machines");
-  run_cmd->add_option("--trace", run.trace,
-                      "Write a Chrome trace (Perfetto, chrome://tracing) to this file");
-  run_cmd->add_option("--json", run.json,
-                      "Write every rank's check and error and the full traffic matrix (bytes and "
-                      "messages) as JSON to this file; the terminal shows a summary beyond 16 ranks");
+  CLI::App* run_cmd = add_run_subcommand(app, run);
   run_cmd->callback([&] { action = [&] { return run_command(run); }; });
 
   app.add_subcommand("tour",

@@ -1,6 +1,6 @@
 #include "manifest.h"
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <fstream>
@@ -60,9 +60,11 @@ std::vector<Chapter> load_chapters(const BuildInfo& build) {
     c.lab_target = j.at("lab_target").get<std::string>();
     c.lab_tests = j.value("lab_tests", std::string());
     c.solution_tests = j.value("solution_tests", std::string());
-    for (const nlohmann::json& s : j.at("steps"))
-      c.steps.push_back(
-          {s.at("id").get<std::string>(), s.at("suites").get<std::vector<std::string>>()});
+    c.steps = j.at("steps").get<std::vector<std::string>>();
+    c.lab_run = j.value("lab_run", std::string());
+    if (j.contains("planted"))
+      for (const auto& [step, program] : j.at("planted").items())
+        c.planted.emplace_back(step, program.get<std::string>());
     chapters.push_back(std::move(c));
   }
   std::ranges::sort(chapters, {}, &Chapter::id);
@@ -80,23 +82,16 @@ const Chapter& find_chapter(const std::vector<Chapter>& chapters, const std::str
   throw UsageError(fmt::format("no chapter '{}'; {}", query, chapter_list(chapters)));
 }
 
-const Step& find_step(const Chapter& chapter, const std::string& query) {
-  for (const Step& s : chapter.steps)
-    if (query == s.id || chapter.id + "." + query == s.id) return s;
-  std::string ids;
-  for (const Step& s : chapter.steps) ids += " " + s.id;
-  throw UsageError(
-      fmt::format("chapter {} has no step '{}'; its steps are{}", chapter.id, query, ids));
+const std::string& find_step(const Chapter& chapter, const std::string& query) {
+  for (const std::string& s : chapter.steps)
+    if (query == s || chapter.id + "." + query == s) return s;
+  throw UsageError(fmt::format("chapter {} has no step '{}'; its steps are {}", chapter.id, query,
+                               fmt::join(chapter.steps, " ")));
 }
 
-bool suite_matches(const std::string& suite, const std::string& wanted) {
-  if (suite == wanted) return true;
-  // Value- and type-parameterised suites: "Instance/Suite" and "Suite/0".
-  const auto slash = [&](std::size_t pos) { return pos < suite.size() && suite[pos] == '/'; };
-  if (suite.starts_with(wanted) && slash(wanted.size())) return true;
-  const std::size_t at = suite.find("/" + wanted);
-  return at != std::string::npos &&
-         (at + 1 + wanted.size() == suite.size() || slash(at + 1 + wanted.size()));
+int step_order(const Chapter& chapter, const std::string& step) {
+  const auto it = std::ranges::find(chapter.steps, step);
+  return it == chapter.steps.end() ? -1 : static_cast<int>(it - chapter.steps.begin());
 }
 
 }  // namespace dtw::cli

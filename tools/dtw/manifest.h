@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtw::cli {
@@ -26,11 +27,6 @@ struct BuildInfo {
 /// Walks up from /proc/self/exe to the folder holding dtw_build.json.
 BuildInfo locate_build();
 
-struct Step {
-  std::string id;                   // "00.1"
-  std::vector<std::string> suites;  // GoogleTest suites that check it
-};
-
 struct Chapter {
   std::string id;     // "00"
   std::string name;   // "00-ranks-and-messages"
@@ -39,7 +35,9 @@ struct Chapter {
   std::string lab_target;  // "ch00_lab_tests"
   fs::path lab_tests;      // built lab test program (may not exist yet)
   fs::path solution_tests;
-  std::vector<Step> steps;
+  std::vector<std::string> steps;  // "00.1", ... in the order of the chapter text
+  std::vector<std::pair<std::string, fs::path>> planted;  // step -> planted-bug program
+  fs::path lab_run;  // the demos with the lab (dtw run --lab); empty without demos
 
   fs::path lab_dir() const { return source_dir / "labs" / name; }
   fs::path solution_dir() const { return source_dir / "solutions" / name; }
@@ -53,9 +51,9 @@ std::vector<Chapter> load_chapters(const BuildInfo& build);
 const Chapter& find_chapter(const std::vector<Chapter>& chapters, const std::string& query);
 
 /// The step `query` names within `chapter` ("00.1" or just "1"); throws UsageError.
-const Step& find_step(const Chapter& chapter, const std::string& query);
+const std::string& find_step(const Chapter& chapter, const std::string& query);
 
-/// True when GoogleTest suite `suite` (maybe "Prefix/Suite" or "Suite/0") is `wanted`.
-bool suite_matches(const std::string& suite, const std::string& wanted);
+/// Position of `step` in the chapter text's order, or -1.
+int step_order(const Chapter& chapter, const std::string& step);
 
 }  // namespace dtw::cli

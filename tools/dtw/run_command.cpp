@@ -1,10 +1,14 @@
-// dtw run DEMO: runs one chapter demo with the solution and shows what every
+// dtw run DEMO: runs one chapter demo with the solution (with --lab: with the
+// learner's library, in the chapter's lab-run program) and shows what every
 // rank found, the traffic it caused and, for a deadlock demo, the detector's report.
 #include <fmt/format.h>
 
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <cerrno>
+#include <cstring>
+#include <regex>
 
 #include "commands.h"
 #include "demo_runner.h"
@@ -12,6 +16,7 @@
 #include "dtw/errors.h"
 #include "dtw/output_file.h"
 #include "mpi_launch.h"
+#include "process.h"
 #include "style.h"
 
 namespace dtw::cli {
@@ -105,6 +110,41 @@ void write_json(const std::string& path, const Demo& demo, const DemoOutcome& ou
   DTW_CHECK(f.good(), Error, "dtw run --json: could not write " << path);
 }
 
+// dtw run DEMO --lab: the same arguments, to the demo's chapter's lab-run program.
+[[noreturn]] void hand_over_to_lab(const Demo& demo, const RunOptions& options) {
+  const Context context = load_context();
+  const Chapter& chapter = find_chapter(context.chapters, demo.chapter);
+  if (chapter.lab_run.empty() || !fs::exists(chapter.lab_run))
+    throw UsageError(fmt::format("the lab-run program of chapter {} is not built ({}); ./dtw "
+                                 "builds it",
+                                 chapter.id, chapter.lab_run.string()));
+  std::vector<std::string> argv{chapter.lab_run.string(), "run"};
+  argv.insert(argv.end(), options.words.begin(), options.words.end());
+  if (options.ranks > 0) argv.insert(argv.end(), {"--ranks", std::to_string(options.ranks)});
+  argv.insert(argv.end(), {"--backend", options.backend});
+  if (!options.hostfile.empty()) argv.insert(argv.end(), {"--hostfile", options.hostfile});
+  if (!options.trace.empty()) argv.insert(argv.end(), {"--trace", options.trace});
+  if (!options.json.empty()) argv.insert(argv.end(), {"--json", options.json});
+  exec_program(argv);
+  throw std::runtime_error(
+      fmt::format("cannot run {}: {}", chapter.lab_run.string(), std::strerror(errno)));
+}
+
+// A rank of a --lab run hit a DTW_TODO: say which step, plainly.
+void print_not_implemented(const Demo& demo, const RankError& e) {
+  static const std::regex kStep(R"(^(?:rank \d+: )?(\d\d\.\d+): (.*?)(?: \(NotImplemented\))?(?: \[.*)?$)");
+  const std::string first_line = e.message.substr(0, e.message.find('\n'));
+  std::smatch m;
+  if (!std::regex_match(first_line, m, kStep)) {
+    fmt::print("\n{} {}\n", paint(Paint::kRed, "NotImplemented:"), e.message);
+    return;
+  }
+  fmt::print("\n{} your lab has not written step {} yet ({}), and rank {} needed it.\n  "
+             "./dtw check {} {} tests it; ./dtw run {} runs the demo with the solution.\n",
+             paint(Paint::kYellow, "Not written yet:"), m[1].str(), m[2].str(), e.rank,
+             demo.chapter, m[1].str(), demo.name);
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
@@ -126,6 +166,7 @@ int run_command(const RunOptions& options) {
     throw UsageError(fmt::format("dtw run takes one demo name, not '{} {}' (or: dtw run pitfall NAME)",
                                  words[0], words[1]));
   const Demo& demo = find_demo(pitfall ? words[1] : words[0]);
+  if (options.lab && !options.lab_program) hand_over_to_lab(demo, options);
   if (pitfall && demo.catches.empty())
     throw UsageError(fmt::format("'{}' is a demo, not a pitfall: dtw run {}; the pitfalls are:\n{}",
                                  demo.name, demo.name, demo_list(true)));
@@ -165,8 +206,10 @@ int run_command(const RunOptions& options) {
       on_mpi && demo.expects_deadlock ? std::chrono::seconds(5) : std::chrono::seconds(60);
   if (printing) {
     fmt::print("{} {}\n",
-               paint(Paint::kBold, fmt::format("{} (chapter {}) on {} rank(s), {} backend:",
-                                               demo.name, demo.chapter, ranks, options.backend)),
+               paint(Paint::kBold,
+                     fmt::format("{} (chapter {}) on {} rank(s), {} backend, {}:", demo.name,
+                                 demo.chapter, ranks, options.backend,
+                                 options.lab_program ? "with your lab" : "with the solution")),
                paint(Paint::kDim, demo.description));
     if (on_mpi && demo.expects_deadlock)
       fmt::print("{}\n", paint(Paint::kDim, "(on MPI a deadlock is a real hang: after 5 s the "
@@ -187,7 +230,18 @@ int run_command(const RunOptions& options) {
                               : "DeadlockError:"),
                trim_end(outcome.deadlock->message));
   }
-  print_failures(outcome.failures);
+  std::vector<RankError> others;
+  bool not_written = false;
+  for (const RankError& e : outcome.failures) {
+    if (e.kind == "NotImplemented") {
+      // One line for the first rank that hit a DTW_TODO; the others hit the same.
+      if (!not_written) print_not_implemented(demo, e);
+      not_written = true;
+      continue;
+    }
+    others.push_back(e);
+  }
+  print_failures(others);
 
   fmt::print("\n{}\n{}",
              paint(Paint::kBold, ranks <= static_cast<int>(kRankLines)
@@ -203,7 +257,10 @@ int run_command(const RunOptions& options) {
     write_json(options.json, demo, outcome);
     fmt::print("outcome written to {} (checks, errors, traffic matrix)\n", options.json);
   }
-  if (!options.trace.empty()) {
+  if (!options.trace.empty() && outcome.report.trace.empty()) {
+    // Every rank stopped before its first message or phase (a DTW_TODO at the start).
+    fmt::print("no trace written to {}: no rank got as far as a message\n", options.trace);
+  } else if (!options.trace.empty()) {
     outcome.report.write_trace(options.trace);
     fmt::print("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)\n",
                options.trace);

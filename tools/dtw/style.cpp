@@ -63,4 +63,22 @@ void print_error(std::string_view message) {
   fmt::print(stderr, "{}{}\n", color ? "\x1b[31mdtw: error:\x1b[0m " : "dtw: error: ", message);
 }
 
+std::string wrap(std::string_view text, std::size_t width, std::string_view indent) {
+  std::string out, line;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(start, end - start);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out.append(line).append("\n").append(indent);
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line.append(word);
+    start = end + 1;
+  }
+  return out + line;
+}
+
 }  // namespace dtw::cli

@@ -16,6 +16,10 @@ std::string paint(Paint paint, std::string_view text);
 /// so escape codes never count toward the width).
 std::string paint_padded(Paint paint, std::string_view text, std::size_t width);
 
+/// `text` broken into lines of at most `width` columns at spaces; lines after
+/// the first start with `indent`.
+std::string wrap(std::string_view text, std::size_t width, std::string_view indent);
+
 /// "1.5 KiB", "3.2 MiB", ...
 std::string human_bytes(double bytes);
 /// "850 us", "12.3 ms", "1.40 s"

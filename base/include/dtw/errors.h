@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace dtw {
 
@@ -29,10 +30,16 @@ class Error : public std::exception {
   void set_rank(int rank);
   /// Short class name used in reports ("InvalidArgument", "DeadlockError", ...).
   virtual const char* kind() const { return "Error"; }
+  /// Appends a line of context to what(), as "\n  while: <note>": what the
+  /// program was doing when the error was raised (tests name the case they ran).
+  void add_note(const std::string& note);
+  /// The notes added so far, in the order they were added.
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   void format();
   std::string message_, where_, what_;
+  std::vector<std::string> notes_;
   int rank_ = -1;
 };
 

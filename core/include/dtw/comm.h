@@ -339,6 +339,9 @@ class Comm {
   /// ... wrapping after kMaxTag. Ranks that start their collectives in the
   /// same order (which every collective requires) get the same tags.
   int next_collective_tag();
+  /// True on a collective channel (collective_channel()): its tags number
+  /// collective operations, not user messages, and reports say so.
+  bool is_collective_channel() const { return is_channel_; }
 
   // ---- reference collectives --------------------------------------------------
   // The backend's trusted implementations that tests and benchmarks compare the

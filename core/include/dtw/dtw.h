@@ -12,4 +12,5 @@
 #include "dtw/memory.h"
 #include "dtw/output_file.h"
 #include "dtw/reference.h"
+#include "dtw/tag_names.h"
 #include "dtw/types.h"

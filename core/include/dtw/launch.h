@@ -89,6 +89,14 @@ Report launch(int world_size, const LaunchOptions& options, const RankFunction& 
 /// launch with default options.
 Report launch(int world_size, const RankFunction& fn);
 
+/// A function every launch of this process passes each rank function through
+/// before running it (on the launching thread, once per launch).
+using LaunchWrapper = RankFunction (*)(const RankFunction& fn);
+/// Installs `wrapper` for every later launch (nullptr removes it). Test
+/// support uses it to carry a test's context onto the rank threads
+/// (tests/support/dtw_test.h); other programs have no need for it.
+void set_launch_wrapper(LaunchWrapper wrapper);
+
 /// Like launch, but returns the report with `errors` filled instead of throwing.
 Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn);
 

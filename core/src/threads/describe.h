@@ -7,7 +7,9 @@
 
 namespace dtw::threads {
 
-// "send to rank 1, tag 0, 8 B (2 float32)"
+// "tag 1 (kRightward)", "tag 7", "collective operation 3"
+std::string describe_tag(const Op& op);
+// "send to rank 1, tag 1 (kRightward), 8 B (2 float32)"
 std::string describe(const Op& op);
 // A message naming both sides of a send/receive pair that cannot be matched.
 std::string mismatch_message(const Op& send, const Op& recv, const char* what);

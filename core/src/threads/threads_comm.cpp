@@ -20,6 +20,7 @@ std::shared_ptr<Op> ThreadsComm::make_op(int peer, int tag, const char* op_name)
   op->group_owner = rank();
   op->context = context_;
   op->msg_tag = tag;
+  op->channel = is_collective_channel();
   op->call = op_name;
   op->world = world_;
   return op;

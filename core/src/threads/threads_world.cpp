@@ -29,10 +29,11 @@ World::World(int size, std::chrono::milliseconds timeout)
       ranks_(static_cast<std::size_t>(size)),
       live_(size) {}
 
+// Called with mu_ held: the rank's predicate changes now, its thread is
+// notified by notify_pending once mu_ is released.
 void World::wake(int rank) {
-  RankState& r = ranks_[rank];
-  r.wake_seq.fetch_add(1, std::memory_order_release);
-  r.cv.notify_all();
+  ranks_[rank].wake_seq.fetch_add(1, std::memory_order_release);
+  if (std::find(to_wake_.begin(), to_wake_.end(), rank) == to_wake_.end()) to_wake_.push_back(rank);
 }
 
 void World::unstick(RankState& r) {
@@ -45,6 +46,32 @@ void World::stop_waiting(RankState& r) {
   r.waiting = false;
   unstick(r);
 }
+
+void World::notify_pending(std::unique_lock<std::mutex>& lock, bool relock) {
+  // Swapping with a per-thread list keeps both capacities: no allocation per call.
+  thread_local std::vector<int> ranks;
+  ranks.clear();
+  ranks.swap(to_wake_);
+  lock.unlock();
+  for (int r : ranks) ranks_[r].cv.notify_one();  // the rank's own thread is the only waiter
+  if (relock) lock.lock();
+}
+
+// Sends the wake-ups a public call collected when it returns or throws.
+class World::NotifyOnExit {
+ public:
+  NotifyOnExit(World& world, std::unique_lock<std::mutex>& lock) : world_(world), lock_(lock) {}
+  ~NotifyOnExit() {
+    if (!lock_.owns_lock()) lock_.lock();
+    world_.notify_pending(lock_, false);
+  }
+  NotifyOnExit(const NotifyOnExit&) = delete;
+  NotifyOnExit& operator=(const NotifyOnExit&) = delete;
+
+ private:
+  World& world_;
+  std::unique_lock<std::mutex>& lock_;
+};
 
 void World::mark_done(Op& op) {
   op.state = Op::State::kDone;
@@ -128,6 +155,7 @@ void World::match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& re
 
 void World::post(const std::shared_ptr<Op>& op) {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   throw_if_failed(op->owner, lock);
   ranks_[op->owner].polled = nullptr;  // a rank that posts is not stuck polling
   ranks_[op->owner].owned.push_back(op);
@@ -188,6 +216,7 @@ bool World::all_live_stuck() const {
 
 void World::quiesce(int rank, std::unique_lock<std::mutex>& lock) {
   RankState& me = ranks_[rank];
+  notify_pending(lock, true);
   me.cv.wait(lock, [&] { return me.copies_in_flight == 0; });
 }
 
@@ -228,6 +257,7 @@ void World::run_copy_jobs(int rank, std::unique_lock<std::mutex>& lock) {
 
 std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call, bool any) {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   RankState& me = ranks_[rank];
   me.polled = nullptr;
   const Clock::time_point start = Clock::now();
@@ -274,6 +304,8 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
     if (Clock::now() >= deadline)
       fail_timeout(rank, "timeout: a rank waited longer than the launch timeout");
     const std::uint64_t seq = me.wake_seq.load(std::memory_order_acquire);
+    // Whoever this rank woke must run while it waits.
+    if (!to_wake_.empty()) notify_pending(lock, true);
     if (!oversubscribed_) {
       // Spin briefly first: a wake-up through the condition variable costs
       // several microseconds, a message between two busy cores far less.
@@ -289,6 +321,7 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
 
 bool World::test(int rank, Op& op, const char* call, bool polling) {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   RankState& me = ranks_[rank];
   run_copy_jobs(rank, lock);
   if (op.state == Op::State::kDone) {
@@ -311,11 +344,13 @@ bool World::test(int rank, Op& op, const char* call, bool polling) {
 
 void World::check_alive(int rank) {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   throw_if_failed(rank, lock);
 }
 
 std::string World::finish_rank(int rank) {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   RankState& me = ranks_[rank];
   stop_waiting(me);
   std::string pending;
@@ -359,6 +394,7 @@ void Op::abandon() noexcept {
 
 void World::abandon(Op& op) noexcept {
   std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   if (op.state == Op::State::kDone) return;
   // Dropped by unwinding, or after the launch failed: the failure is reported
   // already, and the dropped request is only a consequence of it.
@@ -380,17 +416,19 @@ void World::abandon(Op& op) noexcept {
     Op& partner = *op.partner;
     partner.error = "rank " + std::to_string(op.owner) + " dropped its pending " + op.call +
                     (op.send ? " to" : " from") + " rank " + std::to_string(op.peer_world) +
-                    " (tag " + std::to_string(op.msg_tag) + ") without waiting for it";
+                    " (" + describe_tag(op) + ") without waiting for it";
     partner.error_is_abort = consequence;
     mark_done(partner);
     mark_done(op);
     return;
   }
+  notify_pending(lock, true);
   ranks_[op.owner].cv.wait(lock, [&] { return op.state == Op::State::kDone; });
 }
 
 void World::abort(int rank, const std::string& kind) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  const NotifyOnExit notify(*this, lock);
   if (!aborted_) {
     aborted_ = true;
     abort_rank_ = rank;

@@ -40,6 +40,7 @@ struct Op : detail::RequestState {
   int group_owner = 0;  // the owner's rank in the posting communicator (for reports)
   int context = 0;
   int msg_tag = 0;
+  bool channel = false;  // posted on a collective channel: msg_tag numbers an operation
   bool send = false;
   const void* src = nullptr;  // sends
   void* dst = nullptr;        // receives
@@ -119,6 +120,15 @@ class World {
     Clock::time_point polling_since;
   };
 
+  // Wake-ups are collected under mu_ and sent once it is released: a rank
+  // notified while the waker still holds mu_ wakes only to block on mu_ again,
+  // which on an oversubscribed machine costs two more futex calls and a
+  // context switch per message.
+  class NotifyOnExit;
+  // Releases `lock`, notifies the ranks collected by wake(), and leaves `lock`
+  // released (`relock`: takes it again).
+  void notify_pending(std::unique_lock<std::mutex>& lock, bool relock);
+
   void run_copy_jobs(int rank, std::unique_lock<std::mutex>& lock);
   static void throw_op_error(const Op& op);
   void match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& recv, int by_rank,
@@ -146,6 +156,7 @@ class World {
   std::vector<RankState> ranks_;
   int live_;       // ranks not finished
   int stuck_ = 0;  // live ranks waiting with nothing that can progress
+  std::vector<int> to_wake_;  // ranks wake() bumped; notified when mu_ is released
   bool aborted_ = false;
   int abort_rank_ = -1;
   std::string abort_kind_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "dtw/tag_names.h"
 #include "threads/describe.h"
 #include "threads/threads_world.h"
 
@@ -63,6 +64,13 @@ std::string format_bytes(std::int64_t bytes) {
   return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
 }
 
+std::string describe_tag(const Op& op) {
+  if (op.channel) return fmt::format("collective operation {}", op.msg_tag);
+  const std::string name = op.msg_tag >= 0 ? tag_name(op.msg_tag) : "";
+  return name.empty() ? fmt::format("tag {}", op.msg_tag)
+                      : fmt::format("tag {} ({})", op.msg_tag, name);
+}
+
 std::string describe(const Op& op) {
   const std::int64_t bytes = op.count * static_cast<std::int64_t>(size_of(op.type));
   // In a split group the peer is named by its rank there (what the code passed)
@@ -70,15 +78,15 @@ std::string describe(const Op& op) {
   const std::string peer = in_group(op) ? fmt::format("rank {} of its group (world rank {})",
                                                       op.group_peer, op.peer_world)
                                         : fmt::format("rank {}", op.peer_world);
-  return fmt::format("{} {} {}, tag {}, {} ({} {})", op.call, op.send ? "to" : "from", peer,
-                     op.msg_tag, format_bytes(bytes), op.count, name_of(op.type));
+  return fmt::format("{} {} {}, {}, {} ({} {})", op.call, op.send ? "to" : "from", peer,
+                     describe_tag(op), format_bytes(bytes), op.count, name_of(op.type));
 }
 
 std::string mismatch_message(const Op& send, const Op& recv, const char* what) {
   return fmt::format(
-      "{}: rank {} sends {} {} ({}) with tag {} but rank {} receives into {} {} ({})", what,
+      "{}: rank {} sends {} {} ({}) with {} but rank {} receives into {} {} ({})", what,
       send.owner, send.count, name_of(send.type),
-      format_bytes(send.count * static_cast<std::int64_t>(size_of(send.type))), send.msg_tag,
+      format_bytes(send.count * static_cast<std::int64_t>(size_of(send.type))), describe_tag(send),
       recv.owner, recv.count, name_of(recv.type),
       format_bytes(recv.count * static_cast<std::int64_t>(size_of(recv.type))));
 }

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The test of `dtw check`'s own output on a planted bug.
+#
+#   check_names_the_step.sh DTW NN NN.K PROGRAM BUG_FILE
+#
+# PROGRAM is chapter NN's lab test program built from the solution with step
+# NN.K's bug from BUG_FILE planted (cmake/DtwChapter.cmake). The test runs
+#   DTW check NN --program PROGRAM --reaching NN.K
+# (the tests that reach step NN.K's code: the others pass on a solution) and
+# passes when the report
+#   - exits with 1;
+#   - names NN.K as the first failure ("First failure: step NN.K, ...");
+#   - shows the bug's `expect:` text on a context line ("  while: ...");
+#   - shows the step's hint ("  hint NN.K: ...");
+#   - says all that in at most 15 lines from "First failure" on.
+set -uo pipefail
+
+if (($# != 5)); then
+  echo "usage: $0 DTW NN NN.K PROGRAM BUG_FILE" >&2
+  exit 2
+fi
+dtw="$1" chapter="$2" step="$3" program="$4" bug_file="$5"
+
+expect=""
+current=""
+while IFS= read -r line || [[ -n $line ]]; do
+  if [[ $line =~ ^bug[[:space:]]+([0-9]+\.[0-9]+)[[:space:]] ]]; then
+    current="${BASH_REMATCH[1]}"
+  elif [[ $current == "$step" && $line =~ ^[[:space:]]+expect:[[:space:]]?(.*)$ ]]; then
+    expect="${BASH_REMATCH[1]}"
+  fi
+done <"$bug_file"
+if [[ -z $expect ]]; then
+  echo "FAIL: $bug_file: the bug of step $step has no 'expect:' line (the context to look for)"
+  exit 1
+fi
+
+output="$(NO_COLOR=1 "$dtw" check "$chapter" --program "$program" --reaching "$step" 2>&1)"
+status=$?
+fail() {
+  echo "FAIL: planted bug of step $step: $1"
+  echo "---- dtw check's output ----"
+  printf '%s\n' "$output"
+  exit 1
+}
+((status == 1)) || fail "dtw check exited with $status, not 1"
+report="$(printf '%s\n' "$output" | sed -n '/^First failure: /,$p')"
+[[ -n $report ]] || fail "no 'First failure:' line"
+head="$(printf '%s\n' "$report" | head -n 1)"
+[[ $head == "First failure: step $step, "* ]] || fail "the first failure is not step $step: '$head'"
+printf '%s\n' "$report" | grep -qF -- "$expect" ||
+  fail "the report does not show the context '$expect'"
+printf '%s\n' "$report" | grep -E '^  while: ' | grep -qF -- "$expect" ||
+  fail "'$expect' is not on a context line ('  while: ...')"
+printf '%s\n' "$report" | grep -q "^  hint $step: " || fail "the report does not show the hint of $step"
+lines="$(printf '%s\n' "$report" | wc -l)"
+((lines <= 15)) || fail "the report of the failure takes $lines lines (at most 15)"
+echo "ok: dtw check names step $step, shows '$expect' and the hint, in $lines lines"

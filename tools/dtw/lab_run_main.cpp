@@ -1,0 +1,42 @@
+// dtw_chNN_lab_run: one chapter's demos linked with the learner's library
+// (labs/NN-x) instead of the solution. `dtw run DEMO --lab` hands over to it;
+// it takes the same `run DEMO [options]` arguments (mpirun starts it again
+// that way for --backend mpi).
+#include <fmt/core.h>
+
+#include "dtw/errors.h"
+#include "exit_codes.h"
+#include "run_cli.h"
+#include "style.h"
+
+int main(int argc, char** argv) {
+  using dtw::cli::print_error;
+  try {
+    CLI::App app{"The demos of one chapter with your lab; run it as `dtw run DEMO --lab`.",
+                 "dtw-lab-run"};
+    app.require_subcommand(1, 1);
+    dtw::cli::RunOptions run;
+    dtw::cli::add_run_subcommand(app, run);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::Success& e) {
+      return app.exit(e);  // --help
+    } catch (const CLI::ParseError& e) {
+      // dtw's exit-code convention, not CLI11's own codes.
+      print_error(fmt::format("{} (dtw run --help lists the options)", e.what()));
+      return dtw::cli::kExitUsage;
+    }
+    run.lab = true;
+    run.lab_program = true;
+    return dtw::cli::run_command(run);
+  } catch (const dtw::cli::UsageError& e) {
+    print_error(e.what());
+    return dtw::cli::kExitUsage;
+  } catch (const dtw::InvalidArgument& e) {
+    print_error(e.what());
+    return dtw::cli::kExitUsage;
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return dtw::cli::kExitRunFailed;
+  }
+}
