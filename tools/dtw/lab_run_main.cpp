@@ -4,6 +4,8 @@
 // that way for --backend mpi).
 #include <fmt/core.h>
 
+#include <cstdio>
+
 #include "dtw/errors.h"
 #include "exit_codes.h"
 #include "run_cli.h"
@@ -11,6 +13,7 @@
 
 int main(int argc, char** argv) {
   using dtw::cli::print_error;
+  std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);  // progress reaches a pipe line by line
   try {
     CLI::App app{"The demos of one chapter with your lab; run it as `dtw run DEMO --lab`.",
                  "dtw-lab-run"};
