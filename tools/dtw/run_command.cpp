@@ -163,7 +163,10 @@ int run_command(const RunOptions& options) {
   if (outcome.busbw_gbps() > 0) summary += fmt::format(", busbw {:.2f} GB/s", outcome.busbw_gbps());
   fmt::print("{}\n", summary);
 
-  if (!options.trace.empty()) {
+  if (!options.trace.empty() && outcome.report.trace.empty()) {
+    // Every rank stopped before its first message or phase (a DTW_TODO at the start).
+    fmt::print("no trace written to {}: no rank got as far as a message\n", options.trace);
+  } else if (!options.trace.empty()) {
     outcome.report.write_trace(options.trace);
     fmt::print("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)\n",
                options.trace);
