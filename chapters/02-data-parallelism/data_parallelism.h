@@ -90,7 +90,9 @@ std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout, std::sp
 /// Collective: every rank shares its fingerprint of `params`; if a rank's
 /// differs from rank 0's, every rank throws ReplicasDiverged naming the
 /// lowest such rank, its first differing tensor in layout order, the step
-/// (`steps_done` steps trained; 0: at the start) and both hashes. The hashes
+/// (`steps_done` steps trained; 0: at the start) and both hashes, in this
+/// form (the tests look for it): `rank 1's wte differs from rank 0's
+/// (fingerprint 0x… vs 0x…)` — hex() in replicas.cpp writes one. The hashes
 /// travel on the runtime's own channel (dtw::allgather_results), so the
 /// traffic matrix shows only the training's bytes.
 template <class T>

@@ -49,10 +49,10 @@ std::string hex(std::uint64_t h) {
   return s.str();
 }
 
-// "at the start" or "after 3 steps", the reference comparison's wording.
+// "at the start", "after 1 step" or "after 3 steps".
 std::string when(std::int64_t steps_done) {
-  return steps_done == 0 ? std::string("at the start")
-                         : "after " + std::to_string(steps_done) + " steps";
+  if (steps_done == 0) return "at the start";
+  return "after " + std::to_string(steps_done) + (steps_done == 1 ? " step" : " steps");
 }
 
 }  // namespace
@@ -84,7 +84,7 @@ void check_replicas(Comm& comm, const model::ParamLayout& layout, std::span<cons
   // Every rank gets every rank's hashes, so every rank reaches the same
   // verdict and throws the same error: no rank is left waiting for another.
   const std::vector<std::vector<std::uint64_t>> all = allgather_results(comm, mine);
-  DTW_TODO("02.2: Compare every rank's hashes (all[q]) with rank 0's, tensor by tensor in layout order; for the first difference throw ReplicasDiverged naming the step, the rank and the tensor.");
+  DTW_TODO("02.2: Compare every rank's hashes (all[q]) with rank 0's, tensor by tensor in layout order; for the first difference throw ReplicasDiverged naming the step (when()), the rank, the tensor and both hashes, as (fingerprint 0x<rank q's> vs 0x<rank 0's>) with hex().");
 }
 
 void check_same_run(Comm& comm, const train::RunSpec& spec) {

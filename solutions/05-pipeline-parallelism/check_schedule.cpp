@@ -71,7 +71,7 @@ void check_lists(const Schedule& s) {
                     : 2 + 2 * static_cast<int>(a.dir) + (a.op == Op::kSend ? 1 : 0);
       DTW_CHECK_ARG(pos[k] < 0, at << "repeats action " << pos[k]);
       pos[k] = i;
-      // @lab 05.6: Check the order on this rank: a forward after its input's receive (unless chunk 0), an activation send after its forward, a gradient receive only where there is a next chunk, a backward after its forward and its gradient's receive (unless the last chunk), a gradient send after its backward.
+      // @lab 05.6: Check the order on this rank: a forward after its input's receive (unless chunk 0), an activation send after its forward, a gradient receive only where there is a next chunk, a backward after its forward and its gradient's receive (unless the last chunk), a gradient send after its backward. Each violation is InvalidArgument: `at` followed by the tests' words: 'forwards before receiving its input', 'backwards before its forward', 'backwards before receiving its output's gradient', 'chunk 0 has no previous chunk', 'the last chunk has no next chunk', 'sends its output before its forward', 'sends its input gradient before its backward'.
       const bool first = a.chunk == 0, last = a.chunk == n - 1;
       if (k == 0) DTW_CHECK_ARG(first || pos[2] >= 0, at << "forwards before receiving its input");
       if (k == 1) DTW_CHECK_ARG(pos[0] >= 0, at << "backwards before its forward");

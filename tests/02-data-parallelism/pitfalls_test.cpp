@@ -33,7 +33,7 @@ TEST(AccumulationPitfallTest, SyncingTheFirstMicroBatchIsCaughtAfterTheFirstStep
             tiny("gpt-tiny", 2, 8), testing::on(2, micro(2)),
             [](train::RankRun<double>& run) { pitfalls::sync_on_first_micro_batch(run); });
       },
-      {"replicas diverged after 1 steps: rank 1's"});
+      {"replicas diverged after 1 step: rank 1's"});
 }
 
 TEST(AccumulationPitfallTest, ASyncFlagSetAfterTheForwardIsCaughtAfterTheFirstStep) {
@@ -43,7 +43,7 @@ TEST(AccumulationPitfallTest, ASyncFlagSetAfterTheForwardIsCaughtAfterTheFirstSt
             tiny("mlp-tiny", 2, 8), testing::on(2, micro(2)),
             [](train::RankRun<double>& run) { pitfalls::sync_flag_set_after_forward(run); });
       },
-      {"replicas diverged after 1 steps: rank 1's"});
+      {"replicas diverged after 1 step: rank 1's"});
 }
 
 DTW_TEST_STEPS(AverageByWorldSizePitfallTest, "02.2");

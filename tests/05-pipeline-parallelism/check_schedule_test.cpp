@@ -57,19 +57,20 @@ TEST(CheckScheduleTest, ListsThatAreWrongOnTheirOwnAreClearErrors) {
   auto error = [](Schedule s) { return error_of<InvalidArgument>([&] { check_schedule(s); }); };
   Schedule a = gpipe_schedule(2, 2);
   a.actions[1].erase(a.actions[1].begin());  // drop "recv act 0@c1"
-  EXPECT_NE(error(a).find("rank 1, action 0 (F0@c1): forwards before receiving its input"), std::string::npos);
+  EXPECT_NE(error(a).find("rank 1, action 0 (F0@c1): forwards before receiving its input"), std::string::npos)
+      << error(a);
   Schedule b = gpipe_schedule(2, 2);
   b.actions[0].pop_back();  // drop rank 0's last backward
   EXPECT_NE(error(b).find("rank 0 never backwards micro-batch 0 of chunk 0"), std::string::npos) << error(b);
   Schedule c = gpipe_schedule(2, 2);
   c.actions[0].push_back({Op::kForward, 1, 0});
-  EXPECT_NE(error(c).find("chunk 1 is not one of rank 0's"), std::string::npos);
+  EXPECT_NE(error(c).find("chunk 1 is not one of rank 0's"), std::string::npos) << error(c);
   Schedule d = gpipe_schedule(2, 2);
   d.actions[1].push_back({Op::kSend, 1, 0, Dir::kActivation});
   EXPECT_NE(error(d).find("the last chunk has no next chunk"), std::string::npos) << error(d);
   Schedule f = gpipe_schedule(2, 2);
   f.actions[0].push_back({Op::kBackward, 0, 1});
-  EXPECT_NE(error(f).find("repeats action"), std::string::npos);
+  EXPECT_NE(error(f).find("repeats action"), std::string::npos) << error(f);
 }
 
 DTW_TEST_STEPS(UncheckedScheduleTest, "05.1", "05.3");

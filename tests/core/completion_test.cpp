@@ -59,22 +59,23 @@ TEST(CompletionTest, ServerServesSevenWorkersInTheOrderTheySend) {
 
 TEST(CompletionTest, TestPollsToCompletion) {
   // A small message and one past the threads backend's eager limit, whose
-  // copy the receiver makes inside its own test().
+  // copy the receiver makes inside its own test(). The sender waits for the
+  // receiver's go, sent after its first test(), so that test cannot succeed
+  // whatever the scheduler does (a sleep could not promise it under load),
+  // on threads and in the MPI twin alike.
   for (const std::size_t n : {std::size_t{3}, std::size_t{1} << 18}) {
     launch_bounded(2, [n](Comm& comm) {
       std::vector<float> data(n, static_cast<float>(comm.rank() + 1));
+      std::vector<int> go(1, 0);
       if (comm.rank() == 1) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        comm.recv(go, 0, 10);
         comm.send(data, 0, 9);
         return;
       }
       Request r = comm.irecv(data, 1, 9);
-      long polls = 0;
-      while (!comm.test(r)) {
-        ++polls;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-      EXPECT_GT(polls, 0) << "the sender waits 30 ms, so the first test cannot succeed";
+      EXPECT_FALSE(comm.test(r)) << "nothing was sent before the first test";
+      comm.send(go, 1, 10);
+      while (!comm.test(r)) std::this_thread::sleep_for(std::chrono::microseconds(200));
       EXPECT_FALSE(r.pending());
       EXPECT_EQ(r.received_count(), static_cast<std::int64_t>(n));
       EXPECT_EQ(data, std::vector<float>(n, 2.0f));

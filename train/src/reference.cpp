@@ -179,7 +179,17 @@ ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<con
     const double e = run->losses[s], g = losses[s];
     const double rel = std::abs(g - e) / std::max(std::abs(e), 1e-30);
     check.max_rel_error = std::max(check.max_rel_error, std::isnan(rel) ? INFINITY : rel);
-    if (!(rel <= tolerance)) say(loss_why, "step " + std::to_string(s) + ": loss", e, g, rel);
+    if (!(rel <= tolerance) && loss_why.empty() && e != 0 && std::isfinite(g / e)) {
+      // The ratio first: a gradient p or m times too big (a missing 1/p or
+      // 1/m) reads at once as "loss ×2.000", not as a tolerance problem.
+      std::ostringstream ratio;
+      ratio.precision(4);
+      ratio << std::fixed << g / e;
+      say(loss_why, "step " + std::to_string(s) + ": loss ×" + ratio.str() + " the reference's", e, g,
+          rel);
+    } else if (!(rel <= tolerance)) {
+      say(loss_why, "step " + std::to_string(s) + ": loss", e, g, rel);
+    }
   }
   const std::shared_ptr<const std::vector<T>> ref = reference_params<T>(spec, steps_done);
   const bool judge_params = dtype_of<T>() == DType::kFloat64;
@@ -206,9 +216,11 @@ ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<con
   check.ok = param_why.empty() && loss_why.empty();
   if (!check.ok) {
     const std::string who = "rank " + std::to_string(rank) + ", ";
-    check.message = param_why.empty() ? who + loss_why
-                                      : who + param_why +
-                                            (loss_why.empty() ? "" : " (and at " + loss_why + ")");
+    // A loss that diverged comes first: it names the first step that went
+    // wrong and, by its ratio, often the bug; the first parameter follows.
+    check.message = loss_why.empty()    ? who + param_why
+                    : param_why.empty() ? who + loss_why
+                                        : who + loss_why + " (parameters: " + param_why + ")";
   }
   return check;
 }

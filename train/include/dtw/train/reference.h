@@ -79,9 +79,11 @@ struct ReferenceCheck {
 /// global mean loss of step s, as far as this rank knows it; may be empty),
 /// then `params`, elements [begin, begin + params.size()) of the flat buffer
 /// after `steps_done` steps (−1: losses.size()). The message names the rank,
-/// the step, the first divergent element in layer order by tensor and index
-/// (`h.1.attn.qkv.weight[37] (row 0, col 37)`), expected, got, the relative
-/// error and the tolerance. Float runs fail only on losses (see the policy
+/// then the first step whose loss diverged with its ratio to the reference's
+/// (`step 0: loss ×2.0000 the reference's: ...`: a missing 1/p shows at
+/// once), then the first divergent element in layer order by tensor and
+/// index (`h.1.attn.qkv.weight[37] (row 0, col 37)`); each with expected,
+/// got, the relative error and the tolerance. Float runs fail only on losses (see the policy
 /// above). Bad arguments (a range outside the model, steps_done beyond the
 /// spec) raise InvalidArgument naming the values.
 template <class T>

@@ -7,9 +7,13 @@
 ///
 ///     Replica<T> replica(spec, comm.exec(), ReplicaPlan::whole(spec));   // DDP
 ///     for (std::int64_t step = 0; step < spec.steps; ++step) {
+///       // Weight this rank's gradient by its share of the batch (rows / B,
+///       // Batch::weight) before the sum, so the allreduce's sum is the mean
+///       // gradient of the whole batch for any split, even or not.
+///       const T weight = T(make_batch(spec, step, comm.rank(), comm.size()).weight);
 ///       double loss = replica.forward_backward(step, comm.rank(), comm.size(),
-///                                              T(1), on_grad_ready);
-///       ... allreduce replica.grads(), replica.scale_grads(T(1) / p) ...
+///                                              weight, on_grad_ready);
+///       ... allreduce replica.grads() (a sum: nothing to divide afterwards) ...
 ///       replica.clip(replica.local_sum_of_squares());  // full grads: local is global
 ///       replica.step(step);
 ///     }
