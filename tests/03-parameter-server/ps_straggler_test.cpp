@@ -23,8 +23,8 @@ using testing::tiny;
 // Rank 0 serves every step's parameters and takes every push (the protocol of
 // the contract, nothing learned from it); ranks 1 … W run ps_worker.
 // Returns each worker's log, by worker.
-std::vector<PsLog> workers_against_a_stub(int W, const train::Knobs& k) {
-  const train::RunSpec spec = tiny("mlp-tiny", 3, 6);
+std::vector<PsLog> workers_against_a_stub(int W, const train::Knobs& k,
+                                          const train::RunSpec& spec = tiny("mlp-tiny", 3, 6)) {
   const std::int64_t psi = model::param_layout(spec.config()).size();
   train::HarnessOptions o;
   o.ranks = 1 + W;
@@ -70,7 +70,11 @@ std::vector<PsLog> workers_against_a_stub(int W, const train::Knobs& k) {
 DTW_TEST_STEPS(PsStragglerTest, "03.1", "03.5");
 TEST(PsStragglerTest, EveryStragglerSleepsItsFactorMinusOneTimesItsComputeTime) {
   DTW_TRACE("2 workers against a stub server, straggler=0:3,1:1.5");
-  const std::vector<PsLog> logs = workers_against_a_stub(2, knobs({"straggler=0:3,1:1.5"}));
+  // Steps long enough that one late wake-up from a sleep (milliseconds on a
+  // loaded machine) cannot pass for the sleeps of all the other steps: a
+  // worker that keeps only its last sleep must fall short.
+  const std::vector<PsLog> logs =
+      workers_against_a_stub(2, knobs({"straggler=0:3,1:1.5"}), tiny("gpt-tiny", 8, 24));
   ASSERT_EQ(logs.size(), 2u);
   // sleep_for never returns early, so the measured sleeps are at least (f − 1)× the compute.
   EXPECT_GT(logs[0].compute_seconds, 0.0);
