@@ -32,7 +32,7 @@
 # program built from the solution with step NN.K's planted bug.
 # CTest labels: `solution` (must pass), `lab` (fails until the learner is done),
 # `check` (dtw check's own output on each planted bug; part of `solution` too).
-# The chapter's manifest, ${CMAKE_BINARY_DIR}/chapters/NN.json, tells the dtw
+# The chapter's manifest, ${PROJECT_BINARY_DIR}/chapters/NN.json, tells the dtw
 # program the title, the steps and where the programs are.
 include_guard(GLOBAL)
 include(GoogleTest)
@@ -269,9 +269,16 @@ function(dtw_add_chapter name)
   # The two libraries: same contract header, same dtw::core, different sources.
   add_library(dtw_ch${id}_solution STATIC ${plain_objects} ${all_region_objects})
   add_library(dtw_ch${id}_lab STATIC ${lab_sources})
+  # The solution library is what dtw installs and exports as dtw::chNN (and
+  # what add_subdirectory users link by that alias); its contract headers are
+  # installed to include/dtw/chapters/NN-x, so `#include "collectives.h"`
+  # works both ways.
+  add_library(dtw::ch${id} ALIAS dtw_ch${id}_solution)
+  set_target_properties(dtw_ch${id}_solution PROPERTIES EXPORT_NAME ch${id})
   foreach(variant solution lab)
     set(lib dtw_ch${id}_${variant})
-    target_include_directories(${lib} PUBLIC "${contract_dir}")
+    target_include_directories(${lib} PUBLIC "$<BUILD_INTERFACE:${contract_dir}>"
+      "$<INSTALL_INTERFACE:include/dtw/chapters/${name}>")
     target_link_libraries(${lib} PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
     dtw_target_warnings(${lib})
   endforeach()
@@ -281,13 +288,23 @@ function(dtw_add_chapter name)
     $<$<CXX_COMPILER_ID:Clang,AppleClang>:-Wno-unused-private-field>)
   target_compile_options(dtw_ch${id}_lab PRIVATE ${lab_warnings})
 
+  # Without the dtw program (dtw used as a subproject), the lab and the demos
+  # are not part of the default build.
+  if(NOT DTW_BUILD_TOOLS)
+    set_target_properties(dtw_ch${id}_lab PROPERTIES EXCLUDE_FROM_ALL ON)
+  endif()
   if(demo_sources)
     add_library(dtw_ch${id}_demos OBJECT ${demo_sources})
+    if(NOT DTW_BUILD_TOOLS)
+      set_target_properties(dtw_ch${id}_demos PROPERTIES EXCLUDE_FROM_ALL ON)
+    endif()
     target_link_libraries(dtw_ch${id}_demos PUBLIC dtw_ch${id}_solution)
     dtw_target_warnings(dtw_ch${id}_demos)
     # The same demos with the learner's library: `dtw run DEMO --lab` hands
     # over to this program (tools/dtw/lab_run_main.cpp; dtw_cli_run is made in
     # tools/dtw, after the chapters).
+  endif()
+  if(demo_sources AND DTW_BUILD_TOOLS)
     add_executable(dtw_ch${id}_lab_run "${root}/tools/dtw/lab_run_main.cpp" ${demo_sources})
     target_link_libraries(dtw_ch${id}_lab_run PRIVATE dtw_ch${id}_lab dtw_cli_run)
     dtw_target_warnings(dtw_ch${id}_lab_run)
@@ -440,7 +457,7 @@ function(dtw_add_chapter name)
     if(demo_sources)
       target_link_libraries(dtw_bench_${topic} PRIVATE dtw_ch${id}_demos)
     endif()
-    set_target_properties(dtw_bench_${topic} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bench")
+    set_target_properties(dtw_bench_${topic} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bench")
     dtw_target_warnings(dtw_bench_${topic})
   endif()
 
@@ -466,10 +483,10 @@ function(dtw_add_chapter name)
   endif()
   list(JOIN planted_json ", " planted_joined)
   set(lab_run "")
-  if(demo_sources)
+  if(demo_sources AND DTW_BUILD_TOOLS)
     set(lab_run ",\n  \"lab_run\": \"$<TARGET_FILE:dtw_ch${id}_lab_run>\"")
   endif()
-  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/chapters/${id}.json" CONTENT "{
+  file(GENERATE OUTPUT "${PROJECT_BINARY_DIR}/chapters/${id}.json" CONTENT "{
   \"id\": \"${id}\",
   \"name\": \"${name}\",
   \"title\": ${title_json},

@@ -1,31 +1,15 @@
 # Finds every dependency in one place; optional parts are recorded in dtw/config.h.
 find_package(Threads REQUIRED)
 
-# Kokkos: Debian's libtrilinos-kokkos-dev, or a user's own install (-DKokkos_ROOT=...).
-find_package(Kokkos REQUIRED)
-# Debian's Kokkos::kokkos (Trilinos build) points its include directory at a
-# folder that does not exist, while the headers live in include/trilinos
-# (Kokkos_INCLUDE_DIRS names it). Repair the target here, once, so no other file
-# needs to know. A Kokkos 4 install has a correct target and is left alone.
-get_target_property(_dtw_kokkos_inc Kokkos::kokkos INTERFACE_INCLUDE_DIRECTORIES)
-if(_dtw_kokkos_inc)
-  set(_dtw_fixed "")
-  foreach(dir IN LISTS _dtw_kokkos_inc)
-    if(dir MATCHES "^\\$<" OR EXISTS "${dir}")
-      list(APPEND _dtw_fixed "${dir}")
-    endif()
-  endforeach()
-  foreach(dir IN LISTS Kokkos_INCLUDE_DIRS)
-    if(EXISTS "${dir}/Kokkos_Core.hpp")
-      list(APPEND _dtw_fixed "${dir}")
-    endif()
-  endforeach()
-  set_target_properties(Kokkos::kokkos PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_dtw_fixed}")
-endif()
+# Kokkos: Debian's libtrilinos-kokkos-dev, or a user's own install
+# (-DKokkos_ROOT=...); the version check and a repair of Debian's target.
+include(DtwKokkos)
 
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
-find_package(CLI11 CONFIG REQUIRED)
+if(DTW_BUILD_TOOLS)
+  find_package(CLI11 CONFIG REQUIRED)
+endif()
 if(DTW_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
@@ -102,11 +86,11 @@ if(NOT DTW_ENABLE_CUDA STREQUAL "OFF")
                  PATH_SUFFIXES lib lib64)
     if(DTW_NCCL_INCLUDE_DIR AND DTW_NCCL_LIBRARY)
       set(DTW_HAVE_NCCL ON)
-      if(NOT TARGET dtw::nccl)
-        add_library(dtw::nccl UNKNOWN IMPORTED)
-        set_target_properties(dtw::nccl PROPERTIES IMPORTED_LOCATION "${DTW_NCCL_LIBRARY}"
+      if(NOT TARGET dtw::libnccl)
+        add_library(dtw::libnccl UNKNOWN IMPORTED)
+        set_target_properties(dtw::libnccl PROPERTIES IMPORTED_LOCATION "${DTW_NCCL_LIBRARY}"
                               INTERFACE_INCLUDE_DIRECTORIES "${DTW_NCCL_INCLUDE_DIR}")
-        target_link_libraries(dtw::nccl INTERFACE CUDA::cudart)
+        target_link_libraries(dtw::libnccl INTERFACE CUDA::cudart)
       endif()
     endif()
   elseif(DTW_ENABLE_CUDA STREQUAL "ON")

@@ -3,14 +3,8 @@
 
 #include "dtw/config.h"
 #include "dtw/errors.h"
+#include "backend_registry.h"
 #include "launch_backends.h"
-#if DTW_HAVE_MPI
-#include "dtw/mpi.h"
-#include "mpi/mpi_launch.h"
-#endif
-#if DTW_HAVE_NCCL
-#include "nccl/nccl_launch.h"
-#endif
 
 namespace dtw {
 
@@ -25,21 +19,45 @@ RankFunction wrapped(const RankFunction& fn) {
   return launch_wrapper() ? launch_wrapper()(fn) : fn;
 }
 
-// The mpi backend also takes world size 0 (= as many ranks as mpirun started),
-// and the MPI test harness routes "threads" launches to it (dtw/mpi.h).
-bool goes_to_mpi(const LaunchOptions& options) {
-#if DTW_HAVE_MPI
-  return options.backend == "mpi" || (options.backend == "threads" && mpi::route_launches());
-#else
-  (void)options;
-  return false;
-#endif
+// The registered backend that runs a launch asked of `options.backend`: the
+// one of that name, unless another claims it (the MPI test harness routes
+// "threads" launches to mpi, dtw/mpi.h). nullptr: the threads backend.
+const detail::BackendEntry* chosen_backend(const LaunchOptions& options) {
+  if (options.backend == "threads") {
+    for (const detail::BackendEntry& e : detail::registered_backends())
+      if (e.claims && e.claims(options)) return detail::find_backend(e.name);
+    return nullptr;
+  }
+  return detail::find_backend(options.backend);
+}
+
+// What this program can run on, for error messages.
+std::string known_backends() {
+  std::string names = "threads";
+  for (const detail::BackendEntry& e : detail::registered_backends()) names += ", " + e.name;
+  return names;
 }
 
 // Every option is checked here, before any backend sees it, for launch and
 // launch_collecting alike.
 void validate(int world_size, const LaunchOptions& options) {
-  DTW_CHECK_ARG(world_size >= 1 || (world_size == 0 && goes_to_mpi(options)),
+  const bool known = options.backend == "threads" || detail::find_backend(options.backend);
+  // A backend this build has, but this program did not link (its library
+  // registers it): say which library to link.
+  const bool built = (options.backend == "mpi" && DTW_HAVE_MPI) ||
+                     (options.backend == "nccl" && DTW_HAVE_NCCL);
+  DTW_CHECK_ARG(known || !built, "launch: backend '"
+                                     << options.backend << "' is built but not linked into this "
+                                     << "program: link dtw::" << options.backend
+                                     << " (this program has: " << known_backends() << ")");
+  DTW_CHECK_ARG(known || options.backend != "nccl",
+                "launch: backend 'nccl': this build has no NCCL backend (configure where the CUDA "
+                "toolkit and NCCL are installed, with -DDTW_ENABLE_CUDA=ON)");
+  DTW_CHECK_ARG(known, "launch: unknown backend '" << options.backend
+                                                   << "' (this program has: " << known_backends()
+                                                   << ")");
+  const detail::BackendEntry* backend = chosen_backend(options);
+  DTW_CHECK_ARG(world_size >= 1 || (world_size == 0 && backend && backend->takes_job_size),
                 "launch: world size " << world_size << " must be at least 1");
   DTW_CHECK_ARG(options.timeout > std::chrono::milliseconds::zero() &&
                     options.timeout <= kMaxLaunchTimeout,
@@ -47,32 +65,25 @@ void validate(int world_size, const LaunchOptions& options) {
                                    << kMaxLaunchTimeout.count() << "] ms (up to 30 days)");
   DTW_CHECK_ARG(options.memory_cap >= 0,
                 "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
-  const bool known = options.backend == "threads" || (options.backend == "mpi" && DTW_HAVE_MPI) ||
-                     (options.backend == "nccl" && DTW_HAVE_NCCL);
-  DTW_CHECK_ARG(known || options.backend != "nccl",
-                "launch: backend 'nccl': this build has no NCCL backend (configure where the CUDA "
-                "toolkit and NCCL are installed, with -DDTW_ENABLE_CUDA=ON)");
-  DTW_CHECK_ARG(known, "launch: unknown backend '"
-                           << options.backend << "' (this build has: threads"
-                           << (DTW_HAVE_MPI ? ", mpi" : "") << (DTW_HAVE_NCCL ? ", nccl" : "") << ")");
 }
 
 // Runs the launch on its backend; `first` receives the error launch() rethrows.
 Report dispatch(int world_size, const LaunchOptions& options, const RankFunction& fn,
                 std::exception_ptr* first) {
   validate(world_size, options);
-#if DTW_HAVE_MPI
-  if (goes_to_mpi(options)) return mpi::launch(world_size, options, fn, first);
-#endif
-#if DTW_HAVE_NCCL
-  if (options.backend == "nccl") return nccl::launch(world_size, options, fn, first);
-#endif
+  if (const detail::BackendEntry* backend = chosen_backend(options))
+    return backend->launch(world_size, options, fn, first);
   return threads::launch(world_size, options, fn, first);
 }
 
 }  // namespace
 
 void set_launch_wrapper(LaunchWrapper wrapper) { launch_wrapper() = wrapper; }
+
+std::unique_ptr<Comm> process_comm(const std::string& backend) {
+  const detail::BackendEntry* entry = detail::find_backend(backend);
+  return entry && entry->process_comm ? entry->process_comm() : nullptr;
+}
 
 Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn) {
   return dispatch(world_size, options, wrapped(fn), nullptr);

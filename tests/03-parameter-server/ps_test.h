@@ -17,9 +17,6 @@
 #include "dtw/train/strategy.h"
 #include "dtw_train_test.h"
 #include "parameter_server.h"
-#if DTW_HAVE_MPI
-#include "dtw/mpi.h"
-#endif
 
 namespace dtw::ch03::testing {
 
@@ -58,9 +55,8 @@ struct PsRun {
 /// the harness does for its outcome. Elsewhere, nothing.
 template <class V>
 void share_with_idle_processes(const Report& report, bool filled, V& value) {
-#if DTW_HAVE_MPI
-  if (report.backend != "mpi") return;
-  const std::unique_ptr<Comm> job = mpi::process_comm();
+  const std::unique_ptr<Comm> job = process_comm(report.backend);
+  if (!job) return;
   const auto who = allgather_results(*job, static_cast<int>(filled));
   const auto values = allgather_results(*job, value);
   for (std::size_t p = 0; p < who.size(); ++p) {
@@ -68,9 +64,6 @@ void share_with_idle_processes(const Report& report, bool filled, V& value) {
     if (!filled) value = values[p];
     return;
   }
-#else
-  (void)report, (void)filled, (void)value;
-#endif
 }
 
 /// Runs `fn` on `ranks` ranks with `k`; `compare`: with the reference.

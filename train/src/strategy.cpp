@@ -5,12 +5,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "dtw/config.h"
 #include "dtw/errors.h"
 #include "dtw/results.h"
-#if DTW_HAVE_MPI
-#include "dtw/mpi.h"
-#endif
 #include "dtw/model/units.h"
 #include "dtw/train/network.h"
 #include "dtw/train/reference.h"
@@ -309,12 +305,10 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
     messages = std::move(m);
     all_losses = std::move(l);
   });
-#if DTW_HAVE_MPI
   // On the mpi backend a process beyond the world ran no rank: it takes the
   // outcome from the processes that did (collective over the job, which runs
   // this same call on every process).
-  if (out.report.backend == "mpi") {
-    const std::unique_ptr<Comm> job = mpi::process_comm();
+  if (const std::unique_ptr<Comm> job = process_comm(out.report.backend)) {
     const auto s = allgather_results(*job, summaries);
     const auto m = allgather_results(*job, messages);
     const auto l = allgather_results(*job, all_losses);
@@ -326,7 +320,6 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
       filled = true;
     }
   }
-#endif
   {
     for (std::size_t r = 0; r < summaries.size(); ++r) {
       RankOutcome o;

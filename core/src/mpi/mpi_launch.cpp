@@ -12,6 +12,7 @@
 
 #include "dtw/errors.h"
 #include "dtw/mpi.h"
+#include "backend_registry.h"
 #include "launch_backends.h"
 #include "mpi/mpi_comm.h"
 #include "mpi/mpi_report.h"
@@ -191,4 +192,19 @@ Report launch(int world_size, const LaunchOptions& options, const RankFunction& 
                      first_error);
 }
 
+namespace {
+// Registers the backend with launch() when a program links dtw::mpi (whose
+// link option keeps this object: dtw_mpi_backend_link below).
+[[maybe_unused]] const bool kRegistered = detail::register_backend({
+    .name = "mpi",
+    .launch = &mpi::launch,
+    .takes_job_size = true,
+    .claims = [](const LaunchOptions& options) { return route_launches() && options.backend == "threads"; },
+    .process_comm = [] { return process_comm(); },
+});
+}  // namespace
+
 }  // namespace dtw::mpi
+
+// The symbol dtw::mpi's link option names, so the linker keeps this object.
+extern "C" void dtw_mpi_backend_link() {}

@@ -7,6 +7,7 @@
 
 #include "dtw/config.h"
 #include "dtw/cuda_check.h"
+#include "backend_registry.h"
 #include "nccl/nccl_comm.h"
 #include "rank_threads.h"
 #if DTW_HAVE_MPI
@@ -60,4 +61,14 @@ Report launch(int world_size, const LaunchOptions& options, const RankFunction& 
   return recorders.report("nccl", failures, first_error);
 }
 
+namespace {
+// Registers the backend with launch() when a program links dtw::nccl (whose
+// link option keeps this object: dtw_nccl_backend_link below).
+[[maybe_unused]] const bool kRegistered =
+    detail::register_backend({.name = "nccl", .launch = &nccl::launch});
+}  // namespace
+
 }  // namespace dtw::nccl
+
+// The symbol dtw::nccl's link option names, so the linker keeps this object.
+extern "C" void dtw_nccl_backend_link() {}
