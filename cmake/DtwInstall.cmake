@@ -64,8 +64,8 @@ foreach(_dtw_backend mpi nccl)
   endif()
 endforeach()
 
-# The dtw program (its learner's loop - check, list, hint - needs the source
-# tree it was built from; run, train, tour and bench work from anywhere).
+# The dtw program (run and train work from anywhere; check, list, hint, diff,
+# bench and run --lab find the build folder it was built in).
 if(TARGET dtw)
   install(TARGETS dtw RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT dtw_runtime)
 endif()

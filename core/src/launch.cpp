@@ -3,6 +3,7 @@
 
 #include "dtw/config.h"
 #include "dtw/errors.h"
+#include "dtw/process_comm.h"
 #include "backend_registry.h"
 #include "launch_backends.h"
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dtw/config.h"
+#include "dtw/process_comm.h"
 #include "dtw/results.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dtw/errors.h"
+#include "dtw/process_comm.h"
 #include "dtw/results.h"
 #include "dtw/model/units.h"
 #include "dtw/train/network.h"

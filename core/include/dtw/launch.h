@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -100,14 +99,5 @@ void set_launch_wrapper(LaunchWrapper wrapper);
 
 /// Like launch, but returns the report with `errors` filled instead of throwing.
 Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn);
-
-/// A communicator over every process of the job that ran a launch on
-/// `backend` (the `Report::backend` of that launch), for code around launches
-/// that shares per-process values with `dtw::allgather_results`: on "mpi" a
-/// new communicator over every process `mpirun` started (collective: every
-/// process must call it), as `dtw::mpi::process_comm` makes. nullptr for a
-/// backend whose ranks all live in this process ("threads", "nccl" without
-/// mpirun) or that this program does not link. Host memory, no ledger.
-std::unique_ptr<Comm> process_comm(const std::string& backend);
 
 }  // namespace dtw
