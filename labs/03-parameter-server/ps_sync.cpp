@@ -70,7 +70,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
   std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    DTW_TODO("03.1: Serve every worker this step's parameters, then take every worker's push and add it in.");
+    DTW_TODO("03.1: Serve every worker this step's parameters, then take every worker's push and add it into the shard's gradients.");
     DTW_CHECK(std::isfinite(loss), Error,
               "ps-sync: step " << step << ": the loss is " << loss << " (not finite): diverged");
     {

@@ -127,7 +127,7 @@ void BucketReducer<T>::finish() {
   // @hint 1: The buckets from next_ on were never started: each is an InvalidArgument naming the
   // @hint 1: rank, the bucket, its range and how many gradient elements it still misses.
   // @hint 2: An incomplete bucket must be an error, not a wait: its allreduce was never started, so
-  // @hint 2: waiting would hang. The counts are reset for the next pass after this region, already
+  // @hint 2: waiting would hang. Resetting the counts for the next pass comes after this, already
   // @hint 2: written.
   // What backward could not hide is waited for here: at least the last
   // bucket, started only when backward had finished the embedding.

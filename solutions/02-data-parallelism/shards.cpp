@@ -66,8 +66,7 @@ double shard_weight(const train::RunSpec& spec, std::int64_t shard, std::int64_t
   // @lab 02.5: The batch does not divide: weigh the shard by its share of the batch's rows.
   // @hint 1: A shard's gradient is the mean over its own rows, so its weight is rows.size() over
   // @hint 1: spec.batch, not 1/shards: 12 rows on 5 shards weigh 3/12, 3/12, 2/12, 2/12, 2/12.
-  // @hint 2: Divide as doubles: in integers the quotient would be 0, a shard having fewer rows than
-  // @hint 2: the batch.
+  // @hint 2: Divide as doubles: in integers, rows.size() / spec.batch is 0.
   return static_cast<double>(rows.size()) / static_cast<double>(spec.batch);
   // @end
 }

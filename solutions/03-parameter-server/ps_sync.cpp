@@ -70,7 +70,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
   std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    // @lab 03.1: Serve every worker this step's parameters, then take every worker's push and add it in.
+    // @lab 03.1: Serve every worker this step's parameters, then take every worker's push and add it into the shard's gradients.
     // @hint 1: Serve: post a send of the version `step` and one of the shard's parameters to every
     // @hint 1: worker, then wait for them all. Gather, in worker order: receive the worker's
     // @hint 1: header, add its gradient into replica.grads() as it arrives, add its loss share to
@@ -78,9 +78,10 @@ PsLog ps_sync(train::RankRun<T>& run) {
     // @hint 2: Tags: kTagVersion (one std::int64_t), kTagParams, kTagHeader (into
     // @hint 2: headers[w].values), kTagGrads (comm.recv_reduce with ReduceOp::kSum);
     // @hint 2: layout.worker_rank(w) is worker w's rank. The log entry is {.worker = w, .clock =
-    // @hint 2: step, .pulled = step, .applied = step}: the tests read it. Worker order, not arrival
-    // @hint 2: order, adds in the same order on every run, bit for bit. The phases "serve" and
-    // @hint 2: "gather" ({.compute = false}) put the two halves on the timeline.
+    // @hint 2: step, .pulled = step, .applied = step}: the tests read it. Taking the workers in
+    // @hint 2: worker order, not in arrival order, makes every run add the gradients in the same
+    // @hint 2: order, bit for bit. The phases "serve" and "gather" ({.compute = false}) put the two
+    // @hint 2: halves on the timeline.
     {
       auto phase = run.phase("serve", {.compute = false});
       std::vector<Request> serves;

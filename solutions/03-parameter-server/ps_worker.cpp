@@ -118,8 +118,8 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
         // @hint 1: std::this_thread::sleep_for((slowdown - 1) * took), and add the difference in
         // @hint 1: seconds to the log's straggle_seconds.
         // @hint 2: Measure around the sleep instead of adding what you asked for: sleep_for may
-        // @hint 2: overshoot, never undershoot. And add to the total: a straggler sleeps at every
-        // @hint 2: step.
+        // @hint 2: overshoot, never undershoot. And add to the total: a worker may straggle at many
+        // @hint 2: steps.
         const auto asleep = std::chrono::steady_clock::now();
         std::this_thread::sleep_for((slowdown - 1) * took);
         log.straggle_seconds +=

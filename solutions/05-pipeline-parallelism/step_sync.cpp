@@ -90,8 +90,8 @@ double StepContext<T>::finish_step() {
   // @lab 05.3: End the step: combine the tied wte's gradient, agree on the norm and the loss, clip, step, and send the stepped wte back.
   // @hint 1: In this order: (1) when wte_end > 0, the head's rank sends its share of wte's
   // @hint 1: gradient, replica.grads(0, wte_end), to the embedding's rank, which adds it in with
-  // @hint 1: recv_reduce; (2) one ch01::allreduce (sum) of the two doubles sums =
-  // @hint 1: {replica.local_sum_of_squares(), loss}; (3) clip by sums[0] and step; (4) the
+  // @hint 1: recv_reduce; (2) put {replica.local_sum_of_squares(), loss} into `sums` and sum it
+  // @hint 1: over the ranks with one ch01::allreduce; (3) clip by sums[0] and step; (4) the
   // @hint 1: embedding's rank sends replica.params(0, wte_end) back to the head's rank, which
   // @hint 1: receives it into its copy.
   // @hint 2: head_rank and embed_rank are the two ranks, kTiedGradTag and kTiedParamTag the tags
