@@ -267,14 +267,15 @@ TEST(CheckpointWriteTest, ASaveReplacesEachFileWholeAndLeavesNoTemporaryFile) {
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const std::vector<char> old_file = read_bytes(readers[i]);
       ::close(readers[i]);
-      EXPECT_TRUE(old_file == before[i])
-          << "rank " << r << ": " << mine[i] << ", opened before the second save, reads "
-          << old_file.size() << " bytes of other content than the " << before[i].size()
-          << " it had: the save wrote into the file at its path (truncating it) instead of "
-             "writing a temporary file next to it and renaming that onto the path, so a crash "
-             "in the middle of a save leaves a half-written checkpoint";
-      EXPECT_TRUE(read_bytes(dir + "/" + mine[i]) != before[i])
-          << "rank " << r << ": the second save did not replace " << mine[i];
+      if (old_file != before[i])
+        ADD_FAILURE() << "rank " << r << ": " << mine[i]
+                      << ", opened before the second save, no longer reads as it did (" << old_file.size()
+                      << " bytes now, " << before[i].size()
+                      << " then): the save wrote into the file at its path (truncating it) instead "
+                         "of writing a temporary file next to it and renaming that onto the path, so "
+                         "a crash in the middle of a save leaves a half-written checkpoint";
+      if (read_bytes(dir + "/" + mine[i]) == before[i])
+        ADD_FAILURE() << "rank " << r << ": the second save did not replace " << mine[i];
     }
     ch01::barrier(comm);
     if (r == 0) {
@@ -283,9 +284,10 @@ TEST(CheckpointWriteTest, ASaveReplacesEachFileWholeAndLeavesNoTemporaryFile) {
       int files = 0;
       for (const auto& e : std::filesystem::directory_iterator(dir)) {
         const std::string name = e.path().filename().string();
-        EXPECT_TRUE(std::regex_match(name, kept))
-            << "the save left " << name << " in the checkpoint folder: rename the temporary "
-               "file onto its path (a crash may leave one; a finished save must not)";
+        if (!std::regex_match(name, kept))
+          ADD_FAILURE() << "the save left " << name << " in the checkpoint folder: rename the "
+                           "temporary file onto its path (a crash may leave one; a finished save "
+                           "must not)";
         ++files;
       }
       EXPECT_EQ(files, 1 + p) << "files in the checkpoint folder after the save";
