@@ -19,14 +19,14 @@ bool valid_utf8(const std::string& bytes) {
   static constexpr std::uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
   for (std::size_t i = 0; i < bytes.size();) {
     const auto b = static_cast<unsigned char>(bytes[i]);
-    std::size_t extra = 0;
-    std::uint32_t code = b;
-    if (b >= 0x80) {
-      if ((b & 0xE0) == 0xC0) extra = 1, code = b & 0x1F;
-      else if ((b & 0xF0) == 0xE0) extra = 2, code = b & 0x0F;
-      else if ((b & 0xF8) == 0xF0) extra = 3, code = b & 0x07;
-      else return false;
-    }
+    // The lead byte says how many continuation bytes follow.
+    const std::size_t extra = b < 0x80 ? 0
+                              : (b & 0xE0) == 0xC0 ? 1
+                              : (b & 0xF0) == 0xE0 ? 2
+                              : (b & 0xF8) == 0xF0 ? 3
+                                                   : 4;
+    if (extra == 4) return false;
+    std::uint32_t code = b & (0x7F >> extra);
     if (i + extra >= bytes.size()) return false;
     for (std::size_t k = 1; k <= extra; ++k) {
       const auto c = static_cast<unsigned char>(bytes[i + k]);
