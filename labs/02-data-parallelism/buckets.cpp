@@ -42,7 +42,7 @@ std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::in
   DTW_CHECK_ARG(element_bytes > 0,
                 "make_buckets: element_bytes " << element_bytes << " must be positive");
   std::vector<train::Range> buckets;
-  DTW_TODO("02.3: Walk the tensors from the last to the first (ready order); start a new bucket when the next tensor would take the current one past the cap. Buckets are contiguous ranges; a tensor bigger than the cap is a bucket alone.");
+  DTW_TODO("02.3: Pack the tensors into buckets of at most cap_bytes, in the order backward finishes them.");
   return buckets;
 }
 
@@ -60,12 +60,12 @@ model::GradReady BucketReducer<T>::hook() {
 
 template <class T>
 void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
-  DTW_TODO("02.3: Subtract the overlap of [begin, end) from each bucket's missing count; start, in bucket order, a ch01::iallreduce on replica_.grads(bucket) for every bucket with nothing missing, keeping its handle in inflight_; then call test() on the first handle not yet done, which advances every allreduce in flight.");
+  DTW_TODO("02.3: Count the finished range against the buckets and start the allreduce of every complete bucket, in bucket order.");
 }
 
 template <class T>
 void BucketReducer<T>::finish() {
-  DTW_TODO("02.3: Wait for every allreduce in flight (in bucket order), then clear them; a bucket that never became complete is an error. Then reset the counts for the next pass.");
+  DTW_TODO("02.3: Wait for every bucket's allreduce, and refuse a bucket that backward never completed.");
   next_ = 0;
   for (std::size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b].size();
 }

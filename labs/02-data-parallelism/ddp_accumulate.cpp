@@ -63,7 +63,7 @@ void ddp_accumulate(train::RankRun<T>& run) {
       auto phase =
           run.phase("forward-backward",
                     {.micro_batch = static_cast<int>(k), .flops = pass.flops, .bytes = pass.bytes});
-      DTW_TODO("02.4: Accumulate micro-batch k (shard shards[k] of p*m, scaled by weights[k]); give the reducer's hook only to the last micro-batch's backward, so each bucket is allreduced once with all m gradients in it.");
+      DTW_TODO("02.4: Accumulate micro-batch k into the gradients; only the last micro-batch's backward synchronises.");
     }
     {
       auto phase = run.phase("wait-buckets", {.compute = false});

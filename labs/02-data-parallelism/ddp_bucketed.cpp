@@ -56,7 +56,7 @@ void ddp_bucketed(train::RankRun<T>& run) {
     double loss = 0;
     {
       auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
-      DTW_TODO("02.3: Run forward and backward with the reducer's hook (reducer.hook()), so that each bucket's allreduce starts as soon as backward has finished its gradients.");
+      DTW_TODO("02.3: Run forward and backward with the reducer's hook, and keep this rank's weighted loss.");
     }
     {
       // Outside the compute phase: what is left to wait for here is the

@@ -55,7 +55,7 @@ void dp_allreduce(train::RankRun<T>& run) {
     }
     {
       auto phase = run.phase("allreduce", {.compute = false});
-      DTW_TODO("02.2: Sum the weighted gradients (replica.grads()) and the weighted loss over the ranks with chapter 01's ring allreduce (ch01::allreduce).");
+      DTW_TODO("02.2: Sum the weighted gradients and the weighted loss over all ranks with chapter 01's allreduce.");
     }
     {
       auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});

@@ -68,7 +68,7 @@ void dp_server(train::RankRun<T>& run) {
     }
     {
       auto phase = run.phase("push-gradients", {.compute = false});
-      DTW_TODO("02.1: Workers send their gradients (replica.grads()) and weighted loss to the server; the server adds them into its own, one worker after the other (comm.recv_reduce).");
+      DTW_TODO("02.1: Push: every worker's gradient and weighted loss reach the server, which adds them into its own.");
     }
     if (server) {
       auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
@@ -80,7 +80,7 @@ void dp_server(train::RankRun<T>& run) {
     }
     {
       auto phase = run.phase("pull-parameters", {.compute = false});
-      DTW_TODO("02.1: The server sends the new parameters (replica.params()) to every worker (isend to each, then wait for all); a worker receives them into its own.");
+      DTW_TODO("02.1: Pull: the server sends the new parameters to every worker; a worker receives them into its own.");
     }
     if (server) run.record_loss(step, loss);  // only the server knows the global loss
   }

@@ -84,7 +84,7 @@ void check_replicas(Comm& comm, const model::ParamLayout& layout, std::span<cons
   // Every rank gets every rank's hashes, so every rank reaches the same
   // verdict and throws the same error: no rank is left waiting for another.
   const std::vector<std::vector<std::uint64_t>> all = allgather_results(comm, mine);
-  DTW_TODO("02.2: Compare every rank's hashes (all[q]) with rank 0's, tensor by tensor in layout order; for the first difference throw ReplicasDiverged naming the step (when()), the rank, the tensor and both hashes, as (fingerprint 0x<rank q's> vs 0x<rank 0's>) with hex().");
+  DTW_TODO("02.2: Compare every rank's hashes with rank 0's; at the first difference throw ReplicasDiverged naming the step, the rank, the tensor and both fingerprints.");
 }
 
 void check_same_run(Comm& comm, const train::RunSpec& spec) {
@@ -111,7 +111,7 @@ void broadcast_parameters(Comm& comm, train::Replica<T>& replica) {
   // framework starts (PyTorch's DDP broadcasts rank 0's module state in its
   // constructor, Horovod asks for broadcast_parameters): processes that do
   // not share a seed, or that load a checkpoint on rank 0 only, start apart.
-  DTW_TODO("02.2: Give every rank rank 0's initial parameters (replica.params()) with chapter 01's broadcast.");
+  DTW_TODO("02.2: Give every rank rank 0's initial parameters with chapter 01's broadcast.");
   check_replicas<T>(comm, replica.layout(), replica.params(), 0);
 }
 

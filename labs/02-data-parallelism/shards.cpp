@@ -63,7 +63,7 @@ double shard_weight(const train::RunSpec& spec, std::int64_t shard, std::int64_t
   // The sampler's split: throws when there are more shards than rows.
   const train::ShardRows rows = train::shard_rows(spec, shard, shards);
   if (spec.batch % shards == 0) return 1.0 / static_cast<double>(shards);
-  DTW_TODO("02.5: The batch does not divide: weigh the shard by its rows over the whole batch (rows.size() / spec.batch), not by 1/shards.");
+  DTW_TODO("02.5: The batch does not divide: weigh the shard by its share of the batch's rows.");
 }
 
 std::vector<std::int64_t> micro_batch_shards(const train::RunSpec& spec, int rank, int ranks,
@@ -84,7 +84,7 @@ std::vector<std::int64_t> micro_batch_shards(const train::RunSpec& spec, int ran
   //     B = 8, p = 2, m = 2:   rows 0-1 | 2-3 | 4-5 | 6-7
   //                            r0 mb0  r0 mb1 r1 mb0 r1 mb1
   std::vector<std::int64_t> shards;
-  DTW_TODO("02.4: Rank `rank` trains on shards rank*m ... rank*m + m - 1 of ranks*m (m = micro_batches), in order.");
+  DTW_TODO("02.4: List the micro_batches shards (of ranks*micro_batches) that rank `rank` trains on, in order.");
   return shards;
 }
 

@@ -97,7 +97,7 @@ PsLog ps_async(train::RankRun<T>& run) {
     pulled[i] = version;
     if (version < goal) script.released(w);  // else it stops: no push to expect
   };
-  DTW_TODO("03.2: Serve every worker version 0 (serve(w)): until a worker has its parameters it cannot compute.");
+  DTW_TODO("03.2: Serve every worker version 0.");
 
   // Each worker's share of a batch (rows/B): a round's mean loss weighs its pushes by it.
   std::vector<double> weight(static_cast<std::size_t>(W));
@@ -109,7 +109,7 @@ PsLog ps_async(train::RankRun<T>& run) {
   while (stopped < W) {
     int w = 0;     // the worker whose header this is
     PushHeader h;  // a copy of it (serving w posts its next receive into headers[w])
-    DTW_TODO("03.2: Take the next header: w = the worker whose header completes first (comm.wait_any(announced); under options.scripted and while script.computing(), script.next() then comm.wait on its header); copy it into h. No gradient: w stopped (++stopped, continue). Else recv the gradient shard into replica.grads(), log the update with its staleness, stop on a non-finite loss, clip by h's sum of squares, step(version), ++version, and serve w.");
+    DTW_TODO("03.2: Take the next worker's header and apply its push as one optimizer step, then serve that worker again.");
 
     // Every W updates, the round's mean loss (pushes weighed by their rows),
     // for the first spec.steps rounds (pushes in flight at the end are extra).

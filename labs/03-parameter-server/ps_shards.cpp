@@ -78,7 +78,7 @@ PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options)
   } else {
     DTW_CHECK_ARG(model_size >= layout.servers,
                   "ps: " << layout.servers << " servers for " << model_size << " parameters");
-    DTW_TODO("03.4: Split [0, model_size) into S contiguous, nearly equal shards (dtw::Chunks), one per server.");
+    DTW_TODO("03.4: Split [0, model_size) into one contiguous, nearly equal shard per server.");
   }
   return layout;
 }
@@ -86,7 +86,7 @@ PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options)
 double global_sum_of_squares(Comm& servers, double local) {
   if (servers.size() == 1) return local;  // one server holds the whole gradient
   double sum = local;
-  DTW_TODO("03.4: Add every server's sum of squares into `sum` with chapter 01's allreduce over `servers`.");
+  DTW_TODO("03.4: Add up the servers' sums of squares, so that every server clips by the whole gradient's norm.");
   return sum;
 }
 

@@ -101,10 +101,10 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     held[i] = 0;
     script.released(w);
   };
-  DTW_TODO("03.3: Serve every worker the parameters of version 0 (serve(w)): until a worker has them it cannot compute.");
+  DTW_TODO("03.3: Serve every worker version 0.");
 
   while (version < spec.steps) {
-    DTW_TODO("03.3: Take the next push (as in 03.2) and recv_reduce its gradient into the sum of its clock (open[c], made on first use: an Array of the shard's size, kCommBuffers, zeroed); then step every complete clock in order (copy its sum into replica.grads(), clip by the servers' global norm, step(version), record its loss); then serve every held worker whose next clock is within s of version.");
+    DTW_TODO("03.3: Add the next push into the sum of its clock, step every complete clock, and serve the workers the bound lets go on.");
   }
   run.report(replica);
   return log;

@@ -70,7 +70,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
   std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    DTW_TODO("03.1: Serve every worker (isend the version `step` with kTagVersion, then the shard with kTagParams; wait_all), then take each worker's push in worker order: recv its header, recv_reduce its gradient shard into replica.grads(); add up the loss shares and log each push.");
+    DTW_TODO("03.1: Serve every worker this step's parameters, then take every worker's push and add it into the shard's gradients.");
     DTW_CHECK(std::isfinite(loss), Error,
               "ps-sync: step " << step << ": the loss is " << loss << " (not finite): diverged");
     {

@@ -113,7 +113,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       auto phase = run.phase("straggling", {.flops = (slowdown - 1) * pass.flops,
                                             .bytes = (slowdown - 1) * pass.bytes});
       if (!options.scripted) {
-        DTW_TODO("03.5: Straggle: sleep (slowdown − 1) × this step's compute time (took), and add the time really slept, measured around the sleep, to log.straggle_seconds.");
+        DTW_TODO("03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and record how long you really slept.");
       }
     }
     DTW_CHECK(!(w == options.crash_worker && step == options.crash_step), Error,
@@ -131,7 +131,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
     std::vector<Request> pushes;
     {
       auto phase = run.phase("push", {.compute = false});
-      DTW_TODO("03.1: Push: to every server, isend the header (tag kTagHeader) and that server's shard of the gradient (kTagGrads); if there is `more`, post the next pull (post_pull) before waiting for the pushes.");
+      DTW_TODO("03.1: Push the header and the gradient to every server, and post the next pull before waiting.");
     }
     replica.zero_grads();  // forward_backward adds: start the next step from zero
     if (!more) break;

@@ -71,7 +71,7 @@ void check_lists(const Schedule& s) {
                     : 2 + 2 * static_cast<int>(a.dir) + (a.op == Op::kSend ? 1 : 0);
       DTW_CHECK_ARG(pos[k] < 0, at << "repeats action " << pos[k]);
       pos[k] = i;
-      DTW_TODO("05.6: Check the order on this rank: a forward after its input's receive (unless chunk 0), an activation send after its forward, a gradient receive only where there is a next chunk, a backward after its forward and its gradient's receive (unless the last chunk), a gradient send after its backward. Each violation is InvalidArgument: `at` followed by the tests' words: 'forwards before receiving its input', 'backwards before its forward', 'backwards before receiving its output's gradient', 'chunk 0 has no previous chunk', 'the last chunk has no next chunk', 'sends its output before its forward', 'sends its input gradient before its backward'.");
+      DTW_TODO("05.6: Refuse, with an InvalidArgument in the tests' words, an action that comes before what it needs or that has no neighbouring chunk to talk to.");
     }
     for (int c = r; c < n; c += s.ranks)
       for (int mb = 0; mb < s.micro_batches; ++mb) {
@@ -91,7 +91,7 @@ void dry_run(const Schedule& s) {
   std::vector<std::size_t> at(static_cast<std::size_t>(s.ranks), 0);
   std::set<Message> posted;
   bool moved = true;
-  DTW_TODO("05.6: Advance every rank through its list while it can (a send posts its message, a receive needs its message posted); when no rank can move and some list is unfinished, throw InvalidArgument naming, for every stuck rank, its action and the message it waits for.");
+  DTW_TODO("05.6: Dry-run all the ranks' lists together, and name every stuck rank when the schedule cannot complete.");
 }
 
 }  // namespace

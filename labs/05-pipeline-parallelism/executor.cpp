@@ -98,7 +98,7 @@ struct Executor<T>::State : StepContext<T> {
     // forward has copied it.
     const auto input_category = this->options.checkpoint ? MemoryCategory::kActivations
                                                          : MemoryCategory::kCommBuffers;
-    DTW_TODO("05.3: Receive the input (activation: boundary_elements(range.begin) values from the rank of chunk−1, tag pipe_tag(kActivation, chunk−1, mb), into slot.input with input_category) or the output's gradient (boundary_elements(range.end) from the rank of chunk+1, pipe_tag(kGradient, chunk+1, mb), into slot.dy, kCommBuffers).");
+    DTW_TODO("05.3: Receive what this action waits for: the chunk's input activation, or its output's gradient.");
   }
 
   // The forward, written out as the model for the rest: a pass from the
@@ -125,7 +125,7 @@ struct Executor<T>::State : StepContext<T> {
       slot.input = Array<T>();  // the pass keeps its own copy of the input
       return;
     }
-    DTW_TODO("05.5: Checkpointing: keep slot.input (nothing to keep for chunk 0: its input is the batch), copy the output into slot.out for the send (MemoryCategory::kCommBuffers), and release the pass's activations.");
+    DTW_TODO("05.5: Checkpointing: keep only the input, copy the output for its send, and release the pass's activations.");
   }
 
   void backward(const Action& a, Slot& slot) {
@@ -139,17 +139,17 @@ struct Executor<T>::State : StepContext<T> {
     // backward counts both, three times the forward).
     const train::Cost fwd = this->replica.pass_cost(range, batch, false);
     if (this->options.checkpoint) {
-      DTW_TODO("05.5: Recompute: forward the chunk again from the kept input (phase recompute), in a pass from take_pass(); then free the kept input.");
+      DTW_TODO("05.5: Recompute: run the chunk's forward again from the kept input before the backward.");
     }
     collect(false, a.chunk, a.mb);  // its activation has arrived; free what its send kept
-    DTW_TODO("05.3: Backward from slot.dy (empty on the last chunk: from the loss) with the micro-batch's weight as loss scale, inside run.phase(backward, {stage, micro-batch, twice fwd's flops and bytes}); free slot.dy.");
+    DTW_TODO("05.3: Backward the micro-batch from its output's gradient, weighted by its share of the batch.");
     slot.backwarded = true;
     if (a.chunk == 0) give_back(std::move(slot.pass));  // no gradient to send
   }
 
   void send(const Action& a, Slot& slot) {
     Posted entry{.chunk = a.chunk, .mb = a.mb, .dir = a.dir};
-    DTW_TODO("05.3: Post the output (activation; under checkpointing slot.out, moved into the Posted entry) to the rank of chunk+1, or the pass's input_grad (gradient, handing the pass to the Posted entry) to the rank of chunk−1, with pipe_tag(dir, chunk, mb).");
+    DTW_TODO("05.3: Post this action's message: the output to the next chunk's rank, or the input's gradient to the previous chunk's.");
   }
 };
 

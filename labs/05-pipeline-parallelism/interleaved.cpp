@@ -58,7 +58,7 @@ Schedule interleaved_schedule(int p, int m, int v) {
   s.micro_batches = m;
   s.virtual_stages = v;
   s.actions.resize(static_cast<std::size_t>(p));
-  DTW_TODO("05.4: Cut the micro-batches into groups: the first of p + m mod p (all m when m ≤ p), then groups of p; on rank r list the forwards group by group, chunk k = 0 … v−1 within a group, and the backwards with k = v−1 … 0; warm up with min(m·v, 2(p−r−1) + (v−1)·(first group's size)) forwards, then alternate one forward and one backward, then the remaining backwards.");
+  DTW_TODO("05.4: Interleaved 1F1B: order each rank's forwards and backwards over its v chunks, then run them 1F1B-style.");
   return s;
 }
 

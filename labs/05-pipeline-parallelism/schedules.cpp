@@ -79,13 +79,13 @@ Schedule naive_schedule(int p, int m) {
 
 Schedule gpipe_schedule(int p, int m) {
   Schedule s = empty_schedule(ScheduleKind::kGPipe, p, m, 1);
-  DTW_TODO("05.2: GPipe: on every stage, forward micro-batches 0 … m−1, then backward them in reverse order (s.forward / s.backward append to the stage's list).");
+  DTW_TODO("05.2: GPipe: every stage forwards all the micro-batches, then backwards them all.");
   return s;
 }
 
 Schedule one_f_one_b_schedule(int p, int m) {
   Schedule s = empty_schedule(ScheduleKind::kOneFOneB, p, m, 1);
-  DTW_TODO("05.2: 1F1B: stage st forwards w = min(p−st−1, m) micro-batches, then alternates forward(next) and backward(oldest) until all m are forwarded, then backwards the rest.");
+  DTW_TODO("05.2: 1F1B: each stage warms up with a few forwards, alternates one forward and one backward, then cools down.");
   return s;
 }
 

@@ -45,7 +45,7 @@ std::vector<model::UnitRange> split_units(std::span<const double> costs, int chu
   for (int u = 0; u < n; ++u) prefix[u + 1] = prefix[u] + costs[u];
   auto sum = [&](int a, int b) { return prefix[b] - prefix[a]; };  // units [a, b)
   std::vector<model::UnitRange> runs;
-  DTW_TODO("05.1: Cut the units into `chunks` contiguous runs minimising the largest run's cost: best[j][i] = the smallest bottleneck of units [i, n) in j runs; then walk from the left, giving each run as many units as the bottleneck allows.");
+  DTW_TODO("05.1: Cut the units into `chunks` contiguous runs whose most expensive run is as cheap as possible.");
   return runs;
 }
 
@@ -70,7 +70,7 @@ train::ReplicaPlan stage_plan(const StageMap& map, const std::vector<model::Unit
   DTW_CHECK_ARG(rank >= 0 && rank < map.ranks,
                 "stage_plan: rank " << rank << " outside [0, " << map.ranks << ")");
   train::ReplicaPlan plan;
-  DTW_TODO("05.1: The rank holds the flat ranges of its chunks' units (merge adjacent ones); a rank that runs the tied head but not the embedding also holds wte [0, tied_wte_end) as parameters and gradients, without optimizer state.");
+  DTW_TODO("05.1: List the flat ranges this rank holds: its chunks' units, and the tied head's copy of wte.");
   return plan;
 }
 

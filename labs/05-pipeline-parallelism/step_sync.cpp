@@ -87,7 +87,7 @@ void StepContext<T>::check_complete(std::int64_t done) const {
 template <class T>
 double StepContext<T>::finish_step() {
   std::array<double, 2> sums{0, 0};  // Σ g², loss
-  DTW_TODO("05.3: End of step: the head's rank sends its share of wte's gradient (grads(0, wte_end)) to the embedding's rank, which adds it with recv_reduce (tag kTiedGradTag); allreduce {Σ g² of the optimizer ranges, this->loss} with ch01::allreduce; clip, step (phase optimizer); the embedding's rank sends the stepped wte back (kTiedParamTag).");
+  DTW_TODO("05.3: End the step: combine the tied wte's gradient, agree on the norm and the loss, clip, step, and send the stepped wte back.");
   return sums[1];
 }
 

@@ -42,7 +42,13 @@ std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::in
   DTW_CHECK_ARG(element_bytes > 0,
                 "make_buckets: element_bytes " << element_bytes << " must be positive");
   std::vector<train::Range> buckets;
-  // @lab 02.3: Walk the tensors from the last to the first (ready order); start a new bucket when the next tensor would take the current one past the cap. Buckets are contiguous ranges; a tensor bigger than the cap is a bucket alone.
+  // @lab 02.3: Pack the tensors into buckets of at most cap_bytes, in the order backward finishes them.
+  // @hint 1: Walk layout.views() from the last tensor to the first. A tensor joins the current
+  // @hint 1: bucket when the bucket's bytes plus its own stay within cap_bytes; otherwise it opens
+  // @hint 1: a new bucket. So a tensor bigger than the cap is a bucket of its own.
+  // @hint 2: The flat buffer is laid out in forward order, so walking backwards a bucket grows
+  // @hint 2: downwards: joining moves the bucket's begin to the tensor's offset, a new bucket is
+  // @hint 2: {offset, offset + size}. Bytes are elements times element_bytes.
   const std::vector<model::ParamView>& views = layout.views();
   for (auto view = views.rbegin(); view != views.rend(); ++view) {
     const std::int64_t bytes = view->size * element_bytes;
@@ -72,7 +78,17 @@ model::GradReady BucketReducer<T>::hook() {
 
 template <class T>
 void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
-  // @lab 02.3: Subtract the overlap of [begin, end) from each bucket's missing count; start, in bucket order, a ch01::iallreduce on replica_.grads(bucket) for every bucket with nothing missing, keeping its handle in inflight_; then call test() on the first handle not yet done, which advances every allreduce in flight.
+  // @lab 02.3: Count the finished range against the buckets and start the allreduce of every complete bucket, in bucket order.
+  // @hint 1: Subtract the overlap of [begin, end) with each bucket from missing_[b] (a count below
+  // @hint 1: zero means a range was reported twice: an InvalidArgument naming the rank and the
+  // @hint 1: bucket). Then, while bucket next_ misses nothing, start a ch01::iallreduce (sum, ring)
+  // @hint 1: on replica_.grads(its range), keep the PendingCollective in inflight_ and move next_
+  // @hint 1: on. Last, call test() on the first handle in inflight_ that is not done().
+  // @hint 2: Strictly in bucket order, even when a later bucket completes first: every rank must
+  // @hint 2: start the same collectives in the same order, or one rank's bucket 3 meets another's
+  // @hint 2: bucket 2. The test() is what moves the rings in flight on the threads backend: a round
+  // @hint 2: advances only inside a test() or wait(), and one test() advances every collective in
+  // @hint 2: flight.
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const std::int64_t lo = std::max(begin, buckets_[b].begin);
     const std::int64_t hi = std::min(end, buckets_[b].end);
@@ -106,7 +122,13 @@ void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
 
 template <class T>
 void BucketReducer<T>::finish() {
-  // @lab 02.3: Wait for every allreduce in flight (in bucket order), then clear them; a bucket that never became complete is an error. Then reset the counts for the next pass.
+  // @lab 02.3: Wait for every bucket's allreduce, and refuse a bucket that backward never completed.
+  // @hint 1: wait() on every PendingCollective in inflight_, in bucket order, then clear inflight_.
+  // @hint 1: The buckets from next_ on were never started: each is an InvalidArgument naming the
+  // @hint 1: rank, the bucket, its range and how many gradient elements it still misses.
+  // @hint 2: An incomplete bucket must be an error, not a wait: its allreduce was never started, so
+  // @hint 2: waiting would hang. Resetting the counts for the next pass comes after this, already
+  // @hint 2: written.
   // What backward could not hide is waited for here: at least the last
   // bucket, started only when backward had finished the embedding.
   for (ch01::PendingCollective& pending : inflight_) pending.wait();

@@ -63,7 +63,13 @@ void ddp_accumulate(train::RankRun<T>& run) {
       auto phase =
           run.phase("forward-backward",
                     {.micro_batch = static_cast<int>(k), .flops = pass.flops, .bytes = pass.bytes});
-      // @lab 02.4: Accumulate micro-batch k (shard shards[k] of p*m, scaled by weights[k]); give the reducer's hook only to the last micro-batch's backward, so each bucket is allreduced once with all m gradients in it.
+      // @lab 02.4: Accumulate micro-batch k into the gradients; only the last micro-batch's backward synchronises.
+      // @hint 1: Forward-backward on shard shards[k] of p*m with loss scale weights[k], and add
+      // @hint 1: weights[k] times its loss to `loss`. Pass reducer.hook() to the last micro-batch's
+      // @hint 1: forward_backward (k + 1 == m) and an empty model::GradReady{} to the others.
+      // @hint 2: Each bucket must be allreduced once, with all m micro-batches' gradients in it.
+      // @hint 2: Syncing an earlier micro-batch sends a partial sum, and the later micro-batches'
+      // @hint 2: gradients stay on their own rank (the accumulate-sync-first pitfall).
       const bool last = k + 1 == m;
       loss += weights[static_cast<std::size_t>(k)] *
               replica.forward_backward(step, shards[static_cast<std::size_t>(k)], p * m,

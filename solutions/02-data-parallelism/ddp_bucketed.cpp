@@ -56,7 +56,13 @@ void ddp_bucketed(train::RankRun<T>& run) {
     double loss = 0;
     {
       auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
-      // @lab 02.3: Run forward and backward with the reducer's hook (reducer.hook()), so that each bucket's allreduce starts as soon as backward has finished its gradients.
+      // @lab 02.3: Run forward and backward with the reducer's hook, and keep this rank's weighted loss.
+      // @hint 1: As in 02.2, loss is weight times replica.forward_backward(step, r, p, weight as T,
+      // @hint 1: ...), now with reducer.hook() as the last argument: backward calls it with every
+      // @hint 1: range of gradients it has finished, and the reducer starts the buckets' allreduces
+      // @hint 1: from there.
+      // @hint 2: Nothing else goes here: reducer.finish(), after this phase, waits for what
+      // @hint 2: backward could not hide.
       loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight), reducer.hook());
       // @end
     }

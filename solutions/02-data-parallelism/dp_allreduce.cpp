@@ -55,7 +55,12 @@ void dp_allreduce(train::RankRun<T>& run) {
     }
     {
       auto phase = run.phase("allreduce", {.compute = false});
-      // @lab 02.2: Sum the weighted gradients (replica.grads()) and the weighted loss over the ranks with chapter 01's ring allreduce (ch01::allreduce).
+      // @lab 02.2: Sum the weighted gradients and the weighted loss over all ranks with chapter 01's allreduce.
+      // @hint 1: Two calls of ch01::allreduce with ReduceOp::kSum: one on replica.grads() with
+      // @hint 1: ch01::AllreduceAlgo::kRing, one on the one-element span std::span<double>(&loss,
+      // @hint 1: 1).
+      // @hint 2: Every rank already scaled its gradient and its loss by its shard's weight, so the
+      // @hint 2: sum is the batch's mean: do not divide by p afterwards.
       ch01::allreduce(comm, replica.grads(), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
       ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
       // @end

@@ -68,7 +68,14 @@ void dp_server(train::RankRun<T>& run) {
     }
     {
       auto phase = run.phase("push-gradients", {.compute = false});
-      // @lab 02.1: Workers send their gradients (replica.grads()) and weighted loss to the server; the server adds them into its own, one worker after the other (comm.recv_reduce).
+      // @lab 02.1: Push: every worker's gradient and weighted loss reach the server, which adds them into its own.
+      // @hint 1: The server (rank 0) takes the workers one after the other, in rank order:
+      // @hint 1: comm.recv_reduce adds worker w's gradient straight into replica.grads(), then a
+      // @hint 1: receive of one double brings its loss share, which the server adds to `loss`. A
+      // @hint 1: worker sends replica.grads(), then its `loss`, to the server.
+      // @hint 2: Give the gradient and the loss their own tags (kGradTag, kLossTag), so that a
+      // @hint 2: receive can never take one for the other. And recv_reduce, not recv, for the
+      // @hint 2: gradient: a plain receive would replace the sum with the last worker's gradient.
       if (server) {
         // One worker at a time, in rank order: the server has one link, and
         // each gradient is added into the sum as it arrives (no scratch buffer).
@@ -94,7 +101,12 @@ void dp_server(train::RankRun<T>& run) {
     }
     {
       auto phase = run.phase("pull-parameters", {.compute = false});
-      // @lab 02.1: The server sends the new parameters (replica.params()) to every worker (isend to each, then wait for all); a worker receives them into its own.
+      // @lab 02.1: Pull: the server sends the new parameters to every worker; a worker receives them into its own.
+      // @hint 1: The server posts one comm.isend of replica.params() per worker (tag kParamTag),
+      // @hint 1: then waits for all of them with comm.wait_all; a worker receives into
+      // @hint 1: replica.params() from rank 0.
+      // @hint 2: Post every send before waiting for any: with one blocking send after the other,
+      // @hint 2: each worker would also wait until every worker before it had received.
       if (server) {
         // All sends at once: on a real server they share one link and
         // serialise there, which is the (p−1)·Ψ·e the cost model charges.

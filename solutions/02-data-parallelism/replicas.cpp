@@ -84,7 +84,15 @@ void check_replicas(Comm& comm, const model::ParamLayout& layout, std::span<cons
   // Every rank gets every rank's hashes, so every rank reaches the same
   // verdict and throws the same error: no rank is left waiting for another.
   const std::vector<std::vector<std::uint64_t>> all = allgather_results(comm, mine);
-  // @lab 02.2: Compare every rank's hashes (all[q]) with rank 0's, tensor by tensor in layout order; for the first difference throw ReplicasDiverged naming the step (when()), the rank, the tensor and both hashes, as (fingerprint 0x<rank q's> vs 0x<rank 0's>) with hex().
+  // @lab 02.2: Compare every rank's hashes with rank 0's; at the first difference throw ReplicasDiverged naming the step, the rank, the tensor and both fingerprints.
+  // @hint 1: Ranks q = 1, 2, ... in the outer loop, tensors t in layout order in the inner one: the
+  // @hint 1: first all[q][t] that differs from all[0][t] is the one to report, as 'rank <yours>:
+  // @hint 1: replicas diverged <when(steps_done)>: rank <q>'s <tensor name> differs from rank 0's
+  // @hint 1: (fingerprint <q's hash> vs <rank 0's hash>)'. The tests read that sentence, and the
+  // @hint 1: hashes written as 'fingerprint 0x...'.
+  // @hint 2: layout.views()[t].name is the tensor's name, hex() writes a hash with its 0x, and
+  // @hint 2: DTW_CHECK(false, ReplicasDiverged, message) throws. Every rank holds the same `all`,
+  // @hint 2: so every rank throws the same error and none is left waiting for another.
   for (std::size_t q = 1; q < all.size(); ++q) {
     for (std::size_t t = 0; t < all[0].size(); ++t) {
       if (all[q][t] == all[0][t]) continue;
@@ -122,7 +130,9 @@ void broadcast_parameters(Comm& comm, train::Replica<T>& replica) {
   // framework starts (PyTorch's DDP broadcasts rank 0's module state in its
   // constructor, Horovod asks for broadcast_parameters): processes that do
   // not share a seed, or that load a checkpoint on rank 0 only, start apart.
-  // @lab 02.2: Give every rank rank 0's initial parameters (replica.params()) with chapter 01's broadcast.
+  // @lab 02.2: Give every rank rank 0's initial parameters with chapter 01's broadcast.
+  // @hint 1: Every rank calls ch01::broadcast on replica.params() with root 0; rank 0's values
+  // @hint 1: replace everyone else's.
   ch01::broadcast(comm, replica.params(), /*root=*/0);
   // @end
   check_replicas<T>(comm, replica.layout(), replica.params(), 0);

@@ -63,7 +63,10 @@ double shard_weight(const train::RunSpec& spec, std::int64_t shard, std::int64_t
   // The sampler's split: throws when there are more shards than rows.
   const train::ShardRows rows = train::shard_rows(spec, shard, shards);
   if (spec.batch % shards == 0) return 1.0 / static_cast<double>(shards);
-  // @lab 02.5: The batch does not divide: weigh the shard by its rows over the whole batch (rows.size() / spec.batch), not by 1/shards.
+  // @lab 02.5: The batch does not divide: weigh the shard by its share of the batch's rows.
+  // @hint 1: A shard's gradient is the mean over its own rows, so its weight is rows.size() over
+  // @hint 1: spec.batch, not 1/shards: 12 rows on 5 shards weigh 3/12, 3/12, 2/12, 2/12, 2/12.
+  // @hint 2: Divide as doubles: in integers, rows.size() / spec.batch is 0.
   return static_cast<double>(rows.size()) / static_cast<double>(spec.batch);
   // @end
 }
@@ -86,7 +89,9 @@ std::vector<std::int64_t> micro_batch_shards(const train::RunSpec& spec, int ran
   //     B = 8, p = 2, m = 2:   rows 0-1 | 2-3 | 4-5 | 6-7
   //                            r0 mb0  r0 mb1 r1 mb0 r1 mb1
   std::vector<std::int64_t> shards;
-  // @lab 02.4: Rank `rank` trains on shards rank*m ... rank*m + m - 1 of ranks*m (m = micro_batches), in order.
+  // @lab 02.4: List the micro_batches shards (of ranks*micro_batches) that rank `rank` trains on, in order.
+  // @hint 1: Rank r takes m consecutive shards, r*m, r*m + 1, ..., r*m + m - 1 (m = micro_batches),
+  // @hint 1: so that together the ranks' micro-batches are exactly the reference's batch.
   for (std::int64_t k = 0; k < micro_batches; ++k) shards.push_back(rank * micro_batches + k);
   // @end
   return shards;

@@ -97,7 +97,9 @@ PsLog ps_async(train::RankRun<T>& run) {
     pulled[i] = version;
     if (version < goal) script.released(w);  // else it stops: no push to expect
   };
-  // @lab 03.2: Serve every worker version 0 (serve(w)): until a worker has its parameters it cannot compute.
+  // @lab 03.2: Serve every worker version 0.
+  // @hint 1: serve(w) for every worker w: until a worker has its parameters it cannot compute, and
+  // @hint 1: no header would ever arrive.
   for (int w = 0; w < W; ++w) serve(w);
   // @end
 
@@ -111,7 +113,19 @@ PsLog ps_async(train::RankRun<T>& run) {
   while (stopped < W) {
     int w = 0;     // the worker whose header this is
     PushHeader h;  // a copy of it (serving w posts its next receive into headers[w])
-    // @lab 03.2: Take the next header: w = the worker whose header completes first (comm.wait_any(announced); under options.scripted and while script.computing(), script.next() then comm.wait on its header); copy it into h. No gradient: w stopped (++stopped, continue). Else recv the gradient shard into replica.grads(), log the update with its staleness, stop on a non-finite loss, clip by h's sum of squares, step(version), ++version, and serve w.
+    // @lab 03.2: Take the next worker's header and apply its push as one optimizer step, then serve that worker again.
+    // @hint 1: w is the worker whose header completes first (comm.wait_any on announced); copy
+    // @hint 1: headers[w] into h at once, since serving w posts its next receive there. A header
+    // @hint 1: without a gradient (!h.has_gradient()) says w stops: count it and take the next.
+    // @hint 1: Otherwise receive w's gradient into replica.grads(), log the update, stop on a
+    // @hint 1: non-finite h.loss() or h.sum_of_squares(), clip by this push's own
+    // @hint 1: h.sum_of_squares(), step(version), move version and w's clock on, and serve(w).
+    // @hint 2: Under options.scripted, while script.computing(), the script picks w (script.next())
+    // @hint 2: and comm.wait waits for that worker's header. The log entry is {.worker = w, .clock
+    // @hint 2: = clock[w], .pulled = pulled[w], .applied = version}, before version moves. The
+    // @hint 2: non-finite stop is an Error the tests read: 'ps-async: update <version>: worker <w>
+    // @hint 2: (rank <its rank>) ...', saying it was computed on parameters '<version - pulled[w]>
+    // @hint 2: updates stale: diverged'.
     if (options.scripted && script.computing()) {
       w = script.next();
       comm.wait(announced[static_cast<std::size_t>(w)]);

@@ -78,7 +78,10 @@ PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options)
   } else {
     DTW_CHECK_ARG(model_size >= layout.servers,
                   "ps: " << layout.servers << " servers for " << model_size << " parameters");
-    // @lab 03.4: Split [0, model_size) into S contiguous, nearly equal shards (dtw::Chunks), one per server.
+    // @lab 03.4: Split [0, model_size) into one contiguous, nearly equal shard per server.
+    // @hint 1: dtw::Chunks chunks(model_size, layout.servers) cuts it (the first model_size mod S
+    // @hint 1: pieces one element longer); shard s is [chunks.offset(s), chunks.offset(s) +
+    // @hint 1: chunks.size(s)), pushed onto layout.shards in server order.
     const Chunks chunks(model_size, layout.servers);
     for (int s = 0; s < layout.servers; ++s)
       layout.shards.push_back({chunks.offset(s), chunks.offset(s) + chunks.size(s)});
@@ -90,7 +93,10 @@ PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options)
 double global_sum_of_squares(Comm& servers, double local) {
   if (servers.size() == 1) return local;  // one server holds the whole gradient
   double sum = local;
-  // @lab 03.4: Add every server's sum of squares into `sum` with chapter 01's allreduce over `servers`.
+  // @lab 03.4: Add up the servers' sums of squares, so that every server clips by the whole gradient's norm.
+  // @hint 1: One ch01::allreduce with ReduceOp::kSum of the one-element span over `sum`, on the
+  // @hint 1: `servers` communicator, not the world's: the workers take no part, and nothing crosses
+  // @hint 1: their links.
   ch01::allreduce(servers, std::span<double>(&sum, 1), ReduceOp::kSum);
   // @end
   return sum;

@@ -101,12 +101,27 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     held[i] = 0;
     script.released(w);
   };
-  // @lab 03.3: Serve every worker the parameters of version 0 (serve(w)): until a worker has them it cannot compute.
+  // @lab 03.3: Serve every worker version 0.
+  // @hint 1: serve(w) for every worker w, as in 03.2: until a worker has the parameters it cannot
+  // @hint 1: compute.
   for (int w = 0; w < W; ++w) serve(w);
   // @end
 
   while (version < spec.steps) {
-    // @lab 03.3: Take the next push (as in 03.2) and recv_reduce its gradient into the sum of its clock (open[c], made on first use: an Array of the shard's size, kCommBuffers, zeroed); then step every complete clock in order (copy its sum into replica.grads(), clip by the servers' global norm, step(version), record its loss); then serve every held worker whose next clock is within s of version.
+    // @lab 03.3: Add the next push into the sum of its clock, step every complete clock, and serve the workers the bound lets go on.
+    // @hint 1: Pick w as in 03.2 (the script under options.scripted, else comm.wait_any) and let c
+    // @hint 1: = clock[w]. open[c] holds clock c's sum, made by its first push: recv_reduce w's
+    // @hint 1: gradient into it, add the header's loss, count the push and log it. Move w's clock
+    // @hint 1: on and mark w held while it has clocks left. Then, while clock `version` has all W
+    // @hint 1: pushes, step it and drop it. Last, serve every held worker v whose clock[v] - s <=
+    // @hint 1: version.
+    // @hint 2: A clock's sum is an Array<T>(run.exec(), shard.size(), MemoryCategory::kCommBuffers)
+    // @hint 2: filled with T(0). Stepping it: comm.copy_local its sum into replica.grads(), clip by
+    // @hint 2: global_sum_of_squares(*servers, replica.local_sum_of_squares()), step(version),
+    // @hint 2: run.record_loss(version, its loss), and a non-finite loss stops the run. The log
+    // @hint 2: entry is {.worker = w, .clock = c, .pulled = pulled[w], .applied = c}. One sum per
+    // @hint 2: clock, not a running one: a fast worker's push of clock c + 1 may arrive before
+    // @hint 2: clock c is complete.
     int w = 0;
     if (options.scripted) {
       w = script.next();

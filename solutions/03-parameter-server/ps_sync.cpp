@@ -70,7 +70,18 @@ PsLog ps_sync(train::RankRun<T>& run) {
   std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    // @lab 03.1: Serve every worker (isend the version `step` with kTagVersion, then the shard with kTagParams; wait_all), then take each worker's push in worker order: recv its header, recv_reduce its gradient shard into replica.grads(); add up the loss shares and log each push.
+    // @lab 03.1: Serve every worker this step's parameters, then take every worker's push and add it into the shard's gradients.
+    // @hint 1: Serve: post a send of the version `step` and one of the shard's parameters to every
+    // @hint 1: worker, then wait for them all. Gather, in worker order: receive the worker's
+    // @hint 1: header, add its gradient into replica.grads() as it arrives, add its loss share to
+    // @hint 1: `loss`, and log the push.
+    // @hint 2: Tags: kTagVersion (one std::int64_t), kTagParams, kTagHeader (into
+    // @hint 2: headers[w].values), kTagGrads (comm.recv_reduce with ReduceOp::kSum);
+    // @hint 2: layout.worker_rank(w) is worker w's rank. The log entry is {.worker = w, .clock =
+    // @hint 2: step, .pulled = step, .applied = step}: the tests read it. Taking the workers in
+    // @hint 2: worker order, not in arrival order, makes every run add the gradients in the same
+    // @hint 2: order, bit for bit. The phases "serve" and "gather" ({.compute = false}) put the two
+    // @hint 2: halves on the timeline.
     {
       auto phase = run.phase("serve", {.compute = false});
       std::vector<Request> serves;

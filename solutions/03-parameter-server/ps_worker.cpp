@@ -113,7 +113,13 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       auto phase = run.phase("straggling", {.flops = (slowdown - 1) * pass.flops,
                                             .bytes = (slowdown - 1) * pass.bytes});
       if (!options.scripted) {
-        // @lab 03.5: Straggle: sleep (slowdown − 1) × this step's compute time (took), and add the time really slept, measured around the sleep, to log.straggle_seconds.
+        // @lab 03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and record how long you really slept.
+        // @hint 1: Read std::chrono::steady_clock::now() before and after
+        // @hint 1: std::this_thread::sleep_for((slowdown - 1) * took), and add the difference in
+        // @hint 1: seconds to the log's straggle_seconds.
+        // @hint 2: Measure around the sleep instead of adding what you asked for: sleep_for may
+        // @hint 2: overshoot, never undershoot. And add to the total: a worker may straggle at many
+        // @hint 2: steps.
         const auto asleep = std::chrono::steady_clock::now();
         std::this_thread::sleep_for((slowdown - 1) * took);
         log.straggle_seconds +=
@@ -136,7 +142,13 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
     std::vector<Request> pushes;
     {
       auto phase = run.phase("push", {.compute = false});
-      // @lab 03.1: Push: to every server, isend the header (tag kTagHeader) and that server's shard of the gradient (kTagGrads); if there is `more`, post the next pull (post_pull) before waiting for the pushes.
+      // @lab 03.1: Push the header and the gradient to every server, and post the next pull before waiting.
+      // @hint 1: For every server s, isend header.values (kTagHeader) and the gradient of that
+      // @hint 1: server's shard, replica.grads(layout.shards[s]) (kTagGrads), to
+      // @hint 1: layout.server_rank(s). Then, if `more`, post_pull(); then wait_all on the pushes.
+      // @hint 2: The order avoids a deadlock: an asynchronous server answers a push at once with a
+      // @hint 2: blocking send of parameters, so the worker's receive must be posted before it
+      // @hint 2: waits on its own pushes (chapter text, 'The protocol').
       for (int s = 0; s < layout.servers; ++s) {
         pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
         pushes.push_back(comm.isend(replica.grads(layout.shards[static_cast<std::size_t>(s)]),

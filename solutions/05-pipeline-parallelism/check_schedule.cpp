@@ -71,7 +71,20 @@ void check_lists(const Schedule& s) {
                     : 2 + 2 * static_cast<int>(a.dir) + (a.op == Op::kSend ? 1 : 0);
       DTW_CHECK_ARG(pos[k] < 0, at << "repeats action " << pos[k]);
       pos[k] = i;
-      // @lab 05.6: Check the order on this rank: a forward after its input's receive (unless chunk 0), an activation send after its forward, a gradient receive only where there is a next chunk, a backward after its forward and its gradient's receive (unless the last chunk), a gradient send after its backward. Each violation is InvalidArgument: `at` followed by the tests' words: 'forwards before receiving its input', 'backwards before its forward', 'backwards before receiving its output's gradient', 'chunk 0 has no previous chunk', 'the last chunk has no next chunk', 'sends its output before its forward', 'sends its input gradient before its backward'.
+      // @lab 05.6: Refuse, with an InvalidArgument in the tests' words, an action that comes before what it needs or that has no neighbouring chunk to talk to.
+      // @hint 1: Each rule is a DTW_CHECK_ARG whose message is `at` followed by the tests' words: a
+      // @hint 1: forward needs its input received, unless chunk 0 ('forwards before receiving its
+      // @hint 1: input'); a backward needs its forward ('backwards before its forward') and, unless
+      // @hint 1: the last chunk, its output's gradient ('backwards before receiving its output's
+      // @hint 1: gradient'); chunk 0 neither receives an activation nor sends a gradient ('chunk 0
+      // @hint 1: has no previous chunk'); the last chunk neither sends an activation nor receives a
+      // @hint 1: gradient ('the last chunk has no next chunk'); an activation send needs its
+      // @hint 1: forward ('sends its output before its forward'), a gradient send its backward
+      // @hint 1: ('sends its input gradient before its backward').
+      // @hint 2: k is the current action's slot and pos[slot] the position of that kind of action
+      // @hint 2: for this (chunk, micro-batch) so far, -1 if none: slots 0 F, 1 B, 2 recv act, 3
+      // @hint 2: send act, 4 recv grad, 5 send grad. The first chunk is a.chunk == 0, the last
+      // @hint 2: a.chunk == n - 1.
       const bool first = a.chunk == 0, last = a.chunk == n - 1;
       if (k == 0) DTW_CHECK_ARG(first || pos[2] >= 0, at << "forwards before receiving its input");
       if (k == 1) DTW_CHECK_ARG(pos[0] >= 0, at << "backwards before its forward");
@@ -100,7 +113,16 @@ void dry_run(const Schedule& s) {
   std::vector<std::size_t> at(static_cast<std::size_t>(s.ranks), 0);
   std::set<Message> posted;
   bool moved = true;
-  // @lab 05.6: Advance every rank through its list while it can (a send posts its message, a receive needs its message posted); when no rank can move and some list is unfinished, throw InvalidArgument naming, for every stuck rank, its action and the message it waits for.
+  // @lab 05.6: Dry-run all the ranks' lists together, and name every stuck rank when the schedule cannot complete.
+  // @hint 1: Sweep over the ranks again and again until a sweep moves nobody. In a sweep each rank
+  // @hint 1: goes on through its list while it can: a send posts its message, a receive whose
+  // @hint 1: message is not posted yet stops the rank there (at[r] keeps its place). A rank whose
+  // @hint 1: place is not at the end of its list is stuck.
+  // @hint 2: message_of(action) is the message a send or a receive moves; keep the posted ones in
+  // @hint 2: `posted`. The error the tests read: '<name_of(s.kind)> schedule (p = P, m = M, v = V)
+  // @hint 2: cannot complete:', then for every stuck rank a line '  rank r waits in action i
+  // @hint 2: (<to_string(action)>) for <describe(message_of(action), s)>', as in the chapter text's
+  // @hint 2: example.
   while (moved) {
     moved = false;
     for (int r = 0; r < s.ranks; ++r) {

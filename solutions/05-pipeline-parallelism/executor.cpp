@@ -98,7 +98,16 @@ struct Executor<T>::State : StepContext<T> {
     // forward has copied it.
     const auto input_category = this->options.checkpoint ? MemoryCategory::kActivations
                                                          : MemoryCategory::kCommBuffers;
-    // @lab 05.3: Receive the input (activation: boundary_elements(range.begin) values from the rank of chunk−1, tag pipe_tag(kActivation, chunk−1, mb), into slot.input with input_category) or the output's gradient (boundary_elements(range.end) from the rank of chunk+1, pipe_tag(kGradient, chunk+1, mb), into slot.dy, kCommBuffers).
+    // @lab 05.3: Receive what this action waits for: the chunk's input activation, or its output's gradient.
+    // @hint 1: An activation comes from the rank of chunk − 1 into slot.input, a gradient from the
+    // @hint 1: rank of chunk + 1 into slot.dy. Make each buffer first, an
+    // @hint 1: Array<T>(this->comm.exec(), size, category) of the boundary's size:
+    // @hint 1: this->net().boundary_elements(range.begin, batch) for the input,
+    // @hint 1: boundary_elements(range.end, batch) for the gradient.
+    // @hint 2: The tag names the chunk that sent the message: pipe_tag(Dir::kActivation, chunk - 1,
+    // @hint 2: mb), pipe_tag(Dir::kGradient, chunk + 1, mb); map.rank_of(c) is chunk c's rank. The
+    // @hint 2: input counts as input_category (activations under checkpointing, when it is kept),
+    // @hint 2: the gradient as MemoryCategory::kCommBuffers.
     if (a.dir == Dir::kActivation) {
       slot.input = Array<T>(this->comm.exec(), this->net().boundary_elements(range.begin, batch),
                             input_category);
@@ -137,7 +146,14 @@ struct Executor<T>::State : StepContext<T> {
       slot.input = Array<T>();  // the pass keeps its own copy of the input
       return;
     }
-    // @lab 05.5: Checkpointing: keep slot.input (nothing to keep for chunk 0: its input is the batch), copy the output into slot.out for the send (MemoryCategory::kCommBuffers), and release the pass's activations.
+    // @lab 05.5: Checkpointing: keep only the input, copy the output for its send, and release the pass's activations.
+    // @hint 1: slot.input stays as it is (chunk 0 has none: its input is the batch). Unless this is
+    // @hint 1: the last chunk, which sends nothing, copy slot.pass->output() into slot.out, an
+    // @hint 1: Array<T>(this->comm.exec(), output, MemoryCategory::kCommBuffers). Then
+    // @hint 1: slot.pass->release() and give_back the pass to the pool.
+    // @hint 2: The copy is what the later send posts: a released pass holds no output. The ledger
+    // @hint 2: must then show the kept inputs plus one chunk's activations, and the tests compare
+    // @hint 2: that with activation_peak to the byte.
     if (a.chunk < this->map.chunk_count() - 1) {
       const std::span<const T> out = slot.pass->output();
       slot.out = Array<T>(this->comm.exec(), out, MemoryCategory::kCommBuffers);
@@ -158,7 +174,13 @@ struct Executor<T>::State : StepContext<T> {
     // backward counts both, three times the forward).
     const train::Cost fwd = this->replica.pass_cost(range, batch, false);
     if (this->options.checkpoint) {
-      // @lab 05.5: Recompute: forward the chunk again from the kept input (phase recompute), in a pass from take_pass(); then free the kept input.
+      // @lab 05.5: Recompute: run the chunk's forward again from the kept input before the backward.
+      // @hint 1: Take a pass from take_pass() into slot.pass and forward it on the chunk's range
+      // @hint 1: and the micro-batch from slot.input, inside a this->run.phase("recompute", ...)
+      // @hint 1: with the chunk, the micro-batch and fwd's flops and bytes. Then free slot.input
+      // @hint 1: (an empty Array<T>()).
+      // @hint 2: Free the input only after the forward that reads it: from then on the pass holds
+      // @hint 2: what the backward needs.
       slot.pass = take_pass();
       auto phase = this->run.phase(
           "recompute", {.stage = a.chunk, .micro_batch = a.mb, .flops = fwd.flops, .bytes = fwd.bytes});
@@ -167,7 +189,14 @@ struct Executor<T>::State : StepContext<T> {
       // @end
     }
     collect(false, a.chunk, a.mb);  // its activation has arrived; free what its send kept
-    // @lab 05.3: Backward from slot.dy (empty on the last chunk: from the loss) with the micro-batch's weight as loss scale, inside run.phase(backward, {stage, micro-batch, twice fwd's flops and bytes}); free slot.dy.
+    // @lab 05.3: Backward the micro-batch from its output's gradient, weighted by its share of the batch.
+    // @hint 1: slot.pass->backward(dy, weight) adds weight × the gradient: give it slot.dy's span
+    // @hint 1: and the micro-batch's batch.weight as T, so that after the last micro-batch the
+    // @hint 1: gradients are the whole batch's. On the last chunk slot.dy is empty and backward
+    // @hint 1: starts from the loss. Free slot.dy afterwards.
+    // @hint 2: Run it inside this->run.phase("backward", {.stage = chunk, .micro_batch = mb, .flops
+    // @hint 2: = 2 * fwd.flops, .bytes = 2 * fwd.bytes}): a backward costs twice a forward, and the
+    // @hint 2: timeline and the modeled fabric read the phase.
     auto phase = this->run.phase("backward", {.stage = a.chunk, .micro_batch = a.mb,
                                               .flops = 2 * fwd.flops, .bytes = 2 * fwd.bytes});
     slot.pass->backward(slot.dy.span(), static_cast<T>(batch.weight));
@@ -179,7 +208,14 @@ struct Executor<T>::State : StepContext<T> {
 
   void send(const Action& a, Slot& slot) {
     Posted entry{.chunk = a.chunk, .mb = a.mb, .dir = a.dir};
-    // @lab 05.3: Post the output (activation; under checkpointing slot.out, moved into the Posted entry) to the rank of chunk+1, or the pass's input_grad (gradient, handing the pass to the Posted entry) to the rank of chunk−1, with pipe_tag(dir, chunk, mb).
+    // @lab 05.3: Post this action's message: the output to the next chunk's rank, or the input's gradient to the previous chunk's.
+    // @hint 1: An activation: slot.pass->output() to the rank of chunk + 1 (under checkpointing the
+    // @hint 1: copy slot.out, moved into entry.copy). A gradient: slot.pass->input_grad() to the
+    // @hint 1: rank of chunk − 1, moving the pass into entry.pass. Both go through post(data, peer,
+    // @hint 1: pipe_tag(dir, chunk, mb), std::move(entry)).
+    // @hint 2: post() sends with isend, and whatever the send reads must outlive it: that is why
+    // @hint 2: the entry carries the copy or the pass. A send before its forward (slot.forwarded)
+    // @hint 2: or backward (slot.backwarded) is an InvalidArgument naming the rank and the action.
     if (a.dir == Dir::kActivation) {
       DTW_CHECK_ARG(slot.forwarded, "rank " << this->rank << ": " << to_string(a) << " before F" << a.mb);
       std::span<const T> data = slot.pass ? slot.pass->output() : std::span<const T>();

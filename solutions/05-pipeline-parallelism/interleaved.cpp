@@ -58,7 +58,15 @@ Schedule interleaved_schedule(int p, int m, int v) {
   s.micro_batches = m;
   s.virtual_stages = v;
   s.actions.resize(static_cast<std::size_t>(p));
-  // @lab 05.4: Cut the micro-batches into groups: the first of p + m mod p (all m when m ≤ p), then groups of p; on rank r list the forwards group by group, chunk k = 0 … v−1 within a group, and the backwards with k = v−1 … 0; warm up with min(m·v, 2(p−r−1) + (v−1)·(first group's size)) forwards, then alternate one forward and one backward, then the remaining backwards.
+  // @lab 05.4: Interleaved 1F1B: order each rank's forwards and backwards over its v chunks, then run them 1F1B-style.
+  // @hint 1: Cut the m micro-batches into groups: the first of p + m mod p (all m when m ≤ p), then
+  // @hint 1: groups of p. Rank r runs chunks r + k·p, k = 0 … v−1. Its forwards go group by group,
+  // @hint 1: and within a group chunk k = 0 … v−1, each over the group's micro-batches; its
+  // @hint 1: backwards the same, with k = v−1 … 0.
+  // @hint 2: Warm up with min(m·v, 2(p − r − 1) + (v − 1)·g) forwards, g the first group's size;
+  // @hint 2: then one forward and one backward at a time; then the remaining backwards. The
+  // @hint 2: remainder goes in the first group: a smaller last group makes the warm-up too short (p
+  // @hint 2: = 4, m = 5, v = 3 deadlocks), a larger one reaches a backward before its forward.
   std::vector<std::pair<int, int>> groups;  // (first micro-batch, size)
   groups.push_back({0, m <= p ? m : p + m % p});
   for (int first = groups[0].second; first < m; first += p) groups.push_back({first, p});

@@ -79,7 +79,12 @@ Schedule naive_schedule(int p, int m) {
 
 Schedule gpipe_schedule(int p, int m) {
   Schedule s = empty_schedule(ScheduleKind::kGPipe, p, m, 1);
-  // @lab 05.2: GPipe: on every stage, forward micro-batches 0 … m−1, then backward them in reverse order (s.forward / s.backward append to the stage's list).
+  // @lab 05.2: GPipe: every stage forwards all the micro-batches, then backwards them all.
+  // @hint 1: For each stage st: s.forward(st, mb) for mb = 0 ... m-1, then s.backward(st, mb) for
+  // @hint 1: mb = m-1 down to 0. forward and backward append the receives and sends around the
+  // @hint 1: compute for you.
+  // @hint 2: Backwards in reverse order: the last micro-batch forwarded is the first whose gradient
+  // @hint 2: can come back (any order is correct; this is the GPipe paper's).
   for (int st = 0; st < p; ++st) {
     for (int mb = 0; mb < m; ++mb) s.forward(st, mb);
     // The last micro-batch forwarded is the first whose gradient can come
@@ -92,7 +97,12 @@ Schedule gpipe_schedule(int p, int m) {
 
 Schedule one_f_one_b_schedule(int p, int m) {
   Schedule s = empty_schedule(ScheduleKind::kOneFOneB, p, m, 1);
-  // @lab 05.2: 1F1B: stage st forwards w = min(p−st−1, m) micro-batches, then alternates forward(next) and backward(oldest) until all m are forwarded, then backwards the rest.
+  // @lab 05.2: 1F1B: each stage warms up with a few forwards, alternates one forward and one backward, then cools down.
+  // @hint 1: Stage st first forwards w = min(p - st - 1, m) micro-batches; then, until all m are
+  // @hint 1: forwarded, it forwards the next and backwards the oldest; then it backwards the rest.
+  // @hint 1: Micro-batches go forward and backward in increasing order.
+  // @hint 2: The min with m matters: with fewer micro-batches than stages, p - st - 1 forwards
+  // @hint 2: would name micro-batches that do not exist (torchtitan#775, in the pitfalls).
   for (int st = 0; st < p; ++st) {
     // Stage st's first backward needs micro-batch 0 to reach the last stage
     // and come back: p−st−1 forwards fit in before it. Clamp to m, or a

@@ -45,7 +45,15 @@ std::vector<model::UnitRange> split_units(std::span<const double> costs, int chu
   for (int u = 0; u < n; ++u) prefix[u + 1] = prefix[u] + costs[u];
   auto sum = [&](int a, int b) { return prefix[b] - prefix[a]; };  // units [a, b)
   std::vector<model::UnitRange> runs;
-  // @lab 05.1: Cut the units into `chunks` contiguous runs minimising the largest run's cost: best[j][i] = the smallest bottleneck of units [i, n) in j runs; then walk from the left, giving each run as many units as the bottleneck allows.
+  // @lab 05.1: Cut the units into `chunks` contiguous runs whose most expensive run is as cheap as possible.
+  // @hint 1: A small dynamic programme: best[j][i] is the smallest bottleneck (the cost of the most
+  // @hint 1: expensive run) of units [i, n) cut into j runs, with best[0][n] = 0 and infinity where
+  // @hint 1: no cut exists. Try every end b of the first run: the bottleneck is then the larger of
+  // @hint 1: sum(i, b) and best[j-1][b]. best[chunks][0] is the bottleneck of the whole.
+  // @hint 2: Many cuts reach the bottleneck; every rank must pick the same one. Walk from the left:
+  // @hint 2: for j = chunks, ..., 1 runs left, give the run starting at a the longest [a, b) whose
+  // @hint 2: sum stays within the bottleneck and whose rest, best[j-1][b], does too (at least one
+  // @hint 2: unit per run).
   const double inf = std::numeric_limits<double>::infinity();
   // best[j][i]: the smallest possible "most expensive run" when units [i, n)
   // are cut into j runs (inf when impossible). The recurrence tries every
@@ -93,7 +101,13 @@ train::ReplicaPlan stage_plan(const StageMap& map, const std::vector<model::Unit
   DTW_CHECK_ARG(rank >= 0 && rank < map.ranks,
                 "stage_plan: rank " << rank << " outside [0, " << map.ranks << ")");
   train::ReplicaPlan plan;
-  // @lab 05.1: The rank holds the flat ranges of its chunks' units (merge adjacent ones); a rank that runs the tied head but not the embedding also holds wte [0, tied_wte_end) as parameters and gradients, without optimizer state.
+  // @lab 05.1: List the flat ranges this rank holds: its chunks' units, and the tied head's copy of wte.
+  // @hint 1: For each chunk in map.chunks_of(rank), its units span [units[first].begin,
+  // @hint 1: units[last].end) of the flat buffer; merge a range into the previous one when they
+  // @hint 1: touch. Those ranges are the plan's params, grads and optimizer.
+  // @hint 2: With a tied head (tied_wte_end > 0) the rank of the last chunk, unless it also runs
+  // @hint 2: chunk 0, puts [0, tied_wte_end) first in params and grads but not in optimizer: only
+  // @hint 2: the embedding's rank steps wte, so the clipping norm counts it once.
   std::vector<train::Range> ranges;
   for (int c : map.chunks_of(rank)) {
     const model::UnitRange& run = map.chunks[c];

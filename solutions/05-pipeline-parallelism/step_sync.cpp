@@ -87,7 +87,18 @@ void StepContext<T>::check_complete(std::int64_t done) const {
 template <class T>
 double StepContext<T>::finish_step() {
   std::array<double, 2> sums{0, 0};  // Σ g², loss
-  // @lab 05.3: End of step: the head's rank sends its share of wte's gradient (grads(0, wte_end)) to the embedding's rank, which adds it with recv_reduce (tag kTiedGradTag); allreduce {Σ g² of the optimizer ranges, this->loss} with ch01::allreduce; clip, step (phase optimizer); the embedding's rank sends the stepped wte back (kTiedParamTag).
+  // @lab 05.3: End the step: combine the tied wte's gradient, agree on the norm and the loss, clip, step, and send the stepped wte back.
+  // @hint 1: In this order: (1) when wte_end > 0, the head's rank sends its share of wte's
+  // @hint 1: gradient, replica.grads(0, wte_end), to the embedding's rank, which adds it in with
+  // @hint 1: recv_reduce; (2) put {replica.local_sum_of_squares(), loss} into `sums` and sum it
+  // @hint 1: over the ranks with one ch01::allreduce; (3) clip by sums[0] and step; (4) the
+  // @hint 1: embedding's rank sends replica.params(0, wte_end) back to the head's rank, which
+  // @hint 1: receives it into its copy.
+  // @hint 2: head_rank and embed_rank are the two ranks, kTiedGradTag and kTiedParamTag the tags
+  // @hint 2: (wte_end is 0 when there is no tied copy). Add the wte share before the allreduce:
+  // @hint 2: only the embedding's rank steps wte, so its Σ g² counts wte once, and whole. Clip and
+  // @hint 2: step inside run.phase("optimizer", ...) with replica.optimizer_cost()'s flops and
+  // @hint 2: bytes.
   if (wte_end > 0 && rank == head_rank)
     comm.send(replica.grads(0, wte_end), embed_rank, kTiedGradTag);
   if (wte_end > 0 && rank == embed_rank)

@@ -66,6 +66,9 @@ struct TrainCommandOptions {
   std::string fabric = "nvlink-8";  // the modeled cluster the timeline is replayed on
   bool list = false;               // list the strategies
   std::string out;  // file stem for .csv and .svg; empty: train-<model>
+  bool lab = false;          // --lab: train with the learner's library of the strategy's chapter
+  bool lab_program = false;  // this is a chapter's lab-run program (dtw_chNN_lab_run)
+  std::vector<std::string> words;  // the arguments after `train`, as typed (--lab hands them over)
 };
 /// Trains with a registered strategy (single: the reference) and reports as it goes.
 int train_command(const TrainCommandOptions& options);

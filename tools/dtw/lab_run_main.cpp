@@ -1,7 +1,8 @@
-// dtw_chNN_lab_run: one chapter's demos linked with the learner's library
-// (labs/NN-x) instead of the solution. `dtw run DEMO --lab` hands over to it;
-// it takes the same `run DEMO [options]` arguments (mpirun starts it again
-// that way for --backend mpi).
+// dtw_chNN_lab_run: one chapter's demos and training strategies linked with
+// the learner's library (labs/NN-x) instead of the solution. `dtw run DEMO
+// --lab` and `dtw train --strategy NAME --lab` hand over to it; it takes the
+// same `run DEMO [options]` or `train [options]` arguments (mpirun starts it
+// again that way for --backend mpi).
 #include <fmt/core.h>
 
 #include <cstdio>
@@ -15,11 +16,14 @@ int main(int argc, char** argv) {
   using dtw::cli::print_error;
   std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);  // progress reaches a pipe line by line
   try {
-    CLI::App app{"The demos of one chapter with your lab; run it as `dtw run DEMO --lab`.",
+    CLI::App app{"The demos and strategies of one chapter with your lab; run it as `dtw run DEMO "
+                 "--lab` or `dtw train --strategy NAME --lab`.",
                  "dtw-lab-run"};
     app.require_subcommand(1, 1);
     dtw::cli::RunOptions run;
-    dtw::cli::add_run_subcommand(app, run);
+    CLI::App* run_cmd = dtw::cli::add_run_subcommand(app, run);
+    dtw::cli::TrainCommandOptions train;
+    dtw::cli::add_train_subcommand(app, train);
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& e) {
@@ -29,9 +33,14 @@ int main(int argc, char** argv) {
       print_error(fmt::format("{} (dtw run --help lists the options)", e.what()));
       return dtw::cli::kExitUsage;
     }
-    run.lab = true;
-    run.lab_program = true;
-    return dtw::cli::run_command(run);
+    if (run_cmd->parsed()) {
+      run.lab = true;
+      run.lab_program = true;
+      return dtw::cli::run_command(run);
+    }
+    train.lab = true;
+    train.lab_program = true;
+    return dtw::cli::train_command(train);
   } catch (const dtw::cli::UsageError& e) {
     print_error(e.what());
     return dtw::cli::kExitUsage;

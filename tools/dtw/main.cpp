@@ -82,43 +82,8 @@ int run_main(int argc, char** argv) {
       ->callback([&] { action = [] { return tour_command(); }; });
 
   TrainCommandOptions train;
-  train::RunSpec& spec = train.spec;
-  CLI::App* train_cmd = app.add_subcommand(
-      "train",
-      "Train with a strategy (default: single, the reference every parallel chapter must match)\n"
-      "on P ranks: progress with loss and tokens/s, the loss curve as CSV and SVG, time per\n"
-      "layer type, memory per rank. Defaults are the standard run (dtw::train::standard_run).");
-  train_cmd->add_option("--strategy", train.strategy, "Strategy name (--list shows them)")
-      ->capture_default_str();
-  train_cmd->add_flag("--list", train.list, "List the registered strategies");
-  add_int(*train_cmd, "--ranks", train.ranks, "World size", {1, kMaxRanks});
-  train_cmd->add_option("--backend", train.backend, "threads")->capture_default_str();
-  train_cmd->add_option("--set", train.knobs, "Strategy parameter key=value (repeatable)");
-  add_int(*train_cmd, "--memory-cap", train.memory_cap,
-          "Per-rank memory cap in bytes (0: none); past it, OutOfMemory", {0});
-  train_cmd->add_option("--fabric", train.fabric,
-                        "Cluster the timeline is replayed on: pcie-8, nvlink-8, ib-2x8, ib-4x8, ideal-8")
-      ->capture_default_str();
-  train_cmd->add_flag("--compare", train.compare,
-                      "Also run the reference and report max |θ − θ_ref| (exit 1 on mismatch)");
-  train_cmd->add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")
-      ->capture_default_str();
-  // Numbers are parsed by dtw (cli_values.h): no clamping, finite reals; the
-  // ranges of the run's fields are RunSpec::validate's, shared by every entry point.
-  add_int(*train_cmd, "--steps", spec.steps, "Optimizer steps");
-  add_int(*train_cmd, "--batch", spec.batch, "Global batch (sequences, or rows for the MLP)");
-  add_int(*train_cmd, "--seq-len", spec.seq_len, "Tokens per sequence (0: the context)");
-  train_cmd->add_option("--task", train.task, "corpus (built-in text) or synthetic")
-      ->capture_default_str();
-  train_cmd->add_option("--optimizer", train.optimizer, "adamw or sgd")->capture_default_str();
-  add_real(*train_cmd, "--lr", train.lr,
-           "Learning rate (default: the optimizer's: adamw 0.003, sgd 0.1)");
-  add_real(*train_cmd, "--clip", spec.clip_norm, "Gradient-norm clip, 0 for none");
-  add_int(*train_cmd, "--warmup", spec.warmup_steps, "Steps of linear learning-rate warm-up");
-  add_uint(*train_cmd, "--seed", spec.seed, "Seed of the initial weights and the data");
-  train_cmd->add_option("--dtype", train.dtype, "float32 or float64")->capture_default_str();
-  train_cmd->add_option("--out", train.out,
-                        "File stem of the loss curve (STEM.csv, STEM.svg); default train-MODEL");
+  CLI::App* train_cmd = add_train_subcommand(app, train);
+  train.words.assign(argv + 1, argv + argc);
   train_cmd->callback([&] { action = [&] { return train_command(train); }; });
 
   CLI::App* bench_cmd =

@@ -38,4 +38,49 @@ CLI::App* add_run_subcommand(CLI::App& app, RunOptions& run) {
   return run_cmd;
 }
 
+CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
+  train::RunSpec& spec = options.spec;
+  CLI::App* train_cmd = app.add_subcommand(
+      "train",
+      "Train with a strategy (default: single, the reference every parallel chapter must match)\n"
+      "on P ranks: progress with loss and tokens/s, the loss curve as CSV and SVG, time per\n"
+      "layer type, memory per rank. Defaults are the standard run (dtw::train::standard_run).\n"
+      "A chapter's strategy runs the chapter's solution; --lab runs it with your lab.");
+  train_cmd->add_option("--strategy", options.strategy, "Strategy name (--list shows them)")
+      ->capture_default_str();
+  train_cmd->add_flag("--list", options.list, "List the registered strategies");
+  train_cmd->add_flag("--lab", options.lab,
+                      "Train with your own code (labs/NN-x of the strategy's chapter) instead of "
+                      "the solution");
+  add_int(*train_cmd, "--ranks", options.ranks, "World size", {1, kMaxRanks});
+  train_cmd->add_option("--backend", options.backend, "threads")->capture_default_str();
+  train_cmd->add_option("--set", options.knobs, "Strategy parameter key=value (repeatable)");
+  add_int(*train_cmd, "--memory-cap", options.memory_cap,
+          "Per-rank memory cap in bytes (0: none); past it, OutOfMemory", {0});
+  train_cmd->add_option("--fabric", options.fabric,
+                        "Cluster the timeline is replayed on: pcie-8, nvlink-8, ib-2x8, ib-4x8, ideal-8")
+      ->capture_default_str();
+  train_cmd->add_flag("--compare", options.compare,
+                      "Also run the reference and report max |θ − θ_ref| (exit 1 on mismatch)");
+  train_cmd->add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")
+      ->capture_default_str();
+  // Numbers are parsed by dtw (cli_values.h): no clamping, finite reals; the
+  // ranges of the run's fields are RunSpec::validate's, shared by every entry point.
+  add_int(*train_cmd, "--steps", spec.steps, "Optimizer steps");
+  add_int(*train_cmd, "--batch", spec.batch, "Global batch (sequences, or rows for the MLP)");
+  add_int(*train_cmd, "--seq-len", spec.seq_len, "Tokens per sequence (0: the context)");
+  train_cmd->add_option("--task", options.task, "corpus (built-in text) or synthetic")
+      ->capture_default_str();
+  train_cmd->add_option("--optimizer", options.optimizer, "adamw or sgd")->capture_default_str();
+  add_real(*train_cmd, "--lr", options.lr,
+           "Learning rate (default: the optimizer's: adamw 0.003, sgd 0.1)");
+  add_real(*train_cmd, "--clip", spec.clip_norm, "Gradient-norm clip, 0 for none");
+  add_int(*train_cmd, "--warmup", spec.warmup_steps, "Steps of linear learning-rate warm-up");
+  add_uint(*train_cmd, "--seed", spec.seed, "Seed of the initial weights and the data");
+  train_cmd->add_option("--dtype", options.dtype, "float32 or float64")->capture_default_str();
+  train_cmd->add_option("--out", options.out,
+                        "File stem of the loss curve (STEM.csv, STEM.svg); default train-MODEL");
+  return train_cmd;
+}
+
 }  // namespace dtw::cli

@@ -1,7 +1,8 @@
 #pragma once
-// The `run` subcommand's options, shared by the dtw program and each
-// chapter's lab-run program (dtw_chNN_lab_run: the demos linked with the
-// learner's library, which `dtw run DEMO --lab` hands over to).
+// The `run` and `train` subcommands' options, shared by the dtw program and
+// each chapter's lab-run program (dtw_chNN_lab_run: the demos and strategies
+// linked with the learner's library, which `dtw run DEMO --lab` and
+// `dtw train --strategy NAME --lab` hand over to).
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
@@ -10,5 +11,8 @@ namespace dtw::cli {
 
 /// Adds `run` and its options to `app`, filling `options`; returns the subcommand.
 CLI::App* add_run_subcommand(CLI::App& app, RunOptions& options);
+
+/// Adds `train` and its options to `app`, filling `options`; returns the subcommand.
+CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options);
 
 }  // namespace dtw::cli

@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "demo_runner.h"
+#include "exit_codes.h"
 #include "dtw/config.h"
 #include "dtw/errors.h"
 #include "dtw/output_file.h"
@@ -287,6 +288,11 @@ int run_command(const RunOptions& options) {
     fmt::print("{}\n",
                paint(Paint::kDim, "(exit status 1: the program deadlocked, which is the point)"));
     return 1;
+  }
+  if (!outcome.correct() && not_written && others.empty()) {
+    // Like `dtw train --lab`: the run could not go on (exit 3), nothing was wrong yet.
+    print_error(fmt::format("demo '{}' stopped at a step your lab has not written", demo.name));
+    return kExitRunFailed;
   }
   if (!outcome.correct()) {
     print_error(fmt::format("demo '{}' gave a wrong result or failed", demo.name));

@@ -9,11 +9,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <utility>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "process.h"
 #include "dtw/errors.h"
 #include "dtw/kernels/matmul.h"
@@ -29,6 +32,8 @@
 
 namespace dtw::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 // "12.3k", "1.20M": tokens per second at a glance.
 std::string human_rate(double per_second) {
@@ -173,6 +178,43 @@ void list_strategies() {
   }
 }
 
+// dtw train --lab: the same arguments, to the lab-run program of the
+// strategy's chapter (its strategies linked with the learner's library).
+[[noreturn]] void hand_over_to_lab(const train::Strategy& strategy,
+                                   const TrainCommandOptions& options) {
+  if (strategy.chapter.empty())
+    throw UsageError(fmt::format("--lab: strategy {} is the training layer's own, not a chapter's, "
+                                 "so there is no lab of it (dtw train --list names each "
+                                 "strategy's chapter)",
+                                 strategy.name));
+  const Context context = load_context();
+  const Chapter& chapter = find_chapter(context.chapters, strategy.chapter);
+  if (chapter.lab_run.empty() || !fs::exists(chapter.lab_run))
+    throw UsageError(fmt::format("the lab-run program of chapter {} is not built ({}); ./dtw "
+                                 "builds it",
+                                 chapter.id, chapter.lab_run.string()));
+  std::vector<std::string> argv{chapter.lab_run.string()};
+  const auto train = std::find(options.words.begin(), options.words.end(), "train");
+  for (auto it = train; it != options.words.end(); ++it)
+    if (*it != "--lab") argv.push_back(*it);
+  exec_program(argv);
+  throw std::runtime_error(
+      fmt::format("cannot run {}: {}", chapter.lab_run.string(), std::strerror(errno)));
+}
+
+// A rank of a --lab run hit a DTW_TODO: say which step, plainly.
+int print_not_written(const train::Strategy& strategy, const NotImplemented& e) {
+  static const std::regex kStep(R"(\b(\d\d\.\d+): (.*?) \(NotImplemented\))");
+  const std::string what = e.what();
+  std::smatch m;
+  if (!std::regex_search(what, m, kStep)) throw e;
+  fmt::print("\n{} your lab has not written step {} yet ({}), and {} needed it.\n  ./dtw check "
+             "{} {} tests it; dtw train without --lab runs the solution.\n",
+             paint(Paint::kYellow, "Not written yet:"), m[1].str(), m[2].str(), strategy.name,
+             strategy.chapter, m[1].str());
+  return kExitRunFailed;
+}
+
 }  // namespace
 
 int train_command(const TrainCommandOptions& options) {
@@ -180,6 +222,8 @@ int train_command(const TrainCommandOptions& options) {
     list_strategies();
     return 0;
   }
+  if (options.lab && !options.lab_program)
+    hand_over_to_lab(train::find_strategy(options.strategy), options);
   // Everything is checked before any work starts: the run, the strategy, the
   // backend, and that the loss curve can be written where --out says.
   train::RunSpec spec = options.spec;
@@ -224,13 +268,25 @@ int train_command(const TrainCommandOptions& options) {
   harness.trace = true;  // the timeline and the fabric replay
   harness.on_step = [&](const model::StepInfo& s) { progress.update(s); };
 
-  // The header names every hyper-parameter in force, so a log says exactly what ran.
-  fmt::print("{} with {} on {} rank{} ({}{}): {}{}\n", paint(Paint::kBold, "training"),
-             strategy.name, options.ranks, options.ranks == 1 ? "" : "s", options.backend,
+  // The header names whose code runs and every hyper-parameter in force, so
+  // a log says exactly what ran.
+  const std::string whose =
+      strategy.chapter.empty() ? ""
+      : options.lab_program
+          ? fmt::format(" (your lab of chapter {})", strategy.chapter)
+          : fmt::format(" (chapter {}'s solution; --lab runs yours)", strategy.chapter);
+  fmt::print("{} with {}{} on {} rank{} ({}{}): {}{}\n", paint(Paint::kBold, "training"),
+             strategy.name, whose, options.ranks, options.ranks == 1 ? "" : "s", options.backend,
              options.memory_cap > 0 ? ", memory cap " + human_bytes(static_cast<double>(options.memory_cap)) : "",
              spec.hyperparameters(),
              harness.knobs.describe().empty() ? "" : ", " + harness.knobs.describe());
-  const train::RunOutcome out = train::run_strategy(strategy, spec, harness);
+  train::RunOutcome out;
+  try {
+    out = train::run_strategy(strategy, spec, harness);
+  } catch (const NotImplemented& e) {
+    if (!options.lab_program) throw;
+    return print_not_written(strategy, e);
+  }
   DTW_CHECK(!out.losses.empty(), Error,
             "dtw train: strategy " << strategy.name << " recorded no losses (RankRun::record_loss)");
 

@@ -1,0 +1,42 @@
+#pragma once
+/// @file
+/// Whether a world of rank threads fits this machine, checked before the
+/// threads backend starts one, so a world too large for the machine is
+/// refused with the need and the room in numbers instead of failing halfway
+/// with the system's `Resource temporarily unavailable` or `std::bad_alloc`.
+#include <cstdint>
+#include <string>
+
+namespace dtw {
+
+/// What a threads-backend world of some number of ranks takes from the machine.
+struct WorldNeeds {
+  /// Memory, estimated: per rank its stack's touched pages and its book-keeping,
+  /// four traffic counters per peer (so the whole world grows as p²), and the
+  /// report's two p×p matrices.
+  std::int64_t bytes = 0;
+  /// One thread per rank.
+  std::int64_t threads = 0;
+  /// Memory maps: a thread's stack and its guard page are two.
+  std::int64_t memory_maps = 0;
+};
+
+/// What this machine has left for a launch; -1 where it cannot be read.
+struct MachineRoom {
+  std::int64_t bytes_available = -1;   ///< MemAvailable of /proc/meminfo
+  std::int64_t threads_left = -1;      ///< the thread limits less the process's threads
+  std::int64_t memory_maps_left = -1;  ///< vm.max_map_count less the process's maps
+};
+
+/// The estimate for a world of `ranks` rank threads.
+WorldNeeds threads_world_needs(int ranks);
+
+/// This machine's room now (Linux /proc; -1 fields elsewhere).
+MachineRoom machine_room();
+
+/// Throws OutOfMemory, naming the world size, what it needs and what `room`
+/// has, when a world of `ranks` rank threads cannot fit; a -1 field of `room`
+/// is not checked.
+void check_threads_world_fits(int ranks, const MachineRoom& room);
+
+}  // namespace dtw

@@ -1,0 +1,89 @@
+// The threads backend refuses a world that cannot fit the machine before it
+// starts a thread, naming the world, the need and the room in numbers.
+#include "dtw/world_fit.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dtw/dtw.h"
+
+namespace dtw {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string refusal(int ranks, const MachineRoom& room) {
+  try {
+    check_threads_world_fits(ranks, room);
+  } catch (const OutOfMemory& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(WorldFitTest, NeedsAThreadAndTwoMapsPerRankAndMemoryGrowingAsRanksSquared) {
+  const WorldNeeds one = threads_world_needs(1024), four = threads_world_needs(4096);
+  EXPECT_EQ(one.threads, 1024);
+  EXPECT_EQ(one.memory_maps, 2048);
+  // 4× the ranks: more than 4× the memory (the p-sized counters of every rank).
+  EXPECT_GT(four.bytes, 8 * one.bytes);
+  EXPECT_LT(four.bytes, 16 * one.bytes);
+  // The counters alone: 4 × 8 bytes per peer per rank, plus the report's two matrices.
+  EXPECT_GE(four.bytes, 48LL * 4096 * 4096);
+}
+
+TEST(WorldFitTest, TooLittleMemoryIsRefusedWithTheNeedAndTheRoom) {
+  MachineRoom room;
+  room.bytes_available = 100LL << 20;
+  const std::string why = refusal(4096, room);
+  EXPECT_THAT(why, HasSubstr("a world of 4096 rank threads needs about"));
+  EXPECT_THAT(why, HasSubstr("but this machine has 100 MiB available"));
+  EXPECT_THAT(why, HasSubstr("fewer ranks"));
+  EXPECT_EQ(refusal(16, room), "") << "16 ranks fit in 100 MiB";
+}
+
+TEST(WorldFitTest, TooFewThreadsOrMapsLeftAreRefused) {
+  MachineRoom threads;
+  threads.threads_left = 100;
+  EXPECT_THAT(refusal(1000, threads), HasSubstr("needs 1000 threads, but this process may start "
+                                                "only 100 more"));
+  EXPECT_EQ(refusal(100, threads), "");
+  MachineRoom maps;
+  maps.memory_maps_left = 1000;
+  EXPECT_THAT(refusal(1000, maps), HasSubstr("needs 2000 memory maps"));
+  EXPECT_THAT(refusal(1000, maps), HasSubstr("vm.max_map_count leaves 1000"));
+}
+
+TEST(WorldFitTest, UnknownRoomIsNotChecked) {
+  EXPECT_EQ(refusal(1 << 20, MachineRoom{}), "");
+}
+
+TEST(WorldFitTest, ThisMachineFitsAWorldOfTwoHundredRanksAndLaunchesIt) {
+  const MachineRoom room = machine_room();
+  EXPECT_EQ(refusal(200, room), "");
+  // Past the launch's own check (from 64 ranks): every rank runs.
+  const Report report = launch(200, [](Comm& comm) { comm.barrier(); });
+  EXPECT_EQ(report.world_size, 200);
+  EXPECT_TRUE(report.errors.empty());
+}
+
+TEST(WorldFitTest, LaunchRefusesAWorldBeyondTheMachineBeforeStartingIt) {
+  const MachineRoom room = machine_room();
+  if (room.bytes_available < 0) GTEST_SKIP() << "no /proc/meminfo here";
+  // The smallest world whose estimate exceeds the available memory.
+  int ranks = 1024;
+  while (threads_world_needs(ranks).bytes <= room.bytes_available) ranks *= 2;
+  bool ran = false;
+  try {
+    launch(ranks, [&](Comm&) { ran = true; });
+    ADD_FAILURE() << "a world of " << ranks << " ranks was not refused";
+  } catch (const OutOfMemory& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("rank threads needs about"));
+  }
+  EXPECT_FALSE(ran) << "a rank started before the refusal";
+}
+
+}  // namespace
+}  // namespace dtw
