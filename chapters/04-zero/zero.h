@@ -146,7 +146,10 @@ class ShardedGrads {
 /// 1 + d units (and the tied embedding the head borrows) are held at once.
 /// Every rank must ask for the same units in the same order: the gathers are
 /// collectives. A fingerprint naming the unit is exchanged before each
-/// gather when the collective check is on (Comm::verify_collectives).
+/// gather made on demand, every gather of the first pass included, when the
+/// collective check is on (Comm::verify_collectives); a prefetched gather
+/// needs none, because every later pass must ask in the recorded order (an
+/// InvalidArgument naming the rank, the position and the units otherwise).
 template <class T>
 class GatheredParams {
  public:

@@ -22,12 +22,18 @@
 // never crosses the end of a pass, where the optimizer step (or the next
 // micro-batch) comes: the parameters of the next step do not exist yet.
 //
+// A gather started here shares no fingerprint of its own (gather_now's
+// "zero3 gather NAME"): the units it starts are fixed by the recorded order,
+// the first pass that recorded it fingerprinted every one of its gathers, and
+// params() checks every later pass against the record on every rank. So ranks
+// that agreed in the first pass start the same gathers here, and a rank whose
+// pass departs from the record stops with the position and the unit.
+//
 // The gathers move only when this rank polls them (chapter 01: on the threads
 // backend nothing moves between a rank's calls), so every params() and
 // release() first advances every gather in flight, a round each if its
 // neighbours have done theirs.
 #include <algorithm>
-#include <string>
 
 #include "gathered_unit.h"
 

@@ -22,12 +22,18 @@
 // never crosses the end of a pass, where the optimizer step (or the next
 // micro-batch) comes: the parameters of the next step do not exist yet.
 //
+// A gather started here shares no fingerprint of its own (gather_now's
+// "zero3 gather NAME"): the units it starts are fixed by the recorded order,
+// the first pass that recorded it fingerprinted every one of its gathers, and
+// params() checks every later pass against the record on every rank. So ranks
+// that agreed in the first pass start the same gathers here, and a rank whose
+// pass departs from the record stops with the position and the unit.
+//
 // The gathers move only when this rank polls them (chapter 01: on the threads
 // backend nothing moves between a rank's calls), so every params() and
 // release() first advances every gather in flight, a round each if its
 // neighbours have done theirs.
 #include <algorithm>
-#include <string>
 
 #include "gathered_unit.h"
 
@@ -62,19 +68,14 @@ void GatheredParams<T>::prefetch_after(int position) {
   // @lab 04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way: a new copy with this rank's shard in its chunk, then a RingGather in place.
   // @hint 1: Skip a unit whose holders > 0 (the pass has it; if it is released
   // @hint 1: before its turn, take() gathers it then) or whose gather != nullptr.
-  // @hint 2: Before starting, share the fingerprint gather_now shares
-  // @hint 2: ("zero3 gather " + name, through comm_.verify_collective), so ranks
-  // @hint 2: that disagree on the order are named, not hung.
-  // @hint 3: unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
-  // @hint 3: copy the shard into sharding_.chunks(v).of(all, r) as gather_now does, then
-  // @hint 3: unit.gather = std::make_unique<RingGather<T>>(comm_, all);
+  // @hint 2: unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
+  // @hint 2: copy the shard into sharding_.chunks(v).of(all, r) as gather_now does, then
+  // @hint 2: unit.gather = std::make_unique<RingGather<T>>(comm_, all);
   for (int next = position + 1; next <= last; ++next) {
     const int v = order_[static_cast<std::size_t>(next)];
     Unit& unit = *units_[static_cast<std::size_t>(v)];
     if (unit.holders > 0 || unit.gather != nullptr) continue;  // held, or already coming
     const model::Unit& m = sharding_.units()[static_cast<std::size_t>(v)];
-    const std::string what = "zero3 gather " + m.name;
-    comm_.verify_collective({.name = what.c_str(), .count = m.size(), .type = data_type_of<T>()});
     unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
     const std::span<T> all = unit.copy.span();
     const std::span<T> mine = sharding_.chunks(v).of(all, r);

@@ -1,16 +1,23 @@
 // Step 04.5, sharded checkpoints: a run saved after 2 of 4 steps on p ranks
 // loads on p' ranks (4 → 2, 2 → 3, and across stages) and ends exactly where
 // the uninterrupted run ends; a truncated or altered shard, and a checkpoint
-// of another model, are refused on every rank with the file and rank named.
+// of another model, are refused on every rank with the file and rank named;
+// and a save replaces each file in one step (a rename), never writing into
+// the file a reader or the previous checkpoint still has.
 //
 // Both runs happen inside one launch (on sub-communicators of the largest
 // world), so the folder rank 0 makes is known to every rank on every backend.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "collectives.h"
 #include "dtw/results.h"
@@ -194,6 +201,99 @@ TEST(CheckpointTest, AMissingIndexIsAClearError) {
   refused(
       2, "gpt-tiny", [](const std::string& dir) { std::filesystem::remove(dir + "/index"); },
       "cannot read checkpoint file");
+}
+
+// Every byte of `path`, or nothing when it cannot be read.
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every byte still readable through `fd`, from its start.
+std::vector<char> read_bytes(int fd) {
+  std::vector<char> bytes;
+  char buffer[1 << 16];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd, buffer, sizeof buffer, at);
+    if (n <= 0) break;
+    bytes.insert(bytes.end(), buffer, buffer + n);
+    at += n;
+  }
+  return bytes;
+}
+
+// Step 04.5's atomic writes. A save writes each file under another name and
+// renames it onto its path: the path then names a new file, and whoever had
+// the old one open (a reader, or the checkpoint a crash would fall back on)
+// still reads it, whole. Writing into the path itself truncates and rewrites
+// that very file, which a reader sees change under it and a crash leaves
+// half-written. Saving twice with the same step number reuses every name,
+// so the second save must replace files that exist.
+DTW_TEST_STEPS(CheckpointWriteTest, "04.5");
+TEST(CheckpointWriteTest, ASaveReplacesEachFileWholeAndLeavesNoTemporaryFile) {
+  const train::RunSpec spec = tiny("gpt-tiny", 1);
+  train::HarnessOptions o = testing::on(2);
+  o.compare = false;
+  DTW_TRACE("gpt-tiny saved twice into one folder by 2 ranks, a reader holding the first save");
+  train::run_ranks<double>(spec, o, [&](train::RankRun<double>& run) {
+    Comm& comm = run.comm();
+    const int r = comm.rank(), p = comm.size();
+    const std::string dir = shared_temp_dir(comm);
+    const std::int64_t psi = testing::units_of(spec).back().end;
+    train::Replica<double> replica(spec, comm.exec(),
+                                   {{{0, psi}}, {{0, psi}}, Sharding::of(spec, p).owned(r)});
+    replica.forward_backward(0, 0, 1);
+    replica.step(0);
+    save_checkpoint(comm, replica, dir, 1, std::vector<double>{1.5});
+
+    // The files this rank wrote, opened as a reader would before the next save.
+    std::vector<std::string> mine = {"shard-" + std::to_string(r) + "-of-" + std::to_string(p) +
+                                     "-step-1.bin"};
+    if (r == 0) mine.push_back("index");
+    std::vector<std::vector<char>> before;
+    std::vector<int> readers;
+    for (const std::string& name : mine) {
+      before.push_back(read_bytes(dir + "/" + name));
+      ASSERT_FALSE(before.back().empty()) << "rank " << r << ": the first save wrote no " << name;
+      readers.push_back(::open((dir + "/" + name).c_str(), O_RDONLY));
+      ASSERT_GE(readers.back(), 0) << "rank " << r << ": cannot open " << name;
+    }
+
+    // One more optimizer step, saved under the same names.
+    replica.forward_backward(0, 0, 1);
+    replica.step(0);
+    save_checkpoint(comm, replica, dir, 1, std::vector<double>{2.5});
+
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      const std::vector<char> old_file = read_bytes(readers[i]);
+      ::close(readers[i]);
+      if (old_file != before[i])
+        ADD_FAILURE() << "rank " << r << ": " << mine[i]
+                      << ", opened before the second save, no longer reads as it did (" << old_file.size()
+                      << " bytes now, " << before[i].size()
+                      << " then): the save wrote into the file at its path (truncating it) instead "
+                         "of writing a temporary file next to it and renaming that onto the path, so "
+                         "a crash in the middle of a save leaves a half-written checkpoint";
+      if (read_bytes(dir + "/" + mine[i]) == before[i])
+        ADD_FAILURE() << "rank " << r << ": the second save did not replace " << mine[i];
+    }
+    ch01::barrier(comm);
+    if (r == 0) {
+      // The index and one file per rank; nothing half-done beside them.
+      const std::regex kept("index|shard-[0-9]+-of-" + std::to_string(p) + "-step-1\\.bin");
+      int files = 0;
+      for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        if (!std::regex_match(name, kept))
+          ADD_FAILURE() << "the save left " << name << " in the checkpoint folder: rename the "
+                           "temporary file onto its path (a crash may leave one; a finished save "
+                           "must not)";
+        ++files;
+      }
+      EXPECT_EQ(files, 1 + p) << "files in the checkpoint folder after the save";
+      std::filesystem::remove_all(dir);
+    }
+  });
 }
 
 }  // namespace

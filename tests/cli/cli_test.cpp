@@ -64,6 +64,20 @@ TEST_F(DtwCliTest, HelpDocumentsTheExitCodes) {
     EXPECT_THAT(help.output, HasSubstr(line));
 }
 
+TEST_F(DtwCliTest, HelpIsAlsoACommand) {
+  // `dtw help` is `dtw --help`; `dtw help CMD` is `dtw CMD --help`.
+  const Finished help = dtw({"help"});
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_EQ(help.output, dtw({"--help"}).output);
+  const Finished check = dtw({"help", "check"});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_EQ(check.output, dtw({"check", "--help"}).output);
+  EXPECT_THAT(check.output, HasSubstr("--rerun"));
+  const Finished unknown = dtw({"help", "chek"});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("no subcommand 'chek'"));
+}
+
 TEST_F(DtwCliTest, ParseErrorsExitWithTheUsageStatus) {
   // CLI11's own codes were 109 (unknown option) and 105 (bad value).
   const Finished unknown = train({"--bogus"});

@@ -77,7 +77,9 @@ void write_cache(const fs::path& path, const CheckCache& cache) {
   {
     std::ofstream out(tmp);
     if (!out) return;  // a cache that cannot be written only costs time
-    out << j.dump(1) << "\n";
+    // A test's output is not always valid UTF-8 (a crash can cut a character
+    // in two); such bytes become U+FFFD instead of stopping the check.
+    out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   }
   fs::rename(tmp, path, error);
 }

@@ -21,7 +21,8 @@ namespace {
 // The longest failure message `dtw check` shows without --verbose.
 constexpr std::size_t kMessageLines = 5;
 constexpr std::size_t kContextLines = 4;
-constexpr std::size_t kHintLines = 2;
+// The last lines of a crashed test program's output that its failure keeps.
+constexpr std::size_t kCrashTailLines = 12;
 
 Paint paint_for(StepState state) {
   switch (state) {
@@ -60,13 +61,13 @@ bool build_lab(const Context& context, const Chapter& chapter) {
   return true;
 }
 
-// Prints the short hints of `step` (at most kHintLines).
+// Prints the short hint of every region of `step` (each text once).
 void print_short_hints(const Chapter& chapter, const std::string& step) {
   std::vector<std::string> shown;
   for (const Hint& h : read_hints(chapter))
     if (h.step == step && std::ranges::find(shown, h.text) == shown.end()) shown.push_back(h.text);
-  for (std::size_t i = 0; i < shown.size() && i < kHintLines; ++i)
-    fmt::print("  {} {}\n", paint(Paint::kCyan, "hint " + step + ":"), shown[i]);
+  for (const std::string& text : shown)
+    fmt::print("  {} {}\n", paint(Paint::kCyan, "hint " + step + ":"), text);
 }
 
 void print_failure(const Chapter& chapter, const StepStatus& status, bool verbose) {
@@ -106,25 +107,78 @@ void print_next(const Chapter& chapter, const StepStatus& status) {
              state_label(status));
   print_short_hints(chapter, status.step);
   const std::vector<std::string> at = lab_todo_locations(chapter, status.step);
-  for (std::size_t i = 0; i < at.size() && i < 3; ++i)
-    fmt::print("    {}\n", paint(Paint::kDim, "write it at " + at[i]));
+  for (const std::string& where : at)
+    fmt::print("    {}\n", paint(Paint::kDim, "write it at " + where));
   fmt::print("  {}\n", paint(Paint::kDim, fmt::format("./dtw hint {} says more.", chapter.id)));
 }
 
-// A test program that stopped without its report: the test it was running
-// (GoogleTest's last "[ RUN      ]" line) fails with the program's last output.
-void record_crash(const TestRun& run, std::map<std::string, TestResult>& results) {
-  const std::string& out = run.process.output;
-  const std::string kRun = "[ RUN      ] ";
-  const std::size_t at = out.rfind(kRun);
-  if (at == std::string::npos) return;
-  const std::size_t end = out.find('\n', at);
-  const std::string name = out.substr(at + kRun.size(), end - at - kRun.size());
-  const std::string tail = out.substr(at, 3000);
-  results[name] = {name, false, false,
-                   {fmt::format("the test program stopped with {} in this test; its last "
-                                "output:\n{}",
-                                run.process.describe(), tail)}};
+// The command that runs `test` of the lab in the AddressSanitizer build (the
+// `asan` preset of the README), which names the line a crash comes from.
+std::string sanitizer_command(const Context& context, const Chapter& chapter,
+                              const std::string& test) {
+  const fs::path program = fs::relative(chapter.lab_tests, context.build.build_dir);
+  return fmt::format("cmake --preset asan && cmake --build --preset asan --target {} && "
+                     "build-asan/{} --gtest_filter={}",
+                     program.filename().string(), program.string(), test);
+}
+
+// A test program that stopped without its report. The tests GoogleTest saw
+// pass ("[       OK ] ...") pass; the test it was running (its last
+// "[ RUN      ]" line) fails with how the program ended, what to run to see
+// where, and the program's last lines. Returns that test's name ("" when the
+// program stopped before any test started).
+std::string record_crash(const Context& context, const Chapter& chapter, const TestRun& run,
+                         std::map<std::string, TestResult>& results) {
+  static const std::string kRun = "[ RUN      ] ", kOk = "[       OK ] ";
+  std::istringstream in(run.process.output);
+  std::string running;
+  std::vector<std::string> tail;  // the lines since the last "[ RUN      ]"
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(kRun)) {
+      running = line.substr(kRun.size());
+      tail.clear();
+    } else if (line.starts_with(kOk)) {
+      const std::string name = line.substr(kOk.size(), line.find(" (") - kOk.size());
+      results[name] = {name, true, false, {}};
+      running.clear();
+    }
+    tail.push_back(line);
+  }
+  if (running.empty()) return "";
+  std::string text;
+  if (run.process.timed_out) {
+    text = fmt::format("the test program was stopped in this test: {}", run.process.describe());
+  } else {
+    text = fmt::format(
+        "the test program crashed in this test: {}\n"
+        "to see the line it crashed on, run the test in the AddressSanitizer build:\n"
+        "{}",
+        run.process.describe(), sanitizer_command(context, chapter, running));
+  }
+  const std::size_t first = tail.size() > kCrashTailLines ? tail.size() - kCrashTailLines : 0;
+  text += "\nthe program's last output:";
+  for (std::size_t i = first; i < tail.size(); ++i) text += "\n  " + tail[i];
+  results[running] = {running, false, false, {text}};
+  return running;
+}
+
+// Runs `names`, each test once: when the program crashes, the crashed test
+// fails and the tests it did not reach run in a new program, so that every
+// test of the step has a result. A program stopped at the time limit is not
+// started again.
+void run_tests(const Context& context, const Chapter& chapter, const fs::path& program,
+               std::vector<std::string> names,
+               const std::vector<std::pair<std::string, std::string>>& env,
+               std::map<std::string, TestResult>& results) {
+  while (!names.empty()) {
+    const TestRun run = run_test_program(program, names, env);
+    for (const TestResult& r : run.tests) results[r.name] = r;
+    if (run.reported) return;
+    if (record_crash(context, chapter, run, results).empty() || run.process.timed_out) return;
+    const std::size_t before = names.size();
+    std::erase_if(names, [&](const std::string& name) { return results.count(name) > 0; });
+    if (names.size() == before) return;  // the crash was in none of them: no progress to make
+  }
 }
 
 }  // namespace
@@ -191,16 +245,17 @@ int check_command(const Context& context, const CheckOptions& options) {
       names.push_back(t.name);
     }
     if (!names.empty()) {
-      const TestRun run = run_test_program(program, names, env);
-      for (const TestResult& r : run.tests) cache.results[r.name] = r;
-      if (!run.reported) record_crash(run, cache.results);
+      run_tests(context, chapter, program, names, env, cache.results);
       if (!own_program) write_cache(cache_file, cache);
     } else if (cached) {
       ++from_cache;
     }
     statuses = classify_steps(plan, cache.results, progress);
     const StepStatus& s = *std::ranges::find(statuses, step, &StepStatus::step);
-    std::string count = s.run == 0 ? "" : fmt::format("{}/{} tests pass", s.passed, s.run);
+    // Out of the step's tests: a test without a result (not run, or after a
+    // program that stopped at the time limit) is counted and named as such.
+    std::string count = s.run == 0 ? "" : fmt::format("{}/{} tests pass", s.passed, s.tests);
+    if (s.run > 0 && s.run < s.tests) count += fmt::format(" ({} not run)", s.tests - s.run);
     fmt::print("  {}  {}  {}\n", paint_padded(Paint::kBold, s.step, width),
                paint_padded(paint_for(s.state), state_label(s), 28), paint(Paint::kDim, count));
     std::fflush(stdout);

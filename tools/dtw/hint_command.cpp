@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "check_cache.h"
@@ -23,19 +24,25 @@ namespace {
 // The step `dtw hint NN` is about when none is named: the one `dtw check`
 // would name (first failure, else the first open step), as far as the last
 // check knows; without one, the first step whose code is still DTW_TODO.
-std::string current_step(const Context& context, const Chapter& chapter) {
+// Nothing when the last check found every step passing, or when no check
+// knows of a failure and the lab has no DTW_TODO left.
+std::optional<std::string> current_step(const Context& context, const Chapter& chapter,
+                                        bool& all_pass) {
   const CheckCache cache = read_cache(cache_path(context.build, chapter));
   const std::map<std::string, StepProgress> progress = step_progress(chapter);
+  all_pass = false;
   if (cache.has_plan && cache.lab_hash == hash_lab(chapter)) {
     const std::vector<StepStatus> statuses = classify_steps(cache.plan, cache.results, progress);
     for (const StepStatus& s : statuses)
       if (s.state == StepState::kFail) return s.step;
     for (const StepStatus& s : statuses)
       if (s.state != StepState::kPass && s.state != StepState::kNoTests) return s.step;
+    all_pass = true;
+    return std::nullopt;
   }
   for (const std::string& step : chapter.steps)
     if (const auto p = progress.find(step); p != progress.end() && p->second.todo > 0) return step;
-  return chapter.steps.front();
+  return std::nullopt;
 }
 
 fs::path hint_state_path(const Context& context) {
@@ -47,8 +54,25 @@ fs::path hint_state_path(const Context& context) {
 int hint_command(const Context& context, const std::string& chapter_query,
                  const std::string& step_query) {
   const Chapter& chapter = find_chapter(context.chapters, chapter_query);
-  const std::string step =
-      step_query.empty() ? current_step(context, chapter) : find_step(chapter, step_query);
+  bool all_pass = false;
+  const std::optional<std::string> current =
+      step_query.empty() ? current_step(context, chapter, all_pass) : find_step(chapter, step_query);
+  if (!current) {
+    fmt::print("{}\n", all_pass ? paint(Paint::kGreen,
+                                        fmt::format("Every step of chapter {} passes: there is no "
+                                                    "step to hint at.",
+                                                    chapter.id))
+                                : fmt::format("Your lab of chapter {} has no DTW_TODO left; "
+                                              "./dtw check {} says whether every step passes.",
+                                              chapter.id, chapter.id));
+    fmt::print("{}\n", paint(Paint::kDim,
+                             fmt::format("./dtw hint {} {}.K still shows the hints of step {}.K "
+                                         "(steps {}).",
+                                         chapter.id, chapter.id, chapter.id,
+                                         fmt::join(chapter.steps, ", "))));
+    return 0;
+  }
+  const std::string& step = *current;
   std::vector<Hint> hints;
   for (const Hint& h : read_hints(chapter))
     if (h.step == step) hints.push_back(h);

@@ -4,12 +4,63 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 namespace dtw::cli {
+namespace {
+
+// True when `bytes` is well-formed UTF-8 (no overlong forms, no surrogates).
+bool valid_utf8(const std::string& bytes) {
+  static constexpr std::uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
+  for (std::size_t i = 0; i < bytes.size();) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    // The lead byte says how many continuation bytes follow.
+    const std::size_t extra = b < 0x80 ? 0
+                              : (b & 0xE0) == 0xC0 ? 1
+                              : (b & 0xF0) == 0xE0 ? 2
+                              : (b & 0xF8) == 0xF0 ? 3
+                                                   : 4;
+    if (extra == 4) return false;
+    std::uint32_t code = b & (0x7F >> extra);
+    if (i + extra >= bytes.size()) return false;
+    for (std::size_t k = 1; k <= extra; ++k) {
+      const auto c = static_cast<unsigned char>(bytes[i + k]);
+      if ((c & 0xC0) != 0x80) return false;
+      code = (code << 6) | (c & 0x3F);
+    }
+    if (code < kLeast[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string undo_byte_escapes(const std::string& text) {
+  // Code points U+0080..U+00FF are two bytes, C2 or C3 then a continuation
+  // byte; anything above U+00FF cannot come from GoogleTest's byte escapes.
+  std::string bytes;
+  bool changed = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {
+      bytes += text[i];
+      continue;
+    }
+    if ((b != 0xC2 && b != 0xC3) || i + 1 == text.size()) return text;
+    const auto c = static_cast<unsigned char>(text[i + 1]);
+    if ((c & 0xC0) != 0x80) return text;
+    bytes += static_cast<char>(((b & 0x03) << 6) | (c & 0x3F));
+    changed = true;
+    ++i;
+  }
+  return changed && valid_utf8(bytes) ? bytes : text;
+}
 
 const std::string& PlannedTest::own() const {
   static const std::string kNone;
@@ -77,7 +128,7 @@ TestRun run_test_program(const fs::path& program, const std::vector<std::string>
         t.skipped = test.value("result", "") == "SKIPPED";
         if (test.contains("failures"))
           for (const nlohmann::json& f : test.at("failures"))
-            t.failures.push_back(f.value("failure", ""));
+            t.failures.push_back(undo_byte_escapes(f.value("failure", "")));
         t.passed = t.failures.empty();
         run.tests.push_back(std::move(t));
       }
@@ -114,11 +165,27 @@ std::vector<StepStatus> classify_steps(const TestPlan& plan,
     return it == plan.steps.end() ? -1 : static_cast<int>(it - plan.steps.begin());
   };
   std::vector<StepStatus> out;
+  // A step before `step` that is not done: one whose code a test of `step`
+  // runs and that is known to fail or to be unwritten (or not checked yet
+  // while the lab still has its DTW_TODO).
+  const auto unfinished = [&](const std::string& earlier) {
+    const auto it = std::ranges::find(out, earlier, &StepStatus::step);
+    if (it == out.end()) return false;
+    switch (it->state) {
+      case StepState::kFail:
+      case StepState::kNotStarted:
+      case StepState::kInProgress:
+      case StepState::kWaiting: return true;
+      case StepState::kUnchecked: return it->progress.todo > 0;
+      default: return false;
+    }
+  };
   for (const std::string& step : plan.steps) {
     StepStatus status;
     status.step = step;
     if (const auto p = progress.find(step); p != progress.end()) status.progress = p->second;
     bool real_failure = false, own_todo = false, missing = false;
+    std::set<std::string> waiting;
     for (const PlannedTest& planned : plan.tests) {
       if (planned.own() != step) continue;
       ++status.tests;
@@ -138,14 +205,19 @@ std::vector<StepStatus> classify_steps(const TestPlan& plan,
         if (todo && *todo == step) {
           own_todo = true;
         } else if (todo) {
-          if (status.waiting_on.empty() || order(*todo) < order(status.waiting_on))
-            status.waiting_on = *todo;
+          // The test stopped at the first unwritten step it met; it waits on
+          // that one and on every other unfinished step whose code it runs.
+          waiting.insert(*todo);
+          for (const std::string& s : planned.steps)
+            if (s != step && unfinished(s)) waiting.insert(s);
         } else if (!real_failure) {
           real_failure = true;
           status.first_failure = &t;
         }
       }
     }
+    for (const std::string& s : waiting) status.waiting_on.push_back(s);
+    std::ranges::sort(status.waiting_on, {}, order);
     if (status.tests == 0) {
       status.state = StepState::kNoTests;
     } else if (real_failure) {
@@ -173,7 +245,7 @@ std::string state_label(const StepStatus& status) {
     case StepState::kInProgress:
       return fmt::format("in progress ({} of {} parts)", status.progress.regions - status.progress.todo,
                          status.progress.regions);
-    case StepState::kWaiting: return "waiting on " + status.waiting_on;
+    case StepState::kWaiting: return fmt::format("waiting on {}", fmt::join(status.waiting_on, ", "));
     case StepState::kUnchecked: return "not checked";
     case StepState::kNoTests: return "no tests";
   }

@@ -60,6 +60,12 @@ TestRun run_test_program(const fs::path& program, const std::vector<std::string>
                          const std::vector<std::pair<std::string, std::string>>& env,
                          std::chrono::seconds timeout = std::chrono::seconds(600));
 
+/// GoogleTest's JSON report writes each byte of a non-ASCII message as a
+/// character of its own ("×", bytes C3 97, becomes "\u00C3\u0097"), so the
+/// parsed text is the message's UTF-8 encoded twice. This returns the original
+/// bytes when `text` is such a double encoding of valid UTF-8, else `text`.
+std::string undo_byte_escapes(const std::string& text);
+
 /// The step a failure text reports as not written yet: "00.1" for a DTW_TODO's
 /// NotImplemented ("...exception with description \"rank 0: 00.1: ...\""),
 /// nothing for any other failure.
@@ -72,7 +78,7 @@ struct StepStatus {
   StepState state = StepState::kNoTests;
   int tests = 0, passed = 0, run = 0;         // own tests; passed; with a result
   const TestResult* first_failure = nullptr;  // for kFail: its first test with a real failure
-  std::string waiting_on;                     // for kWaiting: the unwritten step it needs
+  std::vector<std::string> waiting_on;        // for kWaiting: every unfinished step it needs
   StepProgress progress;
 };
 
@@ -81,7 +87,7 @@ std::vector<StepStatus> classify_steps(const TestPlan& plan,
                                        const std::map<std::string, TestResult>& results,
                                        const std::map<std::string, StepProgress>& progress);
 
-/// "pass", "fail", "not started", "in progress (1 of 2)", "waiting on 00.1",
+/// "pass", "fail", "not started", "in progress (1 of 2)", "waiting on 00.1, 00.3",
 /// "not checked", "no tests".
 std::string state_label(const StepStatus& status);
 

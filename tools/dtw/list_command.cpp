@@ -36,6 +36,8 @@ std::string short_label(const StepStatus& s) {
     case StepState::kUnchecked:
       return s.progress.regions > 0 && s.progress.todo == s.progress.regions ? "not started"
                                                                              : "not checked";
+    // The latest of the steps it waits on (the earlier ones show in their own column).
+    case StepState::kWaiting: return "waiting on " + s.waiting_on.back();
     default: return state_label(s);
   }
 }

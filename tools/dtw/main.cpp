@@ -3,8 +3,11 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "cli_values.h"
 #include "commands.h"
@@ -21,7 +24,8 @@ int run_main(int argc, char** argv) {
   CLI::App app{
       "dtw -- the Distributed Training Workbench.\n"
       "Learn each parallelism technique by writing it: read chapters/NN-*/README.md, fill in\n"
-      "labs/NN-*/, and let `dtw check NN` tell you where you stand.",
+      "labs/NN-*/, and let `dtw check NN` tell you where you stand.\n"
+      "`dtw help CMD` (or `dtw CMD --help`) shows a subcommand's options.",
       "dtw"};
   app.set_version_flag("--version", std::string("dtw ") + DTW_VERSION);
   app.footer(kExitCodesHelp);
@@ -91,8 +95,25 @@ int run_main(int argc, char** argv) {
     action = [bench_cmd] { return bench_command(load_context(), bench_cmd->remaining()); };
   });
 
+  // `dtw help` is `dtw --help`, and `dtw help CMD` is `dtw CMD --help`.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "help") {
+    args.erase(args.begin());
+    args.resize(std::min<std::size_t>(args.size(), 1));
+    if (!args.empty()) {
+      try {
+        app.get_subcommand(args[0]);
+      } catch (const CLI::OptionNotFound&) {
+        print_error(fmt::format("dtw help: there is no subcommand '{}' (dtw help lists them)",
+                                args[0]));
+        return kExitUsage;
+      }
+    }
+    args.push_back("--help");
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {

@@ -106,7 +106,13 @@ bool ThreadsComm::poll(detail::RequestState* state, const char* op_name) {
 // Every rank numbers its dups alike, so the world hands all of them the same
 // context without a message; the collective channel has a key of its own.
 std::unique_ptr<Comm> ThreadsComm::make_dup(std::uint64_t dup_id, bool channel) {
-  world_->check_alive(world_rank());
+  // The collective channel, made lazily at a rank's first collective, does
+  // not check: whether a rank got past the start of a collective would then
+  // depend on how fast another rank failed (bad-input tests, where one rank's
+  // arguments are wrong, would reach the step's code on some runs and not on
+  // others). Its first message checks anyway. dup() itself is a call of the
+  // caller's, and fails at once while the launch aborts.
+  if (!channel) world_->check_alive(world_rank());
   constexpr int kDupColor = -2, kChannelColor = -3;
   const int context = world_->subgroup_context(context_, dup_id, channel ? kChannelColor : kDupColor);
   return std::make_unique<ThreadsComm>(world_, context, rank(), members(), traffic_ptr(),

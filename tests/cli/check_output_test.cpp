@@ -1,0 +1,114 @@
+// `dtw check`'s own output, on a stand-in for chapter 04's lab test program
+// (check_fixture.cpp) whose tests end as a scenario says: a message in UTF-8
+// arrives byte for byte, a crashed test program still gets a result for every
+// test of the step and says how to find the crash, a step names every
+// unfinished step it waits on, and the next step shows every region's hint.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "program.h"
+
+namespace dtw {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::Finished;
+
+// `dtw check 04` on the fixture, its tests ending as `scenario` says.
+Finished check(const std::string& scenario) {
+  ::setenv("DTW_FIXTURE_SCENARIO", scenario.c_str(), 1);
+  ::setenv("NO_COLOR", "1", 1);
+  Finished out = testing::run_program({DTW_PROGRAM, "check", "04", "--program", DTW_CHECK_FIXTURE});
+  ::unsetenv("DTW_FIXTURE_SCENARIO");
+  return out;
+}
+
+// The distinct short hints of step `step`'s regions in the solution of chapter 04.
+std::set<std::string> short_hints(const std::string& step) {
+  const std::regex marker("^[ \\t]*// @lab " + std::regex_replace(step, std::regex("\\."), "\\.") +
+                          ":[ \\t]*(.*?)[ \\t]*$");
+  std::set<std::string> hints;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::path(DTW_SOURCE_DIR) / "solutions/04-zero")) {
+    std::ifstream in(e.path());
+    std::smatch m;
+    for (std::string line; std::getline(in, line);)
+      if (std::regex_match(line, m, marker)) hints.insert(m[1]);
+  }
+  return hints;
+}
+
+int count_lines_starting(const std::string& text, const std::string& start) {
+  int n = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (text.compare(at, start.size(), start) == 0) ++n;
+    at = end + 1;
+  }
+  return n;
+}
+
+TEST(CheckOutputTest, AMessageInUtf8ArrivesByteForByte) {
+  // GoogleTest's JSON report escapes each byte above 0x7f on its own; read
+  // naively, "×" (C3 97) came out as "Ã\u0097" (C3 83 C2 97).
+  const Finished out = check("utf8");
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  EXPECT_THAT(out.output, HasSubstr("First failure: step 04.1, FixtureOneTest.Trains"));
+  EXPECT_THAT(out.output,
+              HasSubstr("\n  loss ×2.0000 the reference's: θ − θ_ref = 0.5 (μ, ½, →)\n"));
+  EXPECT_THAT(out.output, Not(HasSubstr("\xc3\x83\xc2\x97"))) << "× encoded twice";
+}
+
+TEST(CheckOutputTest, ACrashedTestProgramStillCountsEveryTestOfTheStep) {
+  const Finished out = check("crash");
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  // The tests after the crash run in a new program: five of six pass.
+  EXPECT_TRUE(std::regex_search(out.output, std::regex("\n  04\\.4 +fail +5/6 tests pass\n")))
+      << out.output;
+  EXPECT_THAT(out.output, HasSubstr("First failure: step 04.4, FixtureFourTest.Second"));
+  EXPECT_THAT(out.output, HasSubstr("\n  the test program crashed in this test: killed by signal "
+                                    "11 (Segmentation fault)\n"))
+      << out.output;
+  // The README's sanitizer build, on this very test.
+  EXPECT_THAT(out.output, HasSubstr("cmake --preset asan && cmake --build --preset asan --target "
+                                    "ch04_lab_tests && build-asan/chapters/ch04_lab_tests "
+                                    "--gtest_filter=FixtureFourTest.Second"))
+      << out.output;
+  EXPECT_THAT(out.output, Not(HasSubstr("stopped with killed")));
+}
+
+TEST(CheckOutputTest, AStepNamesEveryUnfinishedStepItWaitsOn) {
+  // Step 04.5's test stops at 04.1's DTW_TODO, the first it meets; it runs
+  // 04.3's code too, which is unwritten as well.
+  const Finished out = check("todo");
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  EXPECT_TRUE(std::regex_search(out.output, std::regex("\n  04\\.5 +waiting on 04\\.1, 04\\.3 ")))
+      << out.output;
+  EXPECT_THAT(out.output, HasSubstr("Next: step 04.1 ("));
+}
+
+TEST(CheckOutputTest, TheNextStepShowsTheHintOfEveryRegion) {
+  const std::set<std::string> hints = short_hints("04.4");
+  ASSERT_GE(hints.size(), 3u) << "chapter 04's step 04.4 has three regions; this test wants a "
+                                 "step with more than two";
+  const Finished out = check("next");
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  EXPECT_THAT(out.output, HasSubstr("Next: step 04.4 ("));
+  EXPECT_EQ(count_lines_starting(out.output, "  hint 04.4: "), static_cast<int>(hints.size()))
+      << out.output;
+  for (const std::string& h : hints) EXPECT_THAT(out.output, HasSubstr("  hint 04.4: " + h + "\n"));
+}
+
+}  // namespace
+}  // namespace dtw
