@@ -40,7 +40,7 @@ void run(T* dst, const T* src, std::int64_t count) {
 
 }  // namespace
 
-template <class T>
+template <NumericElement T>
 void reduce_into(T* dst, const T* src, std::int64_t count, ReduceOp op) {
   DTW_CHECK_ARG(count >= 0, "reduce_into: count " << count << " is negative");
   DTW_CHECK_ARG(is_valid(op), "reduce_into: op " << static_cast<int>(op)
@@ -56,7 +56,7 @@ void reduce_into(T* dst, const T* src, std::int64_t count, ReduceOp op) {
   }
 }
 
-template <class T>
+template <NumericElement T>
 void reduce_into_reference(T* dst, const T* src, std::int64_t count, ReduceOp op) {
   for (std::int64_t i = 0; i < count; ++i) dst[i] = apply(op, dst[i], src[i]);
 }

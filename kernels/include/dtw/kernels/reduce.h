@@ -11,7 +11,9 @@ namespace dtw::kernels {
 /// `dst[i] = op(dst[i], src[i])` for i in [0, count), as a Kokkos kernel on
 /// the host execution space. `kAvg` reduces like `kSum` (the caller divides).
 /// Safe to call from many rank threads at once. dst and src must not overlap.
-template <class T>
+/// Built for int32_t, int64_t, float and double; any other T stops the compile
+/// with a message naming them (NumericElement).
+template <NumericElement T>
 void reduce_into(T* dst, const T* src, std::int64_t count, ReduceOp op);
 
 /// The same reduction on untyped views; `dst` and `src` must have the same
@@ -25,8 +27,8 @@ void reduce_into(Buffer dst, ConstBuffer src, ReduceOp op);
 void divide(Buffer data, int divisor);
 
 /// Plain sequential loop computing exactly what reduce_into computes: the
-/// reference the kernels are tested against.
-template <class T>
+/// reference the kernels are tested against (the same four types).
+template <NumericElement T>
 void reduce_into_reference(T* dst, const T* src, std::int64_t count, ReduceOp op);
 
 /// Initializes Kokkos once per process (idempotent, thread-safe) and finalizes it at exit.
