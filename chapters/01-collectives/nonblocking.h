@@ -66,18 +66,18 @@ class PendingCollective {
 /// allreduce(comm, data, op, algo), started: `data` must stay untouched until
 /// done. Non-blocking forms exist for AllreduceAlgo::kRing; other algorithms
 /// are an InvalidArgument.
-template <class T>
+template <NumericElement T>
 [[nodiscard]] PendingCollective iallreduce(Comm& comm, std::span<T> data, ReduceOp op,
                                            AllreduceAlgo algo = AllreduceAlgo::kRing);
 
 /// reduce_scatter(comm, data, out, op, algo), started (kRing only).
-template <class T>
+template <NumericElement T>
 [[nodiscard]] PendingCollective ireduce_scatter(Comm& comm, std::span<T> data, std::span<T> out,
                                                 ReduceOp op,
                                                 ReduceScatterAlgo algo = ReduceScatterAlgo::kRing);
 
 /// allgather(comm, in, out, algo), started (kRing only).
-template <class T>
+template <NumericElement T>
 [[nodiscard]] PendingCollective iallgather(Comm& comm, std::span<const T> in, std::span<T> out,
                                            AllgatherAlgo algo = AllgatherAlgo::kRing);
 

@@ -104,14 +104,14 @@ void announce(Comm& comm, const char* name, std::int64_t count, int op) {
 
 }  // namespace
 
-template <class T>
+template <NumericElement T>
 PendingCollective iallreduce(Comm& comm, std::span<T> data, ReduceOp op, AllreduceAlgo algo) {
   check_ring(comm, "iallreduce", algo == AllreduceAlgo::kRing, name_of(algo));
   announce<T>(comm, "iallreduce:ring", std::ssize(data), static_cast<int>(op));
   return start<T>(comm, Ring::kAllreduce, data, {}, op);
 }
 
-template <class T>
+template <NumericElement T>
 PendingCollective ireduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op,
                                   ReduceScatterAlgo algo) {
   check_ring(comm, "ireduce_scatter", algo == ReduceScatterAlgo::kRing, name_of(algo));
@@ -124,7 +124,7 @@ PendingCollective ireduce_scatter(Comm& comm, std::span<T> data, std::span<T> ou
   return start<T>(comm, Ring::kReduceScatter, data, out, op);
 }
 
-template <class T>
+template <NumericElement T>
 PendingCollective iallgather(Comm& comm, std::span<const T> in, std::span<T> out,
                              AllgatherAlgo algo) {
   check_ring(comm, "iallgather", algo == AllgatherAlgo::kRing, name_of(algo));
