@@ -170,7 +170,9 @@ std::size_t MpiComm::complete_any(std::span<detail::RequestState* const> states,
 
 bool MpiComm::poll(detail::RequestState* state, const char* op_name) {
   // MPI progresses inside the library; a test only asks it once. A rank that
-  // failed elsewhere ends the poll too, as it ends a wait.
+  // failed elsewhere ends the poll too, as it ends a wait. A poll is a call:
+  // the watchdog does not count a polling rank as silent.
+  Watchdog::instance().touch();
   if (test_request(state, op_name)) return true;
   if (job_->poll_aborted()) job_->throw_aborted(op_name);
   return false;

@@ -22,6 +22,8 @@ void Watchdog::arm(int world_rank, std::chrono::milliseconds timeout) {
   armed_ = true;
   blocked_ = false;
   recent_count_ = 0;
+  active_ = Clock::now();
+  silence_reported_ = false;
   if (!running_) {
     running_ = true;
     thread_ = std::thread([this] { loop(); });
@@ -45,11 +47,21 @@ void Watchdog::block(const char* what, const PendingOp* pending, std::size_t n) 
 void Watchdog::unblock() {
   std::lock_guard lock(mu_);
   blocked_ = false;
+  active_ = Clock::now();
+  silence_reported_ = false;
+}
+
+void Watchdog::touch() {
+  std::lock_guard lock(mu_);
+  active_ = Clock::now();
+  silence_reported_ = false;
 }
 
 void Watchdog::note_collective(std::string_view name) {
   std::lock_guard lock(mu_);
   recent_[recent_count_++ % recent_.size()] = name;
+  active_ = Clock::now();
+  silence_reported_ = false;
 }
 
 void Watchdog::stop() {
@@ -84,11 +96,38 @@ std::string Watchdog::report_locked(double waited_s) const {
   return out.str();
 }
 
+std::string Watchdog::silent_report_locked(double silent_s) const {
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  std::ostringstream out;
+  out << "dtw mpi watchdog: rank " << rank_ << " (host " << host << ", pid " << getpid()
+      << ") has made no dtw call for " << silent_s << " s (timeout " << timeout_.count() / 1000.0
+      << " s): if the job hangs, rank " << rank_
+      << " is the silent rank the others wait for (computing, or stuck in its own code)\n";
+  out << "  rank " << rank_ << " last collectives entered:";
+  if (recent_count_ == 0) out << " (none)";
+  const std::size_t n = std::min(recent_count_, recent_.size());
+  for (std::size_t i = recent_count_ - n; i < recent_count_; ++i) out << " " << recent_[i % recent_.size()];
+  out << "\n";
+  return out.str();
+}
+
 void Watchdog::loop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     cv_.wait_for(lock, std::chrono::milliseconds(100));
-    if (stopping_ || !armed_ || !blocked_) continue;
+    if (stopping_ || !armed_) continue;
+    if (!blocked_) {
+      // Once per silence: a rank outside every dtw call for the timeout.
+      const auto silent = Clock::now() - active_;
+      if (!silence_reported_ && silent >= timeout_) {
+        silence_reported_ = true;
+        const std::string report = silent_report_locked(std::chrono::duration<double>(silent).count());
+        std::fputs(report.c_str(), stderr);
+        std::fflush(stderr);
+      }
+      continue;
+    }
     const auto waited = Clock::now() - since_;
     if (waited < timeout_) continue;
     const std::string report =

@@ -2,7 +2,10 @@
 // The MPI backend's hang watchdog. A rank blocked in one MPI call for longer
 // than the timeout prints what it waits for (its pending operations and the
 // last collectives it entered), gives the other ranks a moment to print
-// theirs, and aborts the whole job with kWatchdogExitCode. One per process.
+// theirs, and aborts the whole job with kWatchdogExitCode. A rank that has
+// made no dtw call for as long says so once (it does not abort): in a hang,
+// that is the silent rank the others wait for, computing or stuck in its own
+// code, which would otherwise print nothing. One per process.
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -39,6 +42,8 @@ class Watchdog {
   /// This rank now blocks in `what` waiting for `pending`.
   void block(const char* what, const PendingOp* pending, std::size_t n);
   void unblock();
+  /// This rank made a call that does not block (a poll): it is not silent.
+  void touch();
   /// Remembers the name of a collective this rank entered (a ring of the last few).
   void note_collective(std::string_view name);
   /// Stops the thread (at exit).
@@ -48,6 +53,7 @@ class Watchdog {
   Watchdog() = default;
   void loop();
   std::string report_locked(double waited_s) const;
+  std::string silent_report_locked(double silent_s) const;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -56,6 +62,8 @@ class Watchdog {
   int rank_ = -1;
   std::chrono::milliseconds timeout_{60'000};
   Clock::time_point since_;
+  Clock::time_point active_;  // the end of this rank's last dtw call (or the arm)
+  bool silence_reported_ = false;
   const char* what_ = "";
   std::vector<PendingOp> pending_;
   // Copies: a name may come from a caller's temporary string.
