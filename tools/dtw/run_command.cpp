@@ -6,13 +6,11 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <cerrno>
-#include <cstring>
-#include <regex>
 
 #include "commands.h"
 #include "demo_runner.h"
 #include "exit_codes.h"
+#include "lab_run.h"
 #include "dtw/config.h"
 #include "dtw/errors.h"
 #include "dtw/output_file.h"
@@ -113,37 +111,23 @@ void write_json(const std::string& path, const Demo& demo, const DemoOutcome& ou
 
 // dtw run DEMO --lab: the same arguments, to the demo's chapter's lab-run program.
 [[noreturn]] void hand_over_to_lab(const Demo& demo, const RunOptions& options) {
-  const Context context = load_context();
-  const Chapter& chapter = find_chapter(context.chapters, demo.chapter);
-  if (chapter.lab_run.empty() || !fs::exists(chapter.lab_run))
-    throw UsageError(fmt::format("the lab-run program of chapter {} is not built ({}); ./dtw "
-                                 "builds it",
-                                 chapter.id, chapter.lab_run.string()));
-  std::vector<std::string> argv{chapter.lab_run.string(), "run"};
-  argv.insert(argv.end(), options.words.begin(), options.words.end());
-  if (options.ranks > 0) argv.insert(argv.end(), {"--ranks", std::to_string(options.ranks)});
-  argv.insert(argv.end(), {"--backend", options.backend});
-  if (!options.hostfile.empty()) argv.insert(argv.end(), {"--hostfile", options.hostfile});
-  if (!options.trace.empty()) argv.insert(argv.end(), {"--trace", options.trace});
-  if (!options.json.empty()) argv.insert(argv.end(), {"--json", options.json});
-  exec_program(argv);
-  throw std::runtime_error(
-      fmt::format("cannot run {}: {}", chapter.lab_run.string(), std::strerror(errno)));
+  std::vector<std::string> args{"run"};
+  args.insert(args.end(), options.words.begin(), options.words.end());
+  if (options.ranks > 0) args.insert(args.end(), {"--ranks", std::to_string(options.ranks)});
+  args.insert(args.end(), {"--backend", options.backend});
+  if (!options.hostfile.empty()) args.insert(args.end(), {"--hostfile", options.hostfile});
+  if (!options.trace.empty()) args.insert(args.end(), {"--trace", options.trace});
+  if (!options.json.empty()) args.insert(args.end(), {"--json", options.json});
+  exec_lab_run(demo.chapter, args);
 }
 
 // A rank of a --lab run hit a DTW_TODO: say which step, plainly.
 void print_not_implemented(const Demo& demo, const RankError& e) {
-  static const std::regex kStep(R"(^(?:rank \d+: )?(\d\d\.\d+): (.*?)(?: \(NotImplemented\))?(?: \[.*)?$)");
-  const std::string first_line = e.message.substr(0, e.message.find('\n'));
-  std::smatch m;
-  if (!std::regex_match(first_line, m, kStep)) {
+  if (const std::optional<NotWritten> w = not_written(e.message))
+    print_not_written(*w, demo.chapter, fmt::format("rank {}", e.rank),
+                      fmt::format("./dtw run {} runs the demo with the solution", demo.name));
+  else
     fmt::print("\n{} {}\n", paint(Paint::kRed, "NotImplemented:"), e.message);
-    return;
-  }
-  fmt::print("\n{} your lab has not written step {} yet ({}), and rank {} needed it.\n  "
-             "./dtw check {} {} tests it; ./dtw run {} runs the demo with the solution.\n",
-             paint(Paint::kYellow, "Not written yet:"), m[1].str(), m[2].str(), e.rank,
-             demo.chapter, m[1].str(), demo.name);
 }
 
 }  // namespace

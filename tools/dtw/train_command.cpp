@@ -9,14 +9,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <utility>
 
 #include "commands.h"
 #include "exit_codes.h"
+#include "lab_run.h"
 #include "process.h"
 #include "dtw/errors.h"
 #include "dtw/kernels/matmul.h"
@@ -32,8 +31,6 @@
 
 namespace dtw::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 // "12.3k", "1.20M": tokens per second at a glance.
 std::string human_rate(double per_second) {
@@ -187,32 +184,11 @@ void list_strategies() {
                                  "so there is no lab of it (dtw train --list names each "
                                  "strategy's chapter)",
                                  strategy.name));
-  const Context context = load_context();
-  const Chapter& chapter = find_chapter(context.chapters, strategy.chapter);
-  if (chapter.lab_run.empty() || !fs::exists(chapter.lab_run))
-    throw UsageError(fmt::format("the lab-run program of chapter {} is not built ({}); ./dtw "
-                                 "builds it",
-                                 chapter.id, chapter.lab_run.string()));
-  std::vector<std::string> argv{chapter.lab_run.string()};
+  std::vector<std::string> args;
   const auto train = std::find(options.words.begin(), options.words.end(), "train");
   for (auto it = train; it != options.words.end(); ++it)
-    if (*it != "--lab") argv.push_back(*it);
-  exec_program(argv);
-  throw std::runtime_error(
-      fmt::format("cannot run {}: {}", chapter.lab_run.string(), std::strerror(errno)));
-}
-
-// A rank of a --lab run hit a DTW_TODO: say which step, plainly.
-int print_not_written(const train::Strategy& strategy, const NotImplemented& e) {
-  static const std::regex kStep(R"(\b(\d\d\.\d+): (.*?) \(NotImplemented\))");
-  const std::string what = e.what();
-  std::smatch m;
-  if (!std::regex_search(what, m, kStep)) throw e;
-  fmt::print("\n{} your lab has not written step {} yet ({}), and {} needed it.\n  ./dtw check "
-             "{} {} tests it; dtw train without --lab runs the solution.\n",
-             paint(Paint::kYellow, "Not written yet:"), m[1].str(), m[2].str(), strategy.name,
-             strategy.chapter, m[1].str());
-  return kExitRunFailed;
+    if (*it != "--lab") args.push_back(*it);
+  exec_lab_run(strategy.chapter, args);
 }
 
 }  // namespace
@@ -284,8 +260,10 @@ int train_command(const TrainCommandOptions& options) {
   try {
     out = train::run_strategy(strategy, spec, harness);
   } catch (const NotImplemented& e) {
-    if (!options.lab_program) throw;
-    return print_not_written(strategy, e);
+    const std::optional<NotWritten> w = not_written(e.what());
+    if (!options.lab_program || !w) throw;
+    print_not_written(*w, strategy.chapter, strategy.name, "dtw train without --lab runs the solution");
+    return kExitRunFailed;
   }
   DTW_CHECK(!out.losses.empty(), Error,
             "dtw train: strategy " << strategy.name << " recorded no losses (RankRun::record_loss)");
