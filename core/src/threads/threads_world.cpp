@@ -1,7 +1,6 @@
-// Matching, blocking and failure handling of the threads backend.
+// Matching and delivery of the threads backend, and a rank's end and abort
+// (threads_wait.cpp: blocking, completion and the deadlock detector).
 #include "threads/threads_world.h"
-
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
@@ -18,8 +17,6 @@ namespace {
 // larger one is copied by its receiver, so that in an exchange each rank copies
 // its own incoming data and the two copies run in parallel.
 constexpr std::int64_t kEagerBytes = 64 * 1024;
-// How long a waiting rank spins before it sleeps on its condition variable.
-constexpr auto kSpin = std::chrono::microseconds(50);
 }  // namespace
 
 World::World(int size, std::chrono::milliseconds timeout)
@@ -57,21 +54,6 @@ void World::notify_pending(std::unique_lock<std::mutex>& lock, bool relock) {
   if (relock) lock.lock();
 }
 
-// Sends the wake-ups a public call collected when it returns or throws.
-class World::NotifyOnExit {
- public:
-  NotifyOnExit(World& world, std::unique_lock<std::mutex>& lock) : world_(world), lock_(lock) {}
-  ~NotifyOnExit() {
-    if (!lock_.owns_lock()) lock_.lock();
-    world_.notify_pending(lock_, false);
-  }
-  NotifyOnExit(const NotifyOnExit&) = delete;
-  NotifyOnExit& operator=(const NotifyOnExit&) = delete;
-
- private:
-  World& world_;
-  std::unique_lock<std::mutex>& lock_;
-};
 
 void World::mark_done(Op& op) {
   op.state = Op::State::kDone;
@@ -176,176 +158,6 @@ void World::post(const std::shared_ptr<Op>& op) {
   if (it->second.empty()) other.erase(it);
   if (op->send) match(op, peer, op->owner, lock);
   else match(peer, op, op->owner, lock);
-}
-
-bool World::can_progress(int rank) const {
-  const RankState& r = ranks_[rank];
-  if (!r.copy_jobs.empty()) return true;
-  return std::any_of(r.waiting_on.begin(), r.waiting_on.end(),
-                     [](const Op* op) { return op->state == Op::State::kDone; });
-}
-
-void World::declare_deadlock() {
-  deadlocked_ = true;
-  deadlock_report_ = wait_graph("deadlock: every live rank is blocked and none can make progress");
-  for (int r = 0; r < size_; ++r) wake(r);
-}
-
-void World::fail_timeout(int rank, const char* headline) {
-  RankState& me = ranks_[rank];
-  std::string graph = wait_graph(headline);
-  stop_waiting(me);
-  me.polled = nullptr;
-  aborted_ = true;
-  abort_rank_ = rank;
-  abort_kind_ = "TimeoutError";
-  for (int r = 0; r < size_; ++r) wake(r);
-  throw TimeoutError(graph);
-}
-
-bool World::all_live_stuck() const {
-  bool any_live = false;
-  for (int r = 0; r < size_; ++r) {
-    const RankState& s = ranks_[r];
-    if (s.finished) continue;
-    any_live = true;
-    if (!s.waiting || can_progress(r)) return false;
-  }
-  return any_live;
-}
-
-void World::quiesce(int rank, std::unique_lock<std::mutex>& lock) {
-  RankState& me = ranks_[rank];
-  notify_pending(lock, true);
-  me.cv.wait(lock, [&] { return me.copies_in_flight == 0; });
-}
-
-void World::throw_if_failed(int rank, std::unique_lock<std::mutex>& lock) {
-  if (!aborted_ && !deadlocked_) return;
-  stop_waiting(ranks_[rank]);
-  quiesce(rank, lock);
-  if (deadlocked_) throw DeadlockError(deadlock_report_);
-  throw AbortedError("call cancelled because rank " + std::to_string(abort_rank_) +
-                     " failed first (" + abort_kind_ + ")");
-}
-
-void World::throw_op_error(const Op& op) {
-  if (op.error.empty()) return;
-  if (op.error_is_abort) throw AbortedError(op.error);
-  throw InvalidArgument(op.error);
-}
-
-// Copies of large messages into this rank's receive buffers: done by the
-// receiver, in its own wait or test, outside the lock.
-void World::run_copy_jobs(int rank, std::unique_lock<std::mutex>& lock) {
-  RankState& me = ranks_[rank];
-  if (me.copy_jobs.empty()) return;
-  std::vector<std::shared_ptr<Op>> jobs;
-  jobs.swap(me.copy_jobs);
-  for (auto& job : jobs) ++ranks_[job->partner->owner].copies_in_flight;
-  me.copies_in_flight += static_cast<int>(jobs.size());
-  lock.unlock();
-  for (auto& job : jobs) transfer(*job->partner, *job);
-  lock.lock();
-  for (auto& job : jobs) {
-    --ranks_[job->partner->owner].copies_in_flight;
-    --me.copies_in_flight;
-    mark_done(*job->partner);
-    mark_done(*job);
-  }
-}
-
-std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call, bool any) {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
-  RankState& me = ranks_[rank];
-  me.polled = nullptr;
-  const Clock::time_point start = Clock::now();
-  const auto is_done = [](const Op* op) { return op->state == Op::State::kDone; };
-  for (;;) {
-    stop_waiting(me);
-    // This rank's own outcome first: an operation that completed (or failed on
-    // its own bad match) reports that, even if another rank has failed since.
-    if (any) {
-      const auto it = std::find_if(ops.begin(), ops.end(), is_done);
-      if (it != ops.end()) {
-        throw_op_error(**it);
-        return static_cast<std::size_t>(it - ops.begin());
-      }
-    } else if (std::all_of(ops.begin(), ops.end(), is_done)) {
-      for (const Op* op : ops) throw_op_error(*op);
-      return 0;
-    }
-    throw_if_failed(rank, lock);
-    if (!me.copy_jobs.empty()) {
-      run_copy_jobs(rank, lock);
-      continue;
-    }
-    // Nothing to do: record what this rank waits for, then look for a deadlock.
-    // can_progress() asks whether *any* op in waiting_on is done: exact for
-    // wait_any (one is all it needs), and for a full wait it wakes the rank to
-    // look again.
-    me.waiting = true;
-    me.any = any;
-    me.call = call;
-    me.since = start;
-    me.waiting_on.clear();
-    for (Op* op : ops)
-      if (!is_done(op)) me.waiting_on.push_back(op);
-    if (!can_progress(rank)) {
-      me.stuck = true;
-      ++stuck_;
-    }
-    if (stuck_ == live_ && all_live_stuck()) {
-      declare_deadlock();
-      continue;
-    }
-    const Clock::time_point deadline = start + timeout_;
-    if (Clock::now() >= deadline)
-      fail_timeout(rank, "timeout: a rank waited longer than the launch timeout");
-    const std::uint64_t seq = me.wake_seq.load(std::memory_order_acquire);
-    // Whoever this rank woke must run while it waits.
-    if (!to_wake_.empty()) notify_pending(lock, true);
-    if (!oversubscribed_) {
-      // Spin briefly first: a wake-up through the condition variable costs
-      // several microseconds, a message between two busy cores far less.
-      lock.unlock();
-      const Clock::time_point spin_end = Clock::now() + kSpin;
-      while (me.wake_seq.load(std::memory_order_acquire) == seq && Clock::now() < spin_end)
-        _mm_pause();
-      lock.lock();
-    }
-    me.cv.wait_until(lock, deadline, [&] { return me.wake_seq.load() != seq; });
-  }
-}
-
-bool World::test(int rank, Op& op, const char* call, bool polling) {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
-  RankState& me = ranks_[rank];
-  run_copy_jobs(rank, lock);
-  if (op.state == Op::State::kDone) {
-    throw_op_error(op);
-    return true;
-  }
-  throw_if_failed(rank, lock);
-  if (!polling) return false;
-  const Clock::time_point now = Clock::now();
-  if (me.polled == nullptr) {
-    me.polled = &op;
-    me.call = call;
-    me.polling_since = now;
-  } else if (now - me.polling_since >= timeout_) {
-    fail_timeout(rank, "timeout: a rank polled with test longer than the launch timeout while none "
-                       "of its operations completed");
-  }
-  return false;
-}
-
-void World::check_alive(int rank) {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
-  throw_if_failed(rank, lock);
 }
 
 std::string World::finish_rank(int rank) {

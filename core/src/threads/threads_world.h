@@ -124,7 +124,21 @@ class World {
   // notified while the waker still holds mu_ wakes only to block on mu_ again,
   // which on an oversubscribed machine costs two more futex calls and a
   // context switch per message.
-  class NotifyOnExit;
+  // Sends the wake-ups a public call collected when it returns or throws.
+  class NotifyOnExit {
+   public:
+    NotifyOnExit(World& world, std::unique_lock<std::mutex>& lock) : world_(world), lock_(lock) {}
+    ~NotifyOnExit() {
+      if (!lock_.owns_lock()) lock_.lock();
+      world_.notify_pending(lock_, false);
+    }
+    NotifyOnExit(const NotifyOnExit&) = delete;
+    NotifyOnExit& operator=(const NotifyOnExit&) = delete;
+
+   private:
+    World& world_;
+    std::unique_lock<std::mutex>& lock_;
+  };
   // Releases `lock`, notifies the ranks collected by wake(), and leaves `lock`
   // released (`relock`: takes it again).
   void notify_pending(std::unique_lock<std::mutex>& lock, bool relock);
