@@ -128,7 +128,8 @@ void Comm::finish(detail::RequestState& state) {
     traffic_->messages_received[peer] += 1;
   }
   if (tracer_->enabled())
-    tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us, state.is_send);
+    tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us, state.is_send,
+                        trace_channel_);
 }
 
 // exception out of complete() withdraws it before the caller's buffer goes away.
@@ -164,7 +165,8 @@ void Comm::recv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag) {
   traffic_->bytes_received[world_rank_of(src)] += inout.bytes();
   traffic_->messages_received[world_rank_of(src)] += 1;
   if (tracer_->enabled())
-    tracer_->comm_event("recv_reduce", world_rank_of(src), inout.bytes(), tag, start);
+    tracer_->comm_event("recv_reduce", world_rank_of(src), inout.bytes(), tag, start, false,
+                        trace_channel_);
 }
 
 Request Comm::irecv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag) {
@@ -266,6 +268,7 @@ Comm& Comm::collective_channel() {
     // Numbered apart from dup()'s, so making it never shifts what later dups get.
     channel_ = make_dup(0, true);
     channel_->is_channel_ = true;
+    channel_->trace_channel_ = tracer_->new_channel();
     channel_->verify_collectives_ = verify_collectives_;
   }
   return *channel_;

@@ -8,10 +8,11 @@
 namespace dtw {
 
 void Tracer::comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us,
-                        bool is_send) {
+                        bool is_send, int channel) {
   if (!enabled_) return;
   TraceEvent e{op, "comm", rank_, peer, bytes, tag, start_us, now_us()};
   e.is_send = is_send;
+  e.channel = channel;
   events_.push_back(std::move(e));
 }
 
@@ -40,6 +41,7 @@ void write_chrome_trace(const std::vector<TraceEvent>& events, const std::string
     if (e.category == "comm") {
       args["tag"] = e.tag;
       args["direction"] = e.is_send ? "send" : "recv";
+      if (e.channel >= 0) args["collective_channel"] = e.channel;
     }
     if (e.stage >= 0) args["stage"] = e.stage;
     if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;

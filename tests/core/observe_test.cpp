@@ -109,6 +109,29 @@ TEST(ObserveTest, TraceIsWrittenAsChromeJson) {
   for (const TraceEvent& ev : report.trace) EXPECT_LE(ev.start_us, ev.end_us);
 }
 
+TEST(ObserveTest, TraceNamesTheCollectiveChannelOfEachMessage) {
+  // A user message, then one on the world's collective channel and one on a
+  // duplicate's: the trace numbers the channels 0, 1 in the order this rank
+  // made them (the modeled fabric groups a collective's rounds by channel and
+  // tag), and a user message has none.
+  LaunchOptions options;
+  options.trace = true;
+  options.timeout = std::chrono::seconds(20);
+  const Report report = launch(2, options, [](Comm& comm) {
+    const int peer = 1 - comm.rank();
+    std::vector<float> out(8, 1.0f), in(8);
+    comm.sendrecv(out, peer, in, peer, 3);
+    Comm& world_channel = comm.collective_channel();
+    world_channel.sendrecv(out, peer, in, peer, comm.next_collective_tag());
+    std::unique_ptr<Comm> copy = comm.dup();
+    copy->collective_channel().sendrecv(out, peer, in, peer, copy->next_collective_tag());
+  });
+  std::vector<int> channels;
+  for (const TraceEvent& e : report.trace)
+    if (e.rank == 0 && e.category == "comm" && e.is_send) channels.push_back(e.channel);
+  EXPECT_EQ(channels, (std::vector<int>{-1, 0, 1}));
+}
+
 TEST(ObserveTest, WriteTraceWithoutTracingIsAnError) {
   const Report report = launch_bounded(1, [](Comm&) {});
   EXPECT_THROW(report.write_trace("unused.json"), InvalidArgument);

@@ -125,6 +125,55 @@ TEST(FabricTest, APostInsideComputeFollowsTheCompletionsItsRankHadSeen) {
   EXPECT_NEAR(r.seconds, 10e-3, 1e-12);  // both still hidden under the phase
 }
 
+TEST(FabricTest, OnADeviceACollectivesLaterRoundsFollowTheLastArrivalNotTheHostsPoll) {
+  // Two rounds of one collective (collective channel 0, tag 5) from rank 0 to
+  // rank 1 inside a 10 ms phase of rank 0. The host polled late: it posted
+  // round B at 80% of the phase, long after round A had arrived. Each message
+  // takes 2 ms (α 1 ms + 1e6 bytes · 1 ns).
+  auto on_channel = [](TraceEvent e) {
+    e.channel = 0;
+    return e;
+  };
+  const std::vector<TraceEvent> trace = {
+      compute(0, 0, 1000, 1e7),
+      on_channel(message("isend", 0, 1, true, 1000000, 5, 100, 150)),
+      on_channel(message("isend", 0, 1, true, 1000000, 5, 800, 850)),
+      on_channel(message("irecv", 1, 0, false, 1000000, 5, 0, 150)),
+      on_channel(message("irecv", 1, 0, false, 1000000, 5, 790, 850)),
+      // A user message with the same tag is not part of the collective: it
+      // pairs with its own receive and keeps the host's post (90%).
+      message("isend", 0, 1, true, 1000000, 5, 900, 950),
+      message("irecv", 1, 0, false, 1000000, 5, 895, 950),
+  };
+  auto sends_of = [](const Replay& r) {
+    std::vector<const TraceEvent*> sends;
+    for (const TraceEvent& e : r.events)
+      if (e.rank == 0 && e.name == "isend") sends.push_back(&e);
+    return sends;
+  };
+  Cluster device = toy(2);
+  const Replay on_device = replay_on(trace, 2, device);
+  std::vector<const TraceEvent*> sends = sends_of(on_device);
+  ASSERT_EQ(sends.size(), 3u);
+  EXPECT_NEAR(sends[0]->start_us, 1000, 1e-6);
+  EXPECT_NEAR(sends[0]->end_us, 3000, 1e-6);
+  EXPECT_NEAR(sends[1]->start_us, 3000, 1e-6);  // at A's arrival, not at the poll (8 ms)
+  EXPECT_NEAR(sends[1]->end_us, 5000, 1e-6);
+  EXPECT_EQ(sends[2]->channel, -1);
+  EXPECT_NEAR(sends[2]->start_us, 9000, 1e-6);  // the user's message: where the host posted it
+  EXPECT_NEAR(sends[2]->end_us, 11000, 1e-6);
+  EXPECT_EQ(on_device.unmatched, 0);
+  // Where the host's polls are the truth (this-machine), round B keeps its post.
+  device.device_progress = false;
+  const Replay polled = replay_on(trace, 2, device);
+  sends = sends_of(polled);
+  ASSERT_EQ(sends.size(), 3u);
+  EXPECT_NEAR(sends[1]->start_us, 8000, 1e-6);
+  EXPECT_NEAR(sends[1]->end_us, 10000, 1e-6);
+  EXPECT_FALSE(this_machine(1e-6, 1e-9, 1e9).device_progress);
+  for (const Cluster& c : gpu_clusters()) EXPECT_TRUE(c.device_progress) << c.name;
+}
+
 TEST(FabricTest, ThisMachineKeepsMeasuredComputeAndUsesTheFittedLink) {
   const std::vector<TraceEvent> trace = {
       compute(0, 0, 5000, 2e6),

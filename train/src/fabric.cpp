@@ -45,7 +45,7 @@ Cluster this_machine(double alpha, double beta, double memory_bw) {
                                        << memory_bw << " must be >= 0, >= 0, > 0");
   return {"this-machine", "this machine: measured compute, links fitted by ping-pong",
           "chapter 00's ping-pong and fit_alpha_beta, run now", 1 << 30,
-          {alpha, beta}, {alpha, beta}, 0, memory_bw, true};
+          {alpha, beta}, {alpha, beta}, 0, memory_bw, true, false};
 }
 
 const Cluster& find_gpu_cluster(std::string_view name) {
@@ -125,13 +125,27 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
       else reach = out.events[i].end_us;
     }
   }
-  // Pair sends with receives in posting order per (source, destination, tag).
-  std::map<std::tuple<int, int, int>, std::vector<std::size_t>> sends, recvs;
+  // Pair sends with receives in posting order per (source, destination, tag,
+  // collective channel or not: a collective's tag is not a user's).
+  std::map<std::tuple<int, int, int, bool>, std::vector<std::size_t>> sends, recvs;
   for (std::size_t i = 0; i < n; ++i) {
     const TraceEvent& e = out.events[i];
     if (e.category != "comm") continue;
-    if (e.is_send) sends[{e.rank, e.peer, e.tag}].push_back(i);
-    else recvs[{e.peer, e.rank, e.tag}].push_back(i);
+    const bool collective = e.channel >= 0;
+    if (e.is_send) sends[{e.rank, e.peer, e.tag, collective}].push_back(i);
+    else recvs[{e.peer, e.rank, e.tag, collective}].push_back(i);
+  }
+  // On a device, the messages of one collective on one rank (rank, channel,
+  // tag) form a group whose later rounds the device starts by itself.
+  std::vector<int> group(n, -1);
+  if (cluster.device_progress) {
+    std::map<std::tuple<int, int, int>, int> groups;
+    for (std::size_t i = 0; i < n; ++i) {
+      const TraceEvent& e = out.events[i];
+      if (e.category != "comm" || e.channel < 0 || e.tag < 0) continue;
+      group[i] = groups.try_emplace({e.rank, e.channel, e.tag}, static_cast<int>(groups.size()))
+                     .first->second;
+    }
   }
   std::vector<Message> msg(n);
   auto by_post = [&](std::size_t a, std::size_t b) {
@@ -181,6 +195,9 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   std::vector<double> seen(static_cast<std::size_t>(world), 0);
   std::vector<std::size_t> next(static_cast<std::size_t>(world), 0);
   std::vector<double> model_start(n, 0), model_end(n, 0);
+  // Per group: the modeled post of its first message (−1 before it), and the
+  // latest modeled completion of its messages that the host has seen so far.
+  std::vector<double> group_first(n, -1), group_done(n, 0);
   auto completion = [&](std::size_t i) -> double {  // −1 while the partner has not posted
     const Message& m = msg[i];
     const TraceEvent& e = out.events[i];
@@ -192,6 +209,10 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
     double t = std::max(m.post, other) + cluster.link(e.rank, e.peer).seconds(bytes);
     if (out.events[recv].name == "recv_reduce") t += 3 * bytes / cluster.memory_bw;
     return t;
+  };
+  auto note_done = [&](std::size_t i, double done) {
+    if (const int g = group[i]; g >= 0)
+      group_done[static_cast<std::size_t>(g)] = std::max(group_done[static_cast<std::size_t>(g)], done);
   };
   for (bool progress = true; progress;) {
     progress = false;
@@ -208,13 +229,21 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
           model_end[i] = t;
         } else if (in.kind == kPost) {
           double post = t;
-          if (in.phase >= 0) {  // the same fraction of the modeled phase, not before what it followed
+          const int g = group[i];
+          if (g >= 0 && group_first[static_cast<std::size_t>(g)] >= 0) {
+            // A later round: the device starts it once the rounds before it
+            // (those the host had seen complete) have arrived.
+            post = std::max(group_first[static_cast<std::size_t>(g)],
+                            group_done[static_cast<std::size_t>(g)]);
+          } else if (in.phase >= 0) {  // the same fraction of the modeled phase, not before what it followed
             const TraceEvent& c = out.events[static_cast<std::size_t>(in.phase)];
             const double frac = (out.events[i].start_us - c.start_us) / (c.end_us - c.start_us);
             post = std::max(model_start[static_cast<std::size_t>(in.phase)] +
                                 frac * duration[static_cast<std::size_t>(in.phase)],
                             seen[static_cast<std::size_t>(r)]);
           }
+          if (g >= 0 && group_first[static_cast<std::size_t>(g)] < 0)
+            group_first[static_cast<std::size_t>(g)] = post;
           msg[i].post = post;
           model_start[i] = post;
           if (!msg[i].matched) ++out.unmatched;
@@ -222,9 +251,11 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
           const double done = completion(i);
           if (done < 0) break;  // the partner has not posted yet: another rank first
           seen[static_cast<std::size_t>(r)] = std::max(seen[static_cast<std::size_t>(r)], done);
+          note_done(i, done);
         } else {
           const double done = completion(i);
           if (done < 0) break;  // the partner has not posted yet: another rank first
+          note_done(i, done);
           model_end[i] = done;
           t = std::max(t, done);
         }

@@ -513,6 +513,7 @@ class Comm {
   std::uint64_t collective_ops_ = 0;     // the operation counter behind next_collective_tag
   std::unique_ptr<Comm> channel_;        // the collective channel, once made
   bool is_channel_ = false;              // this communicator is a collective channel
+  int trace_channel_ = -1;               // a channel's number in the trace (TraceEvent::channel)
   bool verify_collectives_;   // initialised from the build type and DTW_CHECK_COLLECTIVES
 };
 

@@ -31,6 +31,11 @@ struct TraceEvent {
   int stage = -1;        ///< pipeline stage of a phase, −1 when none
   int micro_batch = -1;  ///< micro-batch of a phase, −1 when none
   double flops = 0;      ///< floating-point work of a compute phase (matrix products)
+  /// A message of a collective channel (Comm::collective_channel()): which of
+  /// this rank's channels, numbered 0, 1, ... in the order the rank made them;
+  /// −1 for a message of a user communicator. With `tag` (the collective's
+  /// number on that channel) it names the collective a message belongs to.
+  int channel = -1;
 };
 
 /// What a phase is, for the timeline and the modeled fabric.
@@ -57,9 +62,11 @@ class Tracer {
   double now_us() const {
     return std::chrono::duration<double, std::micro>(Clock::now() - epoch_).count();
   }
-  /// Appends a communication event (no-op when disabled).
+  /// Appends a communication event (no-op when disabled); `channel` as in TraceEvent.
   void comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us,
-                  bool is_send = false);
+                  bool is_send = false, int channel = -1);
+  /// The number of this rank's next collective channel (TraceEvent::channel).
+  int new_channel() { return channels_++; }
   /// The events recorded so far.
   const std::vector<TraceEvent>& events() const { return events_; }
 
@@ -88,6 +95,7 @@ class Tracer {
   bool enabled_;
   Clock::time_point epoch_;
   std::vector<TraceEvent> events_;
+  int channels_ = 0;
 };
 
 /// Writes `events` as Chrome trace JSON (one track per rank) to `path`.

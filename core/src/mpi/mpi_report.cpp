@@ -21,7 +21,8 @@ struct ResultCodec<TraceEvent> {
       ResultCodec<std::int64_t>::put(w, x);
     ResultCodec<double>::put(w, e.start_us);
     ResultCodec<double>::put(w, e.end_us);
-    for (std::int64_t x : {std::int64_t{e.is_send}, std::int64_t{e.stage}, std::int64_t{e.micro_batch}})
+    for (std::int64_t x : {std::int64_t{e.is_send}, std::int64_t{e.stage}, std::int64_t{e.micro_batch},
+                           std::int64_t{e.channel}})
       ResultCodec<std::int64_t>::put(w, x);
     ResultCodec<double>::put(w, e.flops);
   }
@@ -38,6 +39,7 @@ struct ResultCodec<TraceEvent> {
     e.is_send = ResultCodec<std::int64_t>::get(r) != 0;
     e.stage = static_cast<int>(ResultCodec<std::int64_t>::get(r));
     e.micro_batch = static_cast<int>(ResultCodec<std::int64_t>::get(r));
+    e.channel = static_cast<int>(ResultCodec<std::int64_t>::get(r));
     e.flops = ResultCodec<double>::get(r);
     return e;
   }

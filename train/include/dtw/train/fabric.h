@@ -13,13 +13,27 @@
 /// crosses: intra-node between ranks on one node (ranks_per_node consecutive
 /// ranks), inter-node otherwise; a recv_reduce adds 3n bytes of memory traffic
 /// for the reduction. Sends and receives pair in posting order per (source,
-/// destination, tag). A call posted inside a compute phase is posted at the
-/// same fraction of the modeled phase, but never before the modeled
-/// completion of a call of its rank that the host had seen complete when it
-/// posted (a ring's next round follows the last round's arrival); a
-/// non-blocking call that completed inside a compute phase is waited for at
-/// the end of that phase. Not
-/// modeled: link contention, the runtime's internal messages (barriers,
+/// destination, tag, collective channel or not). A call posted inside a
+/// compute phase is posted at the same fraction of the modeled phase, but
+/// never before the modeled completion of a call of its rank that the host
+/// had seen complete when it posted; a non-blocking call that completed
+/// inside a compute phase is waited for at the end of that phase.
+///
+/// Collectives on a device (Cluster::device_progress). A collective runs in
+/// rounds on its communicator's collective channel, all under one tag (its
+/// number there). On the CPU backends a rank posts the next round only when
+/// its own thread calls test() or wait() and finds the last round complete,
+/// so the host's trace puts later rounds wherever the rank happened to poll.
+/// A GPU does not wait for the host: NCCL's kernels, once launched, start
+/// each round the moment the previous one has arrived. So on a device
+/// cluster a collective's first message is posted where the host posted it
+/// (the rules above), and every later message of the same collective (same
+/// rank, channel and tag) at the modeled completion of the messages of that
+/// collective the host had seen complete before posting it — not at the
+/// host's poll. On `this-machine` the host's polls are the truth and later
+/// rounds keep them.
+///
+/// Not modeled: link contention, the runtime's internal messages (barriers,
 /// reference collectives) and work outside compute phases.
 
 #include <string>
@@ -50,6 +64,9 @@ struct Cluster {
   double flops = 0;         ///< sustained matmul FLOP/s per device
   double memory_bw = 0;     ///< sustained memory bandwidth per device, bytes/s
   bool measured_compute = false;  ///< keep measured compute durations (this-machine)
+  /// A collective's later rounds start when the previous round arrives, not
+  /// when the host polls (true for the GPU clusters; see the replay rules).
+  bool device_progress = true;
   /// The link between ranks a and b.
   const Link& link(int a, int b) const {
     return a / ranks_per_node == b / ranks_per_node ? intra : inter;
