@@ -90,6 +90,7 @@ Request Comm::post_send(ConstBuffer data, int peer, int tag, const char* call) {
   state->tag = tag;
   state->bytes = data.bytes();
   state->start_us = tracer_->enabled() ? tracer_->now_us() : 0;
+  state->start_work = tracer_->enabled() ? tracer_->work() : -1;
   return Request(std::move(state));
 }
 
@@ -105,6 +106,7 @@ Request Comm::post_recv(Buffer data, int peer, int tag, const char* call) {
   state->peer = peer;
   state->tag = tag;
   state->start_us = tracer_->enabled() ? tracer_->now_us() : 0;
+  state->start_work = tracer_->enabled() ? tracer_->work() : -1;
   return Request(std::move(state));
 }
 
@@ -129,7 +131,7 @@ void Comm::finish(detail::RequestState& state) {
   }
   if (tracer_->enabled())
     tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us, state.is_send,
-                        trace_channel_);
+                        trace_channel_, state.start_work);
 }
 
 // exception out of complete() withdraws it before the caller's buffer goes away.
@@ -161,12 +163,13 @@ void Comm::recv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag) {
   DTW_CHECK_ARG(inout.type != DataType::kByte,
                 "rank " << rank_ << ": recv_reduce from rank " << src << ": cannot reduce raw bytes");
   const double start = tracer_->enabled() ? tracer_->now_us() : 0;
+  const double start_work = tracer_->enabled() ? tracer_->work() : -1;
   do_recv_reduce(inout, src, op, tag);
   traffic_->bytes_received[world_rank_of(src)] += inout.bytes();
   traffic_->messages_received[world_rank_of(src)] += 1;
   if (tracer_->enabled())
     tracer_->comm_event("recv_reduce", world_rank_of(src), inout.bytes(), tag, start, false,
-                        trace_channel_);
+                        trace_channel_, start_work);
 }
 
 Request Comm::irecv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag) {
@@ -183,6 +186,7 @@ Request Comm::irecv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag) {
   state->peer = src;
   state->tag = tag;
   state->start_us = tracer_->enabled() ? tracer_->now_us() : 0;
+  state->start_work = tracer_->enabled() ? tracer_->work() : -1;
   return Request(std::move(state));
 }
 

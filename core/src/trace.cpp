@@ -8,11 +8,13 @@
 namespace dtw {
 
 void Tracer::comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us,
-                        bool is_send, int channel) {
+                        bool is_send, int channel, double start_work) {
   if (!enabled_) return;
   TraceEvent e{op, "comm", rank_, peer, bytes, tag, start_us, now_us()};
   e.is_send = is_send;
   e.channel = channel;
+  e.work_start = start_work;
+  e.work_end = work();
   events_.push_back(std::move(e));
 }
 
@@ -20,7 +22,8 @@ Tracer::Phase::Phase(Tracer& tracer, std::string name, const PhaseMeta& meta)
     : tracer_(tracer),
       name_(std::move(name)),
       meta_(meta),
-      start_us_(tracer.enabled() ? tracer.now_us() : 0) {}
+      start_us_(tracer.enabled() ? tracer.now_us() : 0),
+      start_work_(tracer.enabled() ? tracer.work() : -1) {}
 
 Tracer::Phase::~Phase() {
   if (!tracer_.enabled()) return;
@@ -29,6 +32,8 @@ Tracer::Phase::~Phase() {
   e.stage = meta_.stage;
   e.micro_batch = meta_.micro_batch;
   e.flops = meta_.flops;
+  e.work_start = start_work_;
+  e.work_end = tracer_.work();
   tracer_.events_.push_back(std::move(e));
 }
 

@@ -6,6 +6,7 @@
 namespace dtw::model {
 
 void LayerTimes::add(std::string_view kind, double seconds, double flops) {
+  flops_added_ += flops;
   for (Entry& e : entries_) {
     if (e.kind == kind) {
       e.seconds += seconds;

@@ -132,6 +132,48 @@ TEST(ObserveTest, TraceNamesTheCollectiveChannelOfEachMessage) {
   EXPECT_EQ(channels, (std::vector<int>{-1, 0, 1}));
 }
 
+TEST(ObserveTest, EventsRecordTheWorkClockAtStartAndEnd) {
+  // A phase does 10 units of work, a send is posted after 4 of them: the
+  // trace keeps both readings, and events without a clock keep −1.
+  LaunchOptions options;
+  options.trace = true;
+  options.timeout = std::chrono::seconds(20);
+  const Report report = launch(2, options, [](Comm& comm) {
+    std::vector<float> buf(4);
+    const int peer = 1 - comm.rank();
+    comm.sendrecv(buf, peer, buf, peer, 1);  // before any clock
+    double work = 100;
+    comm.tracer().set_work_clock([&work] { return work; });
+    {
+      auto phase = comm.tracer().phase("backward", {.compute = true});
+      work += 4;
+      Request r = comm.irecv(buf, peer, 2);
+      Request s = comm.isend(buf, peer, 2);
+      work += 6;
+      comm.wait(s);
+      comm.wait(r);
+    }
+    comm.tracer().set_work_clock({});
+  });
+  int checked = 0;
+  for (const TraceEvent& e : report.trace) {
+    if (e.rank != 0) continue;
+    if (e.tag == 1) {
+      EXPECT_EQ(e.work_start, -1) << e.name;
+      ++checked;
+    } else if (e.name == "backward") {
+      EXPECT_EQ(e.work_start, 100);
+      EXPECT_EQ(e.work_end, 110);
+      ++checked;
+    } else if (e.category == "comm" && e.tag == 2) {
+      EXPECT_EQ(e.work_start, 104) << e.name;
+      EXPECT_EQ(e.work_end, 110) << e.name;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 5);  // sendrecv's two halves, the phase, the isend and the irecv
+}
+
 TEST(ObserveTest, WriteTraceWithoutTracingIsAnError) {
   const Report report = launch_bounded(1, [](Comm&) {});
   EXPECT_THROW(report.write_trace("unused.json"), InvalidArgument);

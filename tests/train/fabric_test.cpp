@@ -101,6 +101,28 @@ TEST(FabricTest, ASendPostedInsideComputeOverlapsIt) {
   EXPECT_NEAR(r.seconds, 10e-3, 1e-12);
 }
 
+TEST(FabricTest, APostInsideComputeLandsAtItsShareOfThePhasesWorkNotOfItsTime) {
+  // This machine took 90% of a 1 ms phase to reach the post, but the work
+  // clock says only 20% of the phase's 1e7 FLOPs had been done (a slow
+  // forward here, say): on a device the post comes at 20% of the 10 ms.
+  TraceEvent phase = compute(0, 0, 1000, 1e7);
+  phase.work_start = 5e6;  // the clock counts from the rank's start
+  phase.work_end = 15e6;
+  TraceEvent send = message("isend", 0, 1, true, 1000000, 3, 900, 950);
+  send.work_start = 7e6;
+  const std::vector<TraceEvent> trace = {phase, send,
+                                         message("irecv", 1, 0, false, 1000000, 3, 0, 950)};
+  const Replay r = replay_on(trace, 2, toy(2));
+  EXPECT_NEAR(find(r.events, 0, "isend").start_us, 2000, 1e-6);
+  // Without a work clock: the share of the measured time.
+  std::vector<TraceEvent> untimed = trace;
+  untimed[0].work_start = untimed[0].work_end = untimed[1].work_start = -1;
+  EXPECT_NEAR(find(replay_on(untimed, 2, toy(2)).events, 0, "isend").start_us, 9000, 1e-6);
+  // On this machine the measured time is the truth: 90% of the measured 1 ms.
+  const Replay here = replay_on(trace, 2, this_machine(1e-3, 1e-9, 1e9));
+  EXPECT_NEAR(find(here.events, 0, "isend").start_us, 900, 1e-6);
+}
+
 TEST(FabricTest, APostInsideComputeFollowsTheCompletionsItsRankHadSeen) {
   // Two rounds of a chain inside a 10 ms phase of rank 0: the host posted
   // round B (at 16%) only after round A had arrived. Each message takes 2 ms

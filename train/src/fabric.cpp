@@ -86,6 +86,18 @@ struct Message {
   bool matched = false;
 };
 
+// Where in compute phase `c` the call `e` was posted, as a share of the
+// phase: on a device model, of its work (the work clock's FLOPs) when the
+// trace has a work clock that moved during the phase, because a device's time
+// is its work and this machine's forward and backward need not take the same
+// shares of a step as a GPU's; else (this-machine, or no work clock) of its
+// measured time.
+double share_before(const TraceEvent& e, const TraceEvent& c, bool by_work) {
+  if (by_work && c.work_start >= 0 && c.work_end > c.work_start && e.work_start >= 0)
+    return std::clamp((e.work_start - c.work_start) / (c.work_end - c.work_start), 0.0, 1.0);
+  return (e.start_us - c.start_us) / (c.end_us - c.start_us);
+}
+
 }  // namespace
 
 Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster& cluster) {
@@ -237,7 +249,7 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
                             group_done[static_cast<std::size_t>(g)]);
           } else if (in.phase >= 0) {  // the same fraction of the modeled phase, not before what it followed
             const TraceEvent& c = out.events[static_cast<std::size_t>(in.phase)];
-            const double frac = (out.events[i].start_us - c.start_us) / (c.end_us - c.start_us);
+            const double frac = share_before(out.events[i], c, !cluster.measured_compute);
             post = std::max(model_start[static_cast<std::size_t>(in.phase)] +
                                 frac * duration[static_cast<std::size_t>(in.phase)],
                             seen[static_cast<std::size_t>(r)]);

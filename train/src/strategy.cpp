@@ -79,7 +79,14 @@ std::string Knobs::describe() const {
 
 template <class T>
 RankRun<T>::RankRun(Comm& comm, const RunSpec& spec, const Knobs& knobs)
-    : comm_(comm), spec_(spec), knobs_(knobs), last_step_(std::chrono::steady_clock::now()) {}
+    : comm_(comm), spec_(spec), knobs_(knobs), last_step_(std::chrono::steady_clock::now()) {
+  comm_.tracer().set_work_clock([this] { return layer_times()->flops_added(); });
+}
+
+template <class T>
+RankRun<T>::~RankRun() {
+  comm_.tracer().set_work_clock({});
+}
 
 template <class T>
 void RankRun<T>::record_loss(std::int64_t step, double loss) {

@@ -50,6 +50,7 @@ struct RequestState {
   std::int64_t elem_bytes = 1;   ///< bytes per element of the buffer
   bool is_send = false;
   double start_us = 0;
+  double start_work = -1;  ///< the tracer's work clock when posted (Tracer::work)
   const Comm* comm = nullptr;  ///< the communicator that started it (completes it)
   /// Local work to do once the operation completed, before the caller sees it
   /// complete (irecv_reduce's reduction, on backends that receive into scratch).

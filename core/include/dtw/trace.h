@@ -3,6 +3,7 @@
 /// Trace events in the Chrome trace format (open the file in Perfetto or chrome://tracing).
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +37,12 @@ struct TraceEvent {
   /// −1 for a message of a user communicator. With `tag` (the collective's
   /// number on that channel) it names the collective a message belongs to.
   int channel = -1;
+  /// The rank's work clock (Tracer::set_work_clock: FLOPs computed so far)
+  /// when the event started and when it ended; −1 without a work clock. The
+  /// modeled fabric places a call made inside a compute phase by the share of
+  /// the phase's work done before it.
+  double work_start = -1;
+  double work_end = -1;  ///< the work clock when the event ended; −1 without one
 };
 
 /// What a phase is, for the timeline and the modeled fabric.
@@ -62,9 +69,17 @@ class Tracer {
   double now_us() const {
     return std::chrono::duration<double, std::micro>(Clock::now() - epoch_).count();
   }
-  /// Appends a communication event (no-op when disabled); `channel` as in TraceEvent.
+  /// Appends a communication event (no-op when disabled); `channel` and
+  /// `start_work` as TraceEvent's `channel` and `work_start`.
   void comm_event(const char* op, int peer, std::int64_t bytes, int tag, double start_us,
-                  bool is_send = false, int channel = -1);
+                  bool is_send = false, int channel = -1, double start_work = -1);
+  /// Installs the rank's work clock: the compute work (FLOPs) done so far,
+  /// which every later event records at its start and end (TraceEvent's
+  /// work_start, work_end). An empty function removes it. The training layer
+  /// installs one that counts the model's layers.
+  void set_work_clock(std::function<double()> clock) { work_clock_ = std::move(clock); }
+  /// The work clock's reading, −1 without one.
+  double work() const { return work_clock_ ? work_clock_() : -1; }
   /// The number of this rank's next collective channel (TraceEvent::channel).
   int new_channel() { return channels_++; }
   /// The events recorded so far.
@@ -84,6 +99,7 @@ class Tracer {
     std::string name_;
     PhaseMeta meta_;
     double start_us_;
+    double start_work_;
   };
   /// Starts a named phase that lasts as long as the returned object.
   [[nodiscard]] Phase phase(std::string name, const PhaseMeta& meta = {}) {
@@ -96,6 +112,7 @@ class Tracer {
   Clock::time_point epoch_;
   std::vector<TraceEvent> events_;
   int channels_ = 0;
+  std::function<double()> work_clock_;
 };
 
 /// Writes `events` as Chrome trace JSON (one track per rank) to `path`.

@@ -25,6 +25,8 @@ struct ResultCodec<TraceEvent> {
                            std::int64_t{e.channel}})
       ResultCodec<std::int64_t>::put(w, x);
     ResultCodec<double>::put(w, e.flops);
+    ResultCodec<double>::put(w, e.work_start);
+    ResultCodec<double>::put(w, e.work_end);
   }
   static TraceEvent get(ResultReader& r) {
     TraceEvent e;
@@ -41,6 +43,8 @@ struct ResultCodec<TraceEvent> {
     e.micro_batch = static_cast<int>(ResultCodec<std::int64_t>::get(r));
     e.channel = static_cast<int>(ResultCodec<std::int64_t>::get(r));
     e.flops = ResultCodec<double>::get(r);
+    e.work_start = ResultCodec<double>::get(r);
+    e.work_end = ResultCodec<double>::get(r);
     return e;
   }
 };

@@ -36,11 +36,15 @@ class LayerTimes {
   double total_seconds() const;
   /// Seconds of one kind (0 if never seen).
   double seconds(std::string_view kind) const;
-  /// Forgets everything.
+  /// Forgets everything (but flops_added()).
   void clear() { entries_.clear(); }
+  /// Every FLOP added since construction, clear() or not: a clock of the
+  /// work done, which the trace records at each event (Tracer::set_work_clock).
+  double flops_added() const { return flops_added_; }
 
  private:
   std::vector<Entry> entries_;  // a handful of kinds: a linear search is fastest
+  double flops_added_ = 0;
 };
 
 /// Times its own lifetime into `times` under `kind` (nothing when times is null).

@@ -14,7 +14,11 @@
 /// ranks), inter-node otherwise; a recv_reduce adds 3n bytes of memory traffic
 /// for the reduction. Sends and receives pair in posting order per (source,
 /// destination, tag, collective channel or not). A call posted inside a
-/// compute phase is posted at the same fraction of the modeled phase, but
+/// compute phase is posted at the same share of the modeled phase as the
+/// share of the phase's work its rank had done (the trace's work clock,
+/// TraceEvent::work_start: backward's gradient hooks land where a device
+/// would reach them, whatever this machine's forward and backward took) —
+/// of its measured time on `this-machine` or without a work clock — but
 /// never before the modeled completion of a call of its rank that the host
 /// had seen complete when it posted; a non-blocking call that completed
 /// inside a compute phase is waited for at the end of that phase.

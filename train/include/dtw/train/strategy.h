@@ -85,7 +85,13 @@ template <class T>
 class RankRun {
  public:
   /// Made by the harness (tests may make one to call a strategy directly).
+  /// Installs the rank's work clock in the communicator's tracer (the FLOPs
+  /// of layer_times(), so the modeled fabric places calls made inside a
+  /// compute phase by work done, not by this machine's time).
   RankRun(Comm& comm, const RunSpec& spec, const Knobs& knobs);
+  ~RankRun();
+  RankRun(const RankRun&) = delete;
+  RankRun& operator=(const RankRun&) = delete;
 
   /// This rank's communicator (the whole world of the run).
   Comm& comm() { return comm_; }
@@ -120,10 +126,11 @@ class RankRun {
   const std::vector<std::pair<std::int64_t, std::vector<T>>>& reported() const { return reported_; }
   /// Called by record_loss on world rank 0 (the progress bar).
   std::function<void(const model::StepInfo&)> on_step;
-  /// Per-layer times to record on this rank (`replica.set_times(run.layer_times())`;
-  /// dtw train prints world rank 0's), or nullptr.
-  model::LayerTimes* layer_times() const { return layer_times_; }
-  /// Set by the harness.
+  /// Per-layer times to record on this rank (`replica.set_times(run.layer_times())`):
+  /// the harness's on world rank 0 (dtw train prints them), the rank's own
+  /// elsewhere. Never null: its FLOPs are the rank's work clock.
+  model::LayerTimes* layer_times() const { return layer_times_ ? layer_times_ : own_times_.get(); }
+  /// Set by the harness (nullptr: the rank's own).
   void set_layer_times(model::LayerTimes* times) { layer_times_ = times; }
 
  private:
@@ -134,6 +141,7 @@ class RankRun {
   std::vector<std::pair<std::int64_t, std::vector<T>>> reported_;
   std::chrono::steady_clock::time_point last_step_;
   model::LayerTimes* layer_times_ = nullptr;
+  std::unique_ptr<model::LayerTimes> own_times_ = std::make_unique<model::LayerTimes>();
 };
 
 /// A strategy's rank function for float and for double, made from one
