@@ -203,6 +203,103 @@ TEST(CompletionTest, PollingThatCannotCompleteEndsInTimeout) {
   EXPECT_THAT(first.message, HasSubstr("polling with test"));
 }
 
+// The other side of the rule: a rank that polls one request for far longer
+// than the launch timeout, while other operations of its own keep completing
+// between those polls (a long phase with heartbeats, as DDP's buckets), is
+// making progress and is never stopped, on any backend (on MPI a poll clock
+// that ignored the heartbeats would have the watchdog abort this test).
+TEST(CompletionTest, LongPollWhileOtherRequestsCompleteIsNeverStopped) {
+  LaunchOptions options;
+  options.timeout = std::chrono::milliseconds(200);
+  launch_bounded(2, options, [&](Comm& comm) {
+    std::vector<std::int32_t> late(1), beat(1);
+    if (comm.rank() == 1) {
+      // Heartbeats every few ms for three timeouts, then the late message,
+      // then a last heartbeat (-1) that ends rank 0's loop.
+      const auto start = std::chrono::steady_clock::now();
+      const auto phase = 3 * options.timeout;
+      for (int i = 1; std::chrono::steady_clock::now() - start < phase; ++i) {
+        const auto next = start + i * std::chrono::milliseconds(5);
+        while (std::chrono::steady_clock::now() < next) std::this_thread::yield();
+        beat[0] = i;
+        comm.send(beat, 0, 8);
+      }
+      late[0] = 42;
+      comm.send(late, 0, 7);
+      beat[0] = -1;
+      comm.send(beat, 0, 8);
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Request r = comm.irecv(late, 1, 7);
+    Request hb = comm.irecv(beat, 1, 8);
+    while (!comm.test(r)) {
+      if (comm.test(hb)) hb = comm.irecv(beat, 1, 8);
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 3 * options.timeout);
+    EXPECT_EQ(late[0], 42);
+    for (comm.wait(hb); beat[0] != -1; comm.wait(hb)) hb = comm.irecv(beat, 1, 8);
+  });
+}
+
+// Every rank polls a receive the other never sends: each poll is a call, yet
+// nothing ever completes. The rank that reaches the launch timeout first fails
+// with TimeoutError naming itself, what it polls for and how long; the other
+// is cancelled. (On MPI the watchdog does the same: mpi.watchdog_poll.)
+TEST(CompletionTest, RanksThatAllPollForeverEndInTimeoutNamingWhatEachPollsFor) {
+  LaunchOptions options;
+  options.timeout = std::chrono::seconds(1);
+  const Report report = launch_collecting(2, options, [](Comm& comm) {
+    std::vector<float> x(16);
+    Request r = comm.irecv(x, 1 - comm.rank(), comm.rank() == 0 ? 7 : 9);
+    while (!comm.test(r)) {
+    }
+  });
+  ASSERT_EQ(report.errors.size(), 2u);
+  // Errors are listed by rank; the one that timed out may be either.
+  const bool zero_first = report.errors[0].kind == "TimeoutError";
+  const RankError& first = report.errors[zero_first ? 0 : 1];
+  const RankError& other = report.errors[zero_first ? 1 : 0];
+  EXPECT_EQ(first.kind, "TimeoutError");
+  EXPECT_EQ(other.kind, "AbortedError");
+  const int r = first.rank;
+  ASSERT_TRUE(r == 0 || r == 1) << first.rank;
+  EXPECT_THAT(first.message, HasSubstr("polled with test longer than the launch timeout"));
+  EXPECT_THAT(first.message,
+              HasSubstr("rank   " + std::to_string(r) + "  running, polling with test for "));
+  EXPECT_THAT(first.message, HasSubstr(r == 0 ? "irecv from rank 1, tag 7, 64 B (16 float32)"
+                                              : "irecv from rank 0, tag 9, 64 B (16 float32)"));
+  EXPECT_THAT(other.message, HasSubstr("because rank " + std::to_string(r) + " failed first (TimeoutError)"));
+}
+
+// One rank polls, the other blocks in a barrier it needs the poller to enter.
+// A polling rank is running, not stuck, so this is no deadlock the detector
+// may report at once (between polls it might still enter the barrier); the
+// launch fails at the timeout, and the report names the poller's receive.
+TEST(CompletionTest, PollingRankAndBlockedRankEndInTimeoutNotDeadlock) {
+  LaunchOptions options;
+  options.timeout = std::chrono::seconds(1);
+  const Report report = launch_collecting(2, options, [](Comm& comm) {
+    std::vector<float> x(16);
+    if (comm.rank() == 1) return comm.barrier();
+    Request r = comm.irecv(x, 1, 7);
+    while (!comm.test(r)) {
+    }
+  });
+  ASSERT_EQ(report.errors.size(), 2u);
+  const bool zero_first = report.errors[0].kind == "TimeoutError";
+  const RankError& first = report.errors[zero_first ? 0 : 1];
+  EXPECT_EQ(first.kind, "TimeoutError");
+  EXPECT_EQ(report.errors[zero_first ? 1 : 0].kind, "AbortedError");
+  EXPECT_THAT(first.message, HasSubstr("timeout: a rank "));
+  // Whichever rank timed out first, the report shows both.
+  EXPECT_THAT(first.message, HasSubstr("rank   1  in barrier, waiting "));
+  if (first.rank == 0) {
+    EXPECT_THAT(first.message, HasSubstr("rank   0  running, polling with test for "));
+    EXPECT_THAT(first.message, HasSubstr("irecv from rank 1, tag 7, 64 B (16 float32)"));
+  }
+}
+
 TEST(CompletionTest, WaitAnyOnAnotherCommunicatorsRequestIsInvalidArgument) {
   launch_bounded(2, [](Comm& comm) {
     const std::unique_ptr<Comm> other = comm.dup();
