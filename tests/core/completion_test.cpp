@@ -203,42 +203,39 @@ TEST(CompletionTest, PollingThatCannotCompleteEndsInTimeout) {
   EXPECT_THAT(first.message, HasSubstr("polling with test"));
 }
 
-// The other side of the rule: a rank that polls one request for far longer
-// than the launch timeout, while other operations of its own keep completing
-// between those polls (a long phase with heartbeats, as DDP's buckets), is
-// making progress and is never stopped, on any backend (on MPI a poll clock
-// that ignored the heartbeats would have the watchdog abort this test).
+// The other side of the rule: a rank that polls one request for longer than
+// the launch timeout, while operations of its own keep completing between
+// those polls (a long phase with other traffic, as DDP's buckets), makes
+// progress and is never stopped, on any backend (on MPI a poll clock that
+// ignored them would have the watchdog abort this test). Each rank's traffic
+// is a message to itself, so its progress does not depend on how the machine
+// schedules the other rank. Rank 0 polls for 1.5 timeouts, then lets rank 1
+// (polling all along) send what rank 0 polls for.
 TEST(CompletionTest, LongPollWhileOtherRequestsCompleteIsNeverStopped) {
   LaunchOptions options;
-  options.timeout = std::chrono::milliseconds(200);
+  options.timeout = std::chrono::seconds(1);
   launch_bounded(2, options, [&](Comm& comm) {
-    std::vector<std::int32_t> late(1), beat(1);
-    if (comm.rank() == 1) {
-      // Heartbeats every few ms for three timeouts, then the late message,
-      // then a last heartbeat (-1) that ends rank 0's loop.
-      const auto start = std::chrono::steady_clock::now();
-      const auto phase = 3 * options.timeout;
-      for (int i = 1; std::chrono::steady_clock::now() - start < phase; ++i) {
-        const auto next = start + i * std::chrono::milliseconds(5);
-        while (std::chrono::steady_clock::now() < next) std::this_thread::yield();
-        beat[0] = i;
-        comm.send(beat, 0, 8);
-      }
-      late[0] = 42;
-      comm.send(late, 0, 7);
-      beat[0] = -1;
-      comm.send(beat, 0, 8);
-      return;
-    }
+    const int me = comm.rank(), peer = 1 - me;
+    std::vector<std::int32_t> in(1), out{me}, beat_in(1), beat_out{me};
     const auto start = std::chrono::steady_clock::now();
-    Request r = comm.irecv(late, 1, 7);
-    Request hb = comm.irecv(beat, 1, 8);
+    const auto phase = options.timeout * 3 / 2;
+    Request r = comm.irecv(in, peer, 7);
+    bool told = false;
     while (!comm.test(r)) {
-      if (comm.test(hb)) hb = comm.irecv(beat, 1, 8);
+      Request beat = comm.irecv(beat_in, me, 8);
+      Request sent = comm.isend(beat_out, me, 8);
+      while (!comm.test(beat) || !comm.test(sent)) {
+      }
+      if (me == 0 && !told && std::chrono::steady_clock::now() - start >= phase) {
+        comm.send(out, 1, 7);
+        told = true;
+      }
     }
-    EXPECT_GE(std::chrono::steady_clock::now() - start, 3 * options.timeout);
-    EXPECT_EQ(late[0], 42);
-    for (comm.wait(hb); beat[0] != -1; comm.wait(hb)) hb = comm.irecv(beat, 1, 8);
+    if (me == 1) comm.send(out, 0, 7);
+    if (me == 0) {
+      EXPECT_GE(std::chrono::steady_clock::now() - start, phase);
+    }
+    EXPECT_EQ(in[0], peer);
   });
 }
 
