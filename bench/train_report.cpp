@@ -94,11 +94,8 @@ Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std:
   const double step_s = steady.empty() ? out.seconds / static_cast<double>(spec.steps)
                                        : steady[steady.size() / 2];
   std::int64_t busiest_bytes = 0;
-  for (const auto& row : rep.bytes) {
-    std::int64_t sum = 0;
-    for (std::int64_t b : row) sum += b;
-    busiest_bytes = std::max(busiest_bytes, sum);
-  }
+  for (int r = 0; r < rep.traffic.world_size(); ++r)
+    busiest_bytes = std::max(busiest_bytes, rep.traffic.bytes_sent(r));
   const MemorySnapshot* busiest = nullptr;
   for (const MemorySnapshot& m : rep.memory)
     if (busiest == nullptr || m.peak_total > busiest->peak_total) busiest = &m;

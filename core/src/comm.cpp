@@ -121,11 +121,9 @@ void Comm::finish(detail::RequestState& state) {
   const int peer = world_rank_of(state.peer);
   if (!state.is_send) state.bytes = state.received_count * state.elem_bytes;
   if (state.is_send) {
-    traffic_->bytes_sent[peer] += state.bytes;
-    traffic_->messages_sent[peer] += 1;
+    traffic_->count_sent(peer, state.bytes);
   } else {
-    traffic_->bytes_received[peer] += state.bytes;
-    traffic_->messages_received[peer] += 1;
+    traffic_->count_received(peer, state.bytes);
   }
   if (tracer_->enabled())
     tracer_->comm_event(state.op, peer, state.bytes, state.tag, state.start_us, state.is_send);
@@ -161,8 +159,7 @@ void Comm::recv_reduce_buffer(Buffer inout, int src, ReduceOp op, int tag) {
                 "rank " << rank_ << ": recv_reduce from rank " << src << ": cannot reduce raw bytes");
   const double start = tracer_->enabled() ? tracer_->now_us() : 0;
   do_recv_reduce(inout, src, op, tag);
-  traffic_->bytes_received[world_rank_of(src)] += inout.bytes();
-  traffic_->messages_received[world_rank_of(src)] += 1;
+  traffic_->count_received(world_rank_of(src), inout.bytes());
   if (tracer_->enabled())
     tracer_->comm_event("recv_reduce", world_rank_of(src), inout.bytes(), tag, start);
 }

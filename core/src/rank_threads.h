@@ -78,9 +78,9 @@ struct RankRecorders {
     out.world_size = static_cast<int>(members.size());
     out.backend = backend;
     out.seconds = std::chrono::duration<double>(Tracer::Clock::now() - epoch).count();
+    out.traffic = TrafficMatrix(out.world_size);
     for (std::size_t r = 0; r < members.size(); ++r) {
-      out.bytes.push_back(traffic[r]->bytes_sent);
-      out.messages.push_back(traffic[r]->messages_sent);
+      out.traffic.add_sent(static_cast<int>(r), *traffic[r]);
       const auto& events = tracers[r]->events();
       out.trace.insert(out.trace.end(), events.begin(), events.end());
       out.memory.push_back(ledgers[r]->snapshot());

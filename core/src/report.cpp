@@ -11,10 +11,7 @@
 namespace dtw {
 
 std::int64_t Report::total_bytes() const {
-  std::int64_t total = 0;
-  for (const auto& row : bytes)
-    for (std::int64_t b : row) total += b;
-  return total;
+  return traffic.total_bytes();
 }
 
 namespace {
@@ -45,6 +42,13 @@ constexpr int kTableRanks = 16;
 std::string Report::traffic_table() const {
   constexpr int max_ranks = kTableRanks;
   const auto p = static_cast<std::size_t>(world_size);
+  // A Report made by hand may leave `traffic` empty (a world of 0 ranks).
+  DTW_CHECK_ARG(traffic.world_size() == world_size || traffic.links().empty(),
+                "traffic_table: the report is of " << world_size << " ranks but its traffic of "
+                                                   << traffic.world_size());
+  const auto bytes = [&](int s, int d) {
+    return traffic.world_size() == world_size ? traffic.bytes(s, d) : 0;
+  };
   if (world_size <= max_ranks) {
     // Rows are senders, columns receivers; the last column is the row's total.
     std::string out = fmt::format("{:>8}", "src\\dst");
@@ -54,43 +58,41 @@ std::string Report::traffic_table() const {
       out += fmt::format("{:>8}", s);
       std::int64_t row = 0;
       for (int d = 0; d < world_size; ++d) {
-        out += fmt::format("{:>8}", bytes[s][d] ? human(bytes[s][d]) : std::string("."));
-        row += bytes[s][d];
+        const std::int64_t b = bytes(s, d);
+        out += fmt::format("{:>8}", b ? human(b) : std::string("."));
+        row += b;
       }
       out += fmt::format("{:>9}\n", human(row));
     }
     return out;
   }
-  // Too many ranks for a matrix: totals, the spread over ranks, the busiest links.
+  // Too many ranks for a matrix: totals, the spread over ranks, the busiest
+  // links; one pass over the links used, never over p² cells.
   std::vector<std::int64_t> sent(p, 0), received(p, 0);
   std::int64_t links = 0, total = 0, count = 0;
-  using Link = std::tuple<std::int64_t, int, int>;  // bytes, src, dst
-  std::priority_queue<Link, std::vector<Link>, std::greater<>> top;  // the smallest on top
-  for (std::size_t s = 0; s < p; ++s) {
-    for (std::size_t d = 0; d < p; ++d) {
-      const std::int64_t b = bytes[s][d];
-      if (messages.size() == p) count += messages[s][d];
-      if (b == 0) continue;
-      ++links;
-      total += b;
-      sent[s] += b;
-      received[d] += b;
-      top.emplace(b, static_cast<int>(s), static_cast<int>(d));
-      if (top.size() > kTopLinks) top.pop();
-    }
+  using Busy = std::tuple<std::int64_t, int, int, std::int64_t>;     // bytes, src, dst, messages
+  std::priority_queue<Busy, std::vector<Busy>, std::greater<>> top;  // the smallest on top
+  for (const Link& l : traffic.links()) {
+    count += l.messages;
+    if (l.bytes == 0) continue;
+    ++links;
+    total += l.bytes;
+    sent[static_cast<std::size_t>(l.src)] += l.bytes;
+    received[static_cast<std::size_t>(l.dst)] += l.bytes;
+    top.emplace(l.bytes, l.src, l.dst, l.messages);
+    if (top.size() > kTopLinks) top.pop();
   }
   std::string out = fmt::format(
       "  {} ranks: {} in {} messages over {} of {} links (a matrix is shown up to {} ranks)\n",
       world_size, format_bytes(total), count, links, world_size * (world_size - 1), max_ranks);
   out += fmt::format("  sent per rank:     {}\n", spread(sent));
   out += fmt::format("  received per rank: {}\n", spread(received));
-  std::vector<Link> busiest;
+  std::vector<Busy> busiest;
   for (; !top.empty(); top.pop()) busiest.push_back(top.top());
   std::reverse(busiest.begin(), busiest.end());
   if (!busiest.empty()) out += "  busiest links (from -> to):\n";
-  for (const auto& [b, s, d] : busiest)
-    out += fmt::format("    {:>5} -> {:<5} {:>10}  {} message(s)\n", s, d, format_bytes(b),
-                       messages.size() == p ? messages[s][d] : 0);
+  for (const auto& [b, s, d, m] : busiest)
+    out += fmt::format("    {:>5} -> {:<5} {:>10}  {} message(s)\n", s, d, format_bytes(b), m);
   return out;
 }
 

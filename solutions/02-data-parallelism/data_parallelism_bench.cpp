@@ -67,7 +67,7 @@ std::vector<std::vector<double>> per_step(const std::string& strategy, RunSpec s
   const Report three = run(strategy, spec, p, {}, false).report;
   std::vector<std::vector<double>> b(p, std::vector<double>(p));
   for (int i = 0; i < p; ++i)
-    for (int j = 0; j < p; ++j) b[i][j] = (three.bytes[i][j] - one.bytes[i][j]) / 2.0;
+    for (int j = 0; j < p; ++j) b[i][j] = (three.traffic.bytes(i, j) - one.traffic.bytes(i, j)) / 2.0;
   return b;
 }
 

@@ -76,7 +76,7 @@ std::int64_t busiest_server_link(const Report& report, int S, int W) {
   std::int64_t busiest = 0;
   for (int s = 0; s < S; ++s) {
     std::int64_t link = 0;
-    for (int w = S; w < S + W; ++w) link += report.bytes[s][w] + report.bytes[w][s];
+    for (int w = S; w < S + W; ++w) link += report.traffic.bytes(s, w) + report.traffic.bytes(w, s);
     busiest = std::max(busiest, link);
   }
   return busiest;
@@ -91,8 +91,7 @@ std::int64_t ring_link(std::int64_t n, int p) {
   });
   std::int64_t busiest = 0;
   for (int r = 0; r < p; ++r) {
-    std::int64_t link = 0;
-    for (int q = 0; q < p; ++q) link += report.bytes[r][q] + report.bytes[q][r];
+    const std::int64_t link = report.traffic.bytes_sent(r) + report.traffic.bytes_received(r);
     busiest = std::max(busiest, link);
   }
   return busiest;

@@ -81,9 +81,9 @@ TEST(NeighborExchangeTest, SendsOneMessageToEachNeighbour) {
     for (int src = 0; src < p; ++src)
       for (int dst = 0; dst < p; ++dst) {
         const bool neighbour = dst == (src + 1) % p || src == (dst + 1) % p;
-        EXPECT_EQ(report.messages[src][dst], neighbour ? 1 : 0)
+        EXPECT_EQ(report.traffic.messages(src, dst), neighbour ? 1 : 0)
             << "p " << p << ", " << src << "->" << dst;
-        EXPECT_EQ(report.bytes[src][dst], neighbour ? 40 : 0)
+        EXPECT_EQ(report.traffic.bytes(src, dst), neighbour ? 40 : 0)
             << "p " << p << ", " << src << "->" << dst;
       }
   }

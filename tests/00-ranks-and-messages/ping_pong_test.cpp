@@ -131,14 +131,14 @@ TEST(PingPongTest, SendsWarmUpPlusRepeatsEachWayAndNothingElse) {
   const std::int64_t bytes = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   const std::int64_t messages = static_cast<std::int64_t>(sizes.size()) * (repeats + 1);
   // One untimed and `repeats` timed round trips per size, each way.
-  EXPECT_EQ(report.bytes[2][1], bytes * (repeats + 1));
-  EXPECT_EQ(report.bytes[1][2], bytes * (repeats + 1));
-  EXPECT_EQ(report.messages[2][1], messages);
-  EXPECT_EQ(report.messages[1][2], messages);
+  EXPECT_EQ(report.traffic.bytes(2, 1), bytes * (repeats + 1));
+  EXPECT_EQ(report.traffic.bytes(1, 2), bytes * (repeats + 1));
+  EXPECT_EQ(report.traffic.messages(2, 1), messages);
+  EXPECT_EQ(report.traffic.messages(1, 2), messages);
   // Rank 0 is a bystander: it neither sends nor receives.
   for (int r = 0; r < p; ++r) {
-    EXPECT_EQ(report.messages[0][r], 0) << "rank 0 sent to rank " << r;
-    EXPECT_EQ(report.messages[r][0], 0) << "rank " << r << " sent to rank 0";
+    EXPECT_EQ(report.traffic.messages(0, r), 0) << "rank 0 sent to rank " << r;
+    EXPECT_EQ(report.traffic.messages(r, 0), 0) << "rank " << r << " sent to rank 0";
   }
 }
 

@@ -48,9 +48,9 @@ TEST(TokenRingTest, TokenOnlyMovesToTheRightNeighbour) {
         // carry the result on its way back out to everyone.
         std::int64_t want = 0;
         if (dst == (src + 1) % p) want = laps + (src != p - 1 ? 1 : 0);
-        EXPECT_EQ(report.messages[src][dst], want)
+        EXPECT_EQ(report.traffic.messages(src, dst), want)
             << "p " << p << ", messages " << src << "->" << dst;
-        EXPECT_EQ(report.bytes[src][dst], 8 * want)
+        EXPECT_EQ(report.traffic.bytes(src, dst), 8 * want)
             << "p " << p << ", bytes " << src << "->" << dst;
       }
     }
@@ -60,7 +60,7 @@ TEST(TokenRingTest, TokenOnlyMovesToTheRightNeighbour) {
 TEST(TokenRingTest, WorldOfOneSendsNothing) {
   const Report report =
       launch_bounded(1, [](Comm& comm) { EXPECT_EQ(token_ring(comm, 10, 4), 14); });
-  EXPECT_EQ(report.messages[0][0], 0);
+  EXPECT_EQ(report.traffic.messages(0, 0), 0);
 }
 
 TEST(TokenRingArgumentsTest, RejectsNegativeLaps) {

@@ -80,7 +80,7 @@ TEST(AllgatherInPlaceTest, RingSendsAllButTheRightNeighboursChunk) {
     const Chunks chunks(n, p);
     for (int src = 0; src < p; ++src)
       for (int dst = 0; dst < p; ++dst)
-        EXPECT_EQ(report.bytes[src][dst],
+        EXPECT_EQ(report.traffic.bytes(src, dst),
                   dst == (src + 1) % p ? (n - chunks.size(src + 1)) * 4 : 0)
             << "p " << p << ", " << src << " -> " << dst;
   }

@@ -86,7 +86,7 @@ TEST(AllgatherTest, RingOnlyTalksToNeighbours) {
     });
     for (int src = 0; src < p; ++src)
       for (int dst = 0; dst < p; ++dst)
-        EXPECT_EQ(report.bytes[src][dst], dst == (src + 1) % p ? (p - 1) * m * 4 : 0)
+        EXPECT_EQ(report.traffic.bytes(src, dst), dst == (src + 1) % p ? (p - 1) * m * 4 : 0)
             << "p " << p << ", " << src << " -> " << dst;
   }
 }

@@ -89,8 +89,8 @@ TEST(AllreduceTreeTest, NaiveRootCarriesEveryonesData) {
     const Report report = allreduce_traffic(p, n, AllreduceAlgo::kNaive);
     std::int64_t into_root = 0, out_of_root = 0;
     for (int q = 1; q < p; ++q) {
-      into_root += report.bytes[q][0];
-      out_of_root += report.bytes[0][q];
+      into_root += report.traffic.bytes(q, 0);
+      out_of_root += report.traffic.bytes(0, q);
     }
     EXPECT_EQ(into_root, (p - 1) * n * 4) << "p " << p;
     EXPECT_EQ(out_of_root, (p - 1) * n * 4) << "p " << p;
@@ -123,9 +123,9 @@ TEST(AllreduceRingTest, SendsTwoLapsOfChunksToTheRightOnly) {
     for (int src = 0; src < p; ++src) {
       for (int dst = 0; dst < p; ++dst) {
         if (dst != (src + 1) % p) {
-          EXPECT_EQ(report.bytes[src][dst], 0) << src << " -> " << dst;
+          EXPECT_EQ(report.traffic.bytes(src, dst), 0) << src << " -> " << dst;
         }
-        total += report.bytes[src][dst];
+        total += report.traffic.bytes(src, dst);
       }
     }
     EXPECT_EQ(total, 2 * (p - 1) * n * 4) << "p " << p;
@@ -154,10 +154,10 @@ TEST(AllreduceRabenseifnerTest, PowerOfTwoSendsTheRingsBytesInLgPSteps) {
         const int x = src ^ dst;
         const bool partner = x != 0 && (x & (x - 1)) == 0;
         if (!partner) {
-          EXPECT_EQ(report.bytes[src][dst], 0) << src << " -> " << dst;
+          EXPECT_EQ(report.traffic.bytes(src, dst), 0) << src << " -> " << dst;
         }
-        bytes += report.bytes[src][dst];
-        messages += report.messages[src][dst];
+        bytes += report.traffic.bytes(src, dst);
+        messages += report.traffic.messages(src, dst);
       }
       EXPECT_EQ(bytes, 2 * n * (p - 1) / p * 4) << "p " << p << ", rank " << src;
       EXPECT_EQ(messages, 2 * lg) << "p " << p << ", rank " << src;
@@ -184,9 +184,9 @@ TEST(AllreduceDirectTest, EveryRankSendsEachPeerItsChunk) {
     for (int src = 0; src < p; ++src) {
       for (int dst = 0; dst < p; ++dst) {
         if (src != dst) {
-          EXPECT_GE(report.bytes[src][dst], 8 * 4) << src << " -> " << dst;
+          EXPECT_GE(report.traffic.bytes(src, dst), 8 * 4) << src << " -> " << dst;
         }
-        total += report.bytes[src][dst];
+        total += report.traffic.bytes(src, dst);
       }
     }
     EXPECT_EQ(total, 2 * (p - 1) * n * 4) << "p " << p;

@@ -54,7 +54,7 @@ TEST(AlltoallTest, EveryPairExchangesExactlyOneBlock) {
     });
     for (int src = 0; src < p; ++src)
       for (int dst = 0; dst < p; ++dst)
-        EXPECT_EQ(report.bytes[src][dst], src == dst ? 0 : b * 4)
+        EXPECT_EQ(report.traffic.bytes(src, dst), src == dst ? 0 : b * 4)
             << "p " << p << ", " << src << " -> " << dst;
   }
 }

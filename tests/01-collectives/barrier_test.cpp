@@ -42,10 +42,10 @@ TEST(BarrierTest, DisseminationSendsCeilLgPMessagesPerRank) {
     const Report report = dtw::testing::launch_bounded(p, [](Comm& comm) { barrier(comm); });
     for (int src = 0; src < p; ++src) {
       std::int64_t sent = 0;
-      for (int dst = 0; dst < p; ++dst) sent += report.messages[src][dst];
+      for (int dst = 0; dst < p; ++dst) sent += report.traffic.messages(src, dst);
       EXPECT_EQ(sent, lg) << "p " << p << ", rank " << src;
       // Round k signals rank + 2^k.
-      for (int k = 0; k < lg; ++k) EXPECT_EQ(report.messages[src][(src + (1 << k)) % p], 1);
+      for (int k = 0; k < lg; ++k) EXPECT_EQ(report.traffic.messages(src, (src + (1 << k)) % p), 1);
     }
   }
 }

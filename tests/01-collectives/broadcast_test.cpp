@@ -68,11 +68,11 @@ TEST(BroadcastTest, BinomialTreeRootSendsLgPMessages) {
       broadcast(comm, std::span<float>(data), 0, BroadcastAlgo::kBinomial);
     });
     std::int64_t root_sends = 0;
-    for (int dst = 0; dst < p; ++dst) root_sends += report.messages[0][dst];
+    for (int dst = 0; dst < p; ++dst) root_sends += report.traffic.messages(0, dst);
     EXPECT_EQ(root_sends, lg) << "p " << p;
     for (int dst = 1; dst < p; ++dst) {
       std::int64_t received = 0;
-      for (int src = 0; src < p; ++src) received += report.messages[src][dst];
+      for (int src = 0; src < p; ++src) received += report.traffic.messages(src, dst);
       EXPECT_EQ(received, 1) << "p " << p << ", rank " << dst;
     }
   }
@@ -100,7 +100,7 @@ TEST(BroadcastScatterAllgatherTest, RootSendsAboutOneCopyOfTheData) {
       broadcast(comm, std::span<std::int32_t>(data), 0, BroadcastAlgo::kScatterAllgather);
     });
     std::int64_t root_bytes = 0;
-    for (int dst = 0; dst < p; ++dst) root_bytes += report.bytes[0][dst];
+    for (int dst = 0; dst < p; ++dst) root_bytes += report.traffic.bytes(0, dst);
     EXPECT_LT(root_bytes, 2 * n * 4) << "p " << p;
     EXPECT_GT(root_bytes, 0) << "p " << p;
   }

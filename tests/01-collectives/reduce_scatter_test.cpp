@@ -73,7 +73,7 @@ TEST(ReduceScatterTest, RingSendsEachChunkOnceAroundTheRing) {
     });
     for (int src = 0; src < p; ++src)
       for (int dst = 0; dst < p; ++dst)
-        EXPECT_EQ(report.bytes[src][dst], dst == (src + 1) % p ? (p - 1) * 20 * 8 : 0)
+        EXPECT_EQ(report.traffic.bytes(src, dst), dst == (src + 1) % p ? (p - 1) * 20 * 8 : 0)
             << "p " << p << ", " << src << " -> " << dst;
   }
 }

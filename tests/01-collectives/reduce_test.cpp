@@ -70,9 +70,9 @@ TEST(ReduceTest, BinomialTreeSendsOneMessagePerRank) {
       std::int64_t root_receives = 0;
       for (int src = 0; src < p; ++src) {
         std::int64_t sent = 0;
-        for (int dst = 0; dst < p; ++dst) sent += report.messages[src][dst];
+        for (int dst = 0; dst < p; ++dst) sent += report.traffic.messages(src, dst);
         EXPECT_EQ(sent, src == root ? 0 : 1) << "p " << p << ", root " << root << ", rank " << src;
-        root_receives += report.messages[src][root];
+        root_receives += report.traffic.messages(src, root);
       }
       EXPECT_EQ(root_receives, lg) << "p " << p << ", root " << root;
     }

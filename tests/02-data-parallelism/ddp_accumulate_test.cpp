@@ -69,9 +69,7 @@ TEST(DdpAccumulateTest, CommunicatesOncePerStepWhateverTheMicroBatches) {
     train::Knobs knobs = micro(m);
     knobs.set("check_every", "0");
     const train::RunOutcome out = expect_matches(spec, p, accumulate, knobs);
-    std::int64_t messages = 0;
-    for (const auto& row : out.report.messages)
-      for (const std::int64_t n : row) messages += n;
+    const std::int64_t messages = out.report.traffic.total_messages();
     if (m == 1) {
       bytes_m1 = out.report.total_bytes();
       messages_m1 = messages;

@@ -44,9 +44,7 @@ TEST(DdpBucketedTest, StartsOneAllreducePerBucketPerStep) {
     // A ring allreduce is 2(p−1) messages from every rank (empty chunks still
     // send); per step one per bucket and one for the loss. The broadcast at
     // the start reaches each other rank once.
-    std::int64_t messages = 0;
-    for (const auto& row : out.report.messages)
-      for (const std::int64_t m : row) messages += m;
+    const std::int64_t messages = out.report.traffic.total_messages();
     const std::int64_t allreduces = (messages - (p - 1)) / (p * 2 * (p - 1));
     EXPECT_EQ(messages, (p - 1) + spec.steps * (buckets + 1) * p * 2 * (p - 1))
         << kib << " KiB: " << buckets << " buckets";

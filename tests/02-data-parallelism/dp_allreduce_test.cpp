@@ -33,7 +33,7 @@ TEST(DpAllreduceTest, EveryLinkOfTheRingCarriesItsShare) {
   const std::int64_t expected = (p - 1) * psi * e + spec.steps * 2 * (p - 1) * (psi + 1) * e;
   EXPECT_EQ(out.report.total_bytes(), expected);
   for (int r = 0; r < p; ++r) {
-    const std::int64_t ring = out.report.bytes[r][(r + 1) % p];
+    const std::int64_t ring = out.report.traffic.bytes(r, (r + 1) % p);
     // Each link carries 2(p−1)/p of the gradients per step (chunk rounding aside).
     EXPECT_GE(ring, spec.steps * 2 * (p - 1) * (psi / p) * e)
         << "link " << r << " -> " << (r + 1) % p;

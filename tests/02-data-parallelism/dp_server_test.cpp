@@ -30,10 +30,11 @@ TEST(DpServerTest, TheServersLinkCarriesEveryWorkersGradientAndParameters) {
   const std::int64_t psi = model_size(spec) * static_cast<std::int64_t>(sizeof(double));
   for (int w = 1; w < p; ++w) {
     // Per step: θ from the server; the gradient and one double of loss to it.
-    EXPECT_EQ(out.report.bytes[0][w], spec.steps * psi) << "server -> worker " << w;
-    EXPECT_EQ(out.report.bytes[w][0], spec.steps * (psi + 8)) << "worker " << w << " -> server";
+    EXPECT_EQ(out.report.traffic.bytes(0, w), spec.steps * psi) << "server -> worker " << w;
+    EXPECT_EQ(out.report.traffic.bytes(w, 0), spec.steps * (psi + 8))
+        << "worker " << w << " -> server";
     for (int v = 1; v < p; ++v)
-      EXPECT_EQ(out.report.bytes[w][v], 0)
+      EXPECT_EQ(out.report.traffic.bytes(w, v), 0)
           << "workers never talk to each other: " << w << " -> " << v;
   }
 }

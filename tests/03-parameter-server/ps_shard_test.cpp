@@ -83,11 +83,11 @@ TEST(PsShardTest, EachServersLinkCarriesTwoWPsiOverSPerStep) {
     const auto r = run_ps<double>(testing::sync_fn<double>(), spec, S + W,
                                   knobs({"servers=" + std::to_string(S)}));
     const PsLayout l = ps_layout(S + W, psi, ps_options(knobs({"servers=" + std::to_string(S)})));
-    const auto& bytes = r.out.report.bytes;
+    const TrafficMatrix& traffic = r.out.report.traffic;
     for (int s = 0; s < S; ++s) {
       std::int64_t link = 0;
       for (int w = 0; w < W; ++w)
-        link += bytes[s][l.worker_rank(w)] + bytes[l.worker_rank(w)][s];
+        link += traffic.bytes(s, l.worker_rank(w)) + traffic.bytes(l.worker_rank(w), s);
       // Per step: W·Ψ_s values out (pulls) and W·Ψ_s in (pushes), W versions
       // out (one int64 each) and W headers in (three doubles each).
       const std::int64_t want = spec.steps * (2 * W * l.shards[s].size() * 8 + W * (8 + 24));
@@ -95,7 +95,7 @@ TEST(PsShardTest, EachServersLinkCarriesTwoWPsiOverSPerStep) {
       busiest[S] = std::max(busiest[S], link);
     }
     for (int a = S; a < S + W; ++a)
-      for (int b = S; b < S + W; ++b) EXPECT_EQ(bytes[a][b], 0) << "workers never talk";
+      for (int b = S; b < S + W; ++b) EXPECT_EQ(traffic.bytes(a, b), 0) << "workers never talk";
   }
   // Sharding over S servers divides the busiest link by S (up to rounding of Ψ/S).
   EXPECT_NEAR(static_cast<double>(busiest[1]) / busiest[2], 2.0, 0.01);

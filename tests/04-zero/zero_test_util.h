@@ -107,9 +107,7 @@ inline std::int64_t bytes_per_step(const train::RunSpec& spec, int stage, int p,
 
 /// Bytes rank r sent in `report` (to every peer).
 inline std::int64_t bytes_sent(const Report& report, int r) {
-  std::int64_t n = 0;
-  for (std::int64_t b : report.bytes[static_cast<std::size_t>(r)]) n += b;
-  return n;
+  return report.traffic.bytes_sent(r);
 }
 
 /// "gpt-tiny on 3 ranks".

@@ -76,7 +76,7 @@ TEST(PipelineTest, StagesSendOnlyToTheirNeighbours) {
       if (r == 3 && to == 0) want = wte;                // the head's share of dwte
       if (r == 0 && to == 3) want = wte;                // the stepped wte, back
       const bool ring = to == (r + 1) % 4;
-      const std::int64_t got = out.report.bytes[r][to];
+      const std::int64_t got = out.report.traffic.bytes(r, to);
       if (ring) EXPECT_TRUE(near(got, want)) << r << " -> " << to << ": " << got << " bytes, want " << want;
       else EXPECT_EQ(got, want) << r << " -> " << to;
     }

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -168,6 +169,16 @@ TEST_F(DtwCliTest, OutputOfAThousandRanksStaysShort) {
   const std::string text((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
   EXPECT_THAT(text, HasSubstr("\"bytes\":[[0,"));
   EXPECT_GT(std::count(text.begin(), text.end(), '['), 2048);
+  // Written row by row from the links used: every cell in place, the empty ones 0.
+  const nlohmann::json parsed = nlohmann::json::parse(text);
+  ASSERT_EQ(parsed["bytes"].size(), 1024u);
+  ASSERT_EQ(parsed["messages"].size(), 1024u);
+  EXPECT_EQ(parsed["bytes"][1023].size(), 1024u);
+  EXPECT_EQ(parsed["bytes"][0][1], 32) << "four tokens of 8 bytes, rank 0 to rank 1";
+  EXPECT_EQ(parsed["messages"][0][1], 4);
+  EXPECT_EQ(parsed["bytes"][1023][0], 24) << "three laps end at rank 0";
+  EXPECT_EQ(parsed["bytes"][0][2], 0);
+  EXPECT_EQ(parsed["bytes"][5][4], 0);
 
   const Finished deadlock = dtw({"run", "deadlock", "--ranks", "1024"});
   EXPECT_EQ(deadlock.exit_code, 1) << deadlock.output;

@@ -82,7 +82,7 @@ TEST(CompletionTest, TestPollsToCompletion) {
       EXPECT_TRUE(comm.test(r));  // completed: stays true
       Request empty;
       EXPECT_TRUE(comm.test(empty));
-      EXPECT_EQ(comm.traffic().messages_received[1], 1);  // counted once
+      EXPECT_EQ(comm.traffic().messages_received_from(1), 1);  // counted once
     });
   }
 }
@@ -128,8 +128,8 @@ TEST(CompletionTest, WaitSomeCompletesEveryRequestExactlyOnce) {
     }
     EXPECT_EQ(seen, (std::multiset<std::size_t>{0, 1, 2}));
     for (int w = 1; w < 4; ++w) EXPECT_EQ(got[w - 1][0], w);
-    EXPECT_EQ(comm.traffic().messages_received[1] + comm.traffic().messages_received[2] +
-                  comm.traffic().messages_received[3],
+    EXPECT_EQ(comm.traffic().messages_received_from(1) + comm.traffic().messages_received_from(2) +
+                  comm.traffic().messages_received_from(3),
               3);
   });
 }
@@ -364,7 +364,7 @@ TEST(CompletionTest, IrecvReduceCombinesTheMessageByCompletion) {
       both.push_back(std::move(out));
       comm.wait_all(both);
       EXPECT_EQ(acc, std::vector<double>(n, 10.0 * r + left + 0.5));
-      EXPECT_EQ(comm.traffic().messages_received[static_cast<std::size_t>(left)], 1);
+      EXPECT_EQ(comm.traffic().messages_received_from(left), 1);
       // A message of another size is refused, naming both sizes.
       std::vector<double> small(n - 1, 1.0);
       Request bad = comm.irecv_reduce(acc, left, ReduceOp::kMax, 3);

@@ -30,18 +30,18 @@ TEST(ObserveTest, TrafficMatrixCountsBytesAndMessages) {
       }
     }
     comm.barrier();  // internal messages are not user traffic
-    EXPECT_EQ(comm.traffic().bytes_sent[comm.rank()], 0);
+    EXPECT_EQ(comm.traffic().bytes_sent_to(comm.rank()), 0);
     const int next = (comm.rank() + 1) % comm.size();
-    EXPECT_EQ(comm.traffic().bytes_received[next], (next + 1) * 10 * 4 * 2);
-    EXPECT_EQ(comm.traffic().messages_received[next], 2);
+    EXPECT_EQ(comm.traffic().bytes_received_from(next), (next + 1) * 10 * 4 * 2);
+    EXPECT_EQ(comm.traffic().messages_received_from(next), 2);
     EXPECT_EQ(comm.traffic().total_bytes_sent(), (comm.rank() + 1) * 10 * 4 * 2 * 2);
   });
   ASSERT_EQ(report.world_size, 3);
   EXPECT_EQ(report.backend, "threads");
   for (int s = 0; s < 3; ++s)
     for (int d = 0; d < 3; ++d) {
-      EXPECT_EQ(report.bytes[s][d], s == d ? 0 : (s + 1) * 80) << s << "->" << d;
-      EXPECT_EQ(report.messages[s][d], s == d ? 0 : 2) << s << "->" << d;
+      EXPECT_EQ(report.traffic.bytes(s, d), s == d ? 0 : (s + 1) * 80) << s << "->" << d;
+      EXPECT_EQ(report.traffic.messages(s, d), s == d ? 0 : 2) << s << "->" << d;
     }
   EXPECT_EQ(report.total_bytes(), 2 * 80 + 2 * 160 + 2 * 240);
   const std::string table = report.traffic_table();
@@ -60,10 +60,10 @@ TEST(ObserveTest, RecvReduceAndSelfTrafficAreCounted) {
     comm.wait(r);
     comm.wait(s);
   });
-  EXPECT_EQ(report.bytes[0][1], 32);
-  EXPECT_EQ(report.bytes[0][0], 32);
-  EXPECT_EQ(report.bytes[1][1], 32);
-  EXPECT_EQ(report.messages[1][0], 0);
+  EXPECT_EQ(report.traffic.bytes(0, 1), 32);
+  EXPECT_EQ(report.traffic.bytes(0, 0), 32);
+  EXPECT_EQ(report.traffic.bytes(1, 1), 32);
+  EXPECT_EQ(report.traffic.messages(1, 0), 0);
 }
 
 TEST(ObserveTest, TraceIsWrittenAsChromeJson) {

@@ -110,15 +110,15 @@ TEST(SplitTest, TrafficIsCountedInWorldRanks) {
     else {
       std::vector<double> in(10);
       sub->recv(in, 0, 0);
-      EXPECT_EQ(sub->traffic().bytes_received[comm.rank() - 2], 80);
+      EXPECT_EQ(sub->traffic().bytes_received_from(comm.rank() - 2), 80);
     }
   });
   // The split's own exchange is not user traffic: only the two sends appear.
   const std::vector<std::vector<std::int64_t>> expected = {
       {0, 0, 80, 0}, {0, 0, 0, 80}, {0, 0, 0, 0}, {0, 0, 0, 0}};
-  EXPECT_EQ(report.bytes, expected);
-  EXPECT_EQ(report.messages[0][2], 1);
-  EXPECT_EQ(report.messages[1][3], 1);
+  EXPECT_EQ(report.traffic.dense_bytes(), expected);
+  EXPECT_EQ(report.traffic.messages(0, 2), 1);
+  EXPECT_EQ(report.traffic.messages(1, 3), 1);
   EXPECT_EQ(report.total_bytes(), 160);
 }
 

@@ -95,7 +95,7 @@ TEST(StressTest, SixtyFourRanksExchangeAndGather) {
   }, std::chrono::seconds(60));
   // Each rank sends 2 allgathers of 63 blocks around the ring.
   const std::int64_t ring_bytes = 63 * (1 + 5000) * 8;
-  EXPECT_GE(report.bytes[5][6], ring_bytes);
+  EXPECT_GE(report.traffic.bytes(5, 6), ring_bytes);
 }
 
 TEST(StressTest, OddWorldsRepeatedLaunches) {

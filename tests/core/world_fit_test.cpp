@@ -23,15 +23,17 @@ std::string refusal(int ranks, const MachineRoom& room) {
   return "";
 }
 
-TEST(WorldFitTest, NeedsAThreadAndTwoMapsPerRankAndMemoryGrowingAsRanksSquared) {
+TEST(WorldFitTest, NeedsAThreadAndTwoMapsPerRankAndMemoryGrowingLinearly) {
   const WorldNeeds one = threads_world_needs(1024), four = threads_world_needs(4096);
   EXPECT_EQ(one.threads, 1024);
   EXPECT_EQ(one.memory_maps, 2048);
-  // 4× the ranks: more than 4× the memory (the p-sized counters of every rank).
-  EXPECT_GT(four.bytes, 8 * one.bytes);
-  EXPECT_LT(four.bytes, 16 * one.bytes);
-  // The counters alone: 4 × 8 bytes per peer per rank, plus the report's two matrices.
-  EXPECT_GE(four.bytes, 48LL * 4096 * 4096);
+  // 4× the ranks: 4× the memory. The traffic counters are per peer talked to,
+  // not per world rank, so nothing grows as ranks².
+  EXPECT_EQ(four.bytes, 4 * one.bytes);
+  // Between 64 KiB and 1 MiB a rank: its stack pages and book-keeping
+  // (measured about 110 KiB at 4096 ranks, docs/results/threads_at_scale.md).
+  EXPECT_GE(four.bytes, 4096LL * (64 << 10));
+  EXPECT_LE(four.bytes, 4096LL * (1 << 20));
 }
 
 TEST(WorldFitTest, TooLittleMemoryIsRefusedWithTheNeedAndTheRoom) {

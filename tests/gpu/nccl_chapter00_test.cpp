@@ -48,10 +48,10 @@ TEST(NcclChapter00Test, PingPongReturnsOneSamplePerSizeAndCountsEveryMessage) {
     std::int64_t bytes = 0;
     for (std::int64_t n : sizes) bytes += n * (repeats + 1);
     const auto messages = static_cast<std::int64_t>(sizes.size()) * (repeats + 1);
-    EXPECT_EQ(report.messages[a][b], messages) << "p " << p;
-    EXPECT_EQ(report.messages[b][a], messages) << "p " << p;
-    EXPECT_EQ(report.bytes[a][b], bytes) << "p " << p;
-    EXPECT_EQ(report.bytes[b][a], bytes) << "p " << p;
+    EXPECT_EQ(report.traffic.messages(a, b), messages) << "p " << p;
+    EXPECT_EQ(report.traffic.messages(b, a), messages) << "p " << p;
+    EXPECT_EQ(report.traffic.bytes(a, b), bytes) << "p " << p;
+    EXPECT_EQ(report.traffic.bytes(b, a), bytes) << "p " << p;
     EXPECT_EQ(report.total_bytes(), 2 * bytes) << "p " << p << ": a bystander sent something";
   }
 }
@@ -70,8 +70,10 @@ TEST(NcclChapter00Test, TokenRingGivesEveryRankTheFinalToken) {
       for (int src = 0; src < p && p > 1; ++src) {
         const int dst = (src + 1) % p;
         const std::int64_t want_messages = laps + (src != p - 1 ? 1 : 0);
-        EXPECT_EQ(report.messages[src][dst], want_messages) << "p " << p << ", " << src << "->" << dst;
-        EXPECT_EQ(report.bytes[src][dst], 8 * want_messages) << "p " << p << ", " << src << "->" << dst;
+        EXPECT_EQ(report.traffic.messages(src, dst), want_messages)
+            << "p " << p << ", " << src << "->" << dst;
+        EXPECT_EQ(report.traffic.bytes(src, dst), 8 * want_messages)
+            << "p " << p << ", " << src << "->" << dst;
       }
     }
   }

@@ -43,8 +43,8 @@ TEST(MpiBackendTest, EveryProcessGetsTheWholeTrafficMatrix) {
   });
   for (int src = 0; src < p; ++src) {
     if (p == 1) break;
-    EXPECT_EQ(r.bytes[src][(src + 1) % p], 4 * (100 + src)) << "row " << src;
-    EXPECT_EQ(r.messages[src][(src + 1) % p], 1) << "row " << src;
+    EXPECT_EQ(r.traffic.bytes(src, (src + 1) % p), 4 * (100 + src)) << "row " << src;
+    EXPECT_EQ(r.traffic.messages(src, (src + 1) % p), 1) << "row " << src;
   }
 }
 

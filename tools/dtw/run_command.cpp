@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "commands.h"
 #include "demo_runner.h"
@@ -88,6 +89,24 @@ void print_failures(const std::vector<RankError>& failures) {
   }
 }
 
+// traffic as a dense JSON matrix, [[row of src 0], ...], written row by row
+// from the links used: the file has world² numbers, the memory never does.
+void write_matrix(std::ostream& f, const TrafficMatrix& traffic, std::int64_t Link::*field) {
+  f << '[';
+  for (int s = 0; s < traffic.world_size(); ++s) {
+    const std::span<const Link> row = traffic.links_from(s);
+    auto next = row.begin();
+    f << (s ? ",[" : "[");
+    for (int d = 0; d < traffic.world_size(); ++d) {
+      std::int64_t value = 0;
+      if (next != row.end() && next->dst == d) value = (*next++).*field;
+      f << (d ? "," : "") << value;
+    }
+    f << ']';
+  }
+  f << ']';
+}
+
 void write_json(const std::string& path, const Demo& demo, const DemoOutcome& outcome) {
   nlohmann::json checks = nlohmann::json::array(), errors = nlohmann::json::array();
   for (const std::optional<DemoCheck>& c : outcome.checks)
@@ -102,10 +121,18 @@ void write_json(const std::string& path, const Demo& demo, const DemoOutcome& ou
                               {"correct", outcome.correct()},
                               {"checks", checks},
                               {"errors", errors},
-                              {"bytes", outcome.report.bytes},
-                              {"messages", outcome.report.messages}};
+                              {"bytes", nullptr},      // written by write_matrix
+                              {"messages", nullptr}};  // likewise
   std::ofstream f(path);
-  f << out.dump() << "\n";
+  // The keys in nlohmann's (sorted) order, as out.dump() would write them.
+  f << '{';
+  for (auto it = out.begin(); it != out.end(); ++it) {
+    f << (it == out.begin() ? "" : ",") << nlohmann::json(it.key()).dump() << ':';
+    if (it.key() == "bytes") write_matrix(f, outcome.report.traffic, &Link::bytes);
+    else if (it.key() == "messages") write_matrix(f, outcome.report.traffic, &Link::messages);
+    else f << it.value().dump();
+  }
+  f << "}\n";
   DTW_CHECK(f.good(), Error, "dtw run --json: could not write " << path);
 }
 

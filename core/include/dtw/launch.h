@@ -11,6 +11,7 @@
 #include "dtw/comm.h"
 #include "dtw/memory.h"
 #include "dtw/trace.h"
+#include "dtw/traffic.h"
 
 namespace dtw {
 
@@ -55,10 +56,10 @@ struct Report {
   std::string backend;
   /// Wall-clock time of the whole launch.
   double seconds = 0;
-  /// bytes[src][dst]: payload bytes world rank src sent to world rank dst.
-  std::vector<std::vector<std::int64_t>> bytes;
-  /// messages[src][dst]: how many messages src sent to dst.
-  std::vector<std::vector<std::int64_t>> messages;
+  /// What every world rank sent to every other: `traffic.bytes(src, dst)`,
+  /// `traffic.messages(src, dst)`, `traffic.links()`. Only the links used are
+  /// stored, so a launch of thousands of ranks does not hold a p×p matrix.
+  TrafficMatrix traffic;
   /// Every rank's trace events (empty unless LaunchOptions::trace).
   std::vector<TraceEvent> trace;
   /// One entry per failed rank; ranks cancelled by another's failure show AbortedError.
@@ -74,7 +75,7 @@ struct Report {
   /// The traffic matrix as a printable table (bytes, with K/M/G suffixes) for
   /// a world of up to 16 ranks; a larger world gets a summary of a dozen lines
   /// whatever its size: totals, the least, median and most bytes a rank sent
-  /// and received, and the busiest links (`bytes` holds the full matrix).
+  /// and received, and the busiest links (`traffic` holds every link).
   std::string traffic_table() const;
   /// Per-rank memory as a printable table: the peak of each category, the
   /// peak of the total, what was still held at the end, and the cap. Beyond

@@ -12,8 +12,10 @@ namespace dtw {
 /// What a threads-backend world of some number of ranks takes from the machine.
 struct WorldNeeds {
   /// Memory, estimated: per rank its stack's touched pages and its book-keeping,
-  /// four traffic counters per peer (so the whole world grows as p²), and the
-  /// report's two p×p matrices.
+  /// and the traffic counters of a few peers (its own entry per peer and the
+  /// report's per link, traffic.h). It grows linearly with the ranks; a rank
+  /// function that talks to every peer (an all-to-all) adds about 64 bytes a
+  /// link used, p(p−1) links, which this estimate does not include.
   std::int64_t bytes = 0;
   /// One thread per rank.
   std::int64_t threads = 0;

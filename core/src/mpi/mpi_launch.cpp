@@ -94,9 +94,7 @@ std::shared_ptr<Job> run_rank(int world, const LaunchOptions& options, const Ran
     if (own_error) state->announce_failure();
   }
   Watchdog::instance().disarm();
-  part.ranks.push_back(me);
-  part.bytes.push_back(traffic->bytes_sent);
-  part.messages.push_back(traffic->messages_sent);
+  part.add_rank(me, *traffic);
   part.trace = tracer->events();
   part.memory.push_back(ledger->snapshot());
   return state;

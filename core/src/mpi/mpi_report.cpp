@@ -63,8 +63,7 @@ template <>
 struct ResultCodec<mpi::PartialReport> {
   static void put(ResultWriter& w, const mpi::PartialReport& p) {
     ResultCodec<std::vector<int>>::put(w, p.ranks);
-    ResultCodec<std::vector<std::vector<std::int64_t>>>::put(w, p.bytes);
-    ResultCodec<std::vector<std::vector<std::int64_t>>>::put(w, p.messages);
+    ResultCodec<std::vector<Link>>::put(w, p.links);
     ResultCodec<std::vector<TraceEvent>>::put(w, p.trace);
     ResultCodec<std::vector<MemorySnapshot>>::put(w, p.memory);
     ResultCodec<std::vector<RankError>>::put(w, p.errors);
@@ -73,8 +72,7 @@ struct ResultCodec<mpi::PartialReport> {
   static mpi::PartialReport get(ResultReader& r) {
     mpi::PartialReport p;
     p.ranks = ResultCodec<std::vector<int>>::get(r);
-    p.bytes = ResultCodec<std::vector<std::vector<std::int64_t>>>::get(r);
-    p.messages = ResultCodec<std::vector<std::vector<std::int64_t>>>::get(r);
+    p.links = ResultCodec<std::vector<Link>>::get(r);
     p.trace = ResultCodec<std::vector<TraceEvent>>::get(r);
     p.memory = ResultCodec<std::vector<MemorySnapshot>>::get(r);
     p.errors = ResultCodec<std::vector<RankError>>::get(r);
@@ -137,19 +135,14 @@ Report merge_parts(const char* backend, int world, int my_rank, Tracer::Clock::t
   Report report;
   report.world_size = world;
   report.backend = backend;
-  report.bytes.assign(static_cast<std::size_t>(world),
-                      std::vector<std::int64_t>(static_cast<std::size_t>(world)));
-  report.messages = report.bytes;
+  report.traffic = TrafficMatrix(world);
   report.memory.resize(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) report.memory[static_cast<std::size_t>(r)].rank = r;
   PartialReport merged;
   for (const PartialReport& from : share_with_every_process(part)) {
-    for (std::size_t i = 0; i < from.ranks.size(); ++i) {
-      const auto rank = static_cast<std::size_t>(from.ranks[i]);
-      if (rank >= report.bytes.size()) continue;
-      report.bytes[rank] = from.bytes[i];
-      report.messages[rank] = from.messages[i];
-    }
+    for (const Link& l : from.links)
+      if (l.src >= 0 && l.src < world && l.dst >= 0 && l.dst < world)
+        report.traffic.add(l.src, l.dst, l.bytes, l.messages);
     for (const MemorySnapshot& m : from.memory)
       if (m.rank >= 0 && m.rank < world) report.memory[static_cast<std::size_t>(m.rank)] = m;
     merged.trace.insert(merged.trace.end(), from.trace.begin(), from.trace.end());

@@ -14,12 +14,19 @@ namespace dtw::mpi {
 
 /// What one process knows after a launch.
 struct PartialReport {
-  std::vector<int> ranks;  ///< world ranks whose traffic rows follow
-  std::vector<std::vector<std::int64_t>> bytes, messages;
+  std::vector<int> ranks;   ///< world ranks whose sent links follow
+  std::vector<Link> links;  ///< the links the ranks in `ranks` sent on
   std::vector<TraceEvent> trace;
   std::vector<MemorySnapshot> memory;  ///< the ledgers of the ranks in `ranks`
   std::vector<RankError> errors;
   std::vector<std::string> bare_messages;  ///< Error::message() of each error
+
+  /// Adds world rank `rank` and the links it sent on, from its counters.
+  void add_rank(int rank, const Traffic& traffic) {
+    ranks.push_back(rank);
+    for (const PeerTraffic& e : traffic.peers())
+      if (e.messages_sent > 0) links.push_back({rank, e.peer, e.bytes_sent, e.messages_sent});
+  }
 };
 
 

@@ -167,9 +167,7 @@ std::shared_ptr<mpi::Job> run_rank(int world, const LaunchOptions& options, cons
     }
     if (own_error) watch.announce_failure();
   }
-  part.ranks.push_back(me);
-  part.bytes.push_back(traffic->bytes_sent);
-  part.messages.push_back(traffic->messages_sent);
+  part.add_rank(me, *traffic);
   part.trace = tracer->events();
   part.memory.push_back(ledger->snapshot());
   return state;

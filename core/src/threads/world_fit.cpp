@@ -10,15 +10,22 @@
 #include <string>
 
 #include "dtw/errors.h"
+#include "dtw/traffic.h"
 
 namespace dtw {
 namespace {
 
-// Measured: `dtw run token-ring --ranks 4096` peaks at 968 MiB, of which the
-// p-sized counters and the report's matrices are 768 MiB; the rest, about
-// 50 KiB a rank, is the stack pages a rank touches, its tracer, ledger and
-// communicator. The estimate rounds that up.
-constexpr std::int64_t kBytesPerRank = 64 << 10;
+// Measured: `dtw run token-ring --ranks P` peaks at 110 MiB for 1024 ranks,
+// 455 MiB for 4096 (docs/results/threads_at_scale.md): about 115 KiB a rank
+// for a rank thread's stack pages, its tracer, ledger and communicator. The
+// estimate rounds that up.
+constexpr std::int64_t kBytesPerRank = 128 << 10;
+// The traffic counters are sparse (traffic.h): a rank's entry per peer it
+// talks to and the report's entry per link used. How many is up to the rank
+// function, unknown before launch; the estimate allows this many peers a rank
+// (a ring uses 2, a binomial tree about log2 p). An all-to-all uses p − 1,
+// which the estimate does not foresee.
+constexpr std::int64_t kPeersPerRank = 16;
 // The process's own threads and maps, and a margin for what libraries add.
 constexpr std::int64_t kMargin = 64;
 
@@ -57,9 +64,10 @@ std::string mib(std::int64_t bytes) {
 WorldNeeds threads_world_needs(int ranks) {
   const std::int64_t p = ranks;
   WorldNeeds needs;
-  // Per rank: its own pages, 4 counters per peer (traffic.h); then the
-  // report's bytes and messages matrices, p × p each.
-  needs.bytes = p * (kBytesPerRank + 4 * 8 * p) + 2 * 8 * p * p;
+  // Per rank: its own pages, then for each peer it talks to its counters'
+  // entry and the report's entry of the link.
+  constexpr auto kPerPeer = static_cast<std::int64_t>(sizeof(PeerTraffic) + sizeof(Link));
+  needs.bytes = p * (kBytesPerRank + kPeersPerRank * kPerPeer);
   needs.threads = p;
   needs.memory_maps = 2 * p;
   return needs;
@@ -90,9 +98,7 @@ void check_threads_world_fits(int ranks, const MachineRoom& room) {
   DTW_CHECK(room.bytes_available < 0 || needs.bytes <= room.bytes_available, OutOfMemory,
             "launch: a world of " << ranks << " rank threads needs about " << mib(needs.bytes)
                                   << " (" << mib(needs.bytes / ranks)
-                                  << " a rank; the traffic counters grow as ranks²), but this "
-                                     "machine has "
-                                  << mib(room.bytes_available)
+                                  << " a rank), but this machine has " << mib(room.bytes_available)
                                   << " available: use fewer ranks, or the mpi backend across "
                                      "machines");
   DTW_CHECK(room.threads_left < 0 || needs.threads <= room.threads_left, OutOfMemory,
