@@ -51,7 +51,10 @@ class PendingCollective {
   PendingCollective& operator=(const PendingCollective&) = delete;
 
   /// Advances every collective in flight on this one's communicator as far as
-  /// it can without blocking; true once this one is complete.
+  /// it can without blocking; true once this one is complete. It polls with
+  /// Comm::test, so polling one that can never complete (a peer that never
+  /// joins) ends at the launch timeout as Comm::test does, naming the rank
+  /// and the message of the round it is stuck in.
   bool test();
   /// Blocks until this collective is complete, advancing the others in flight
   /// on its communicator meanwhile. A no-op once complete (or for an empty handle).

@@ -3,6 +3,7 @@
 // exactly equal to the blocking ring; polling with test(); bad input.
 #include <gmock/gmock.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -173,6 +174,30 @@ TEST(NonblockingTest, DroppedPendingCollectiveIsReportedLikeADroppedRequest) {
   for (const RankError& e : report.errors)
     named = named || e.message.find("requests never waited for") != std::string::npos;
   EXPECT_TRUE(named) << report.errors[0].message;
+}
+
+// A rank that polls test() on a collective its peer never joins makes calls
+// but no progress: at the launch timeout it fails with TimeoutError naming
+// what it polls for, as a rank blocked in wait() would (the MPI twin of this
+// rule is mpi.watchdog_poll_collective).
+TEST(NonblockingTest, PollingACollectiveAPeerNeverJoinsEndsInTimeout) {
+  LaunchOptions options;
+  options.timeout = std::chrono::seconds(1);
+  const Report report = launch_collecting(2, options, [](Comm& comm) {
+    std::vector<float> data(16, 1.0f);
+    iallreduce(comm, std::span<float>(data), ReduceOp::kSum).wait();  // together once
+    if (comm.rank() == 1) return;  // never joins the second
+    PendingCollective sum = iallreduce(comm, std::span<float>(data), ReduceOp::kSum);
+    while (!sum.test()) {
+    }
+  });
+  ASSERT_EQ(report.errors.size(), 1u);
+  const RankError& e = report.errors[0];
+  EXPECT_EQ(e.rank, 0);
+  EXPECT_EQ(e.kind, "TimeoutError");
+  EXPECT_THAT(e.message, HasSubstr("polled with test longer than the launch timeout"));
+  EXPECT_THAT(e.message, HasSubstr("rank   0  running, polling with test for "));
+  EXPECT_THAT(e.message, HasSubstr("to rank 1, collective operation 1, 32 B (8 float32)"));
 }
 
 }  // namespace

@@ -203,6 +203,100 @@ TEST(CompletionTest, PollingThatCannotCompleteEndsInTimeout) {
   EXPECT_THAT(first.message, HasSubstr("polling with test"));
 }
 
+// The other side of the rule: a rank that polls one request for longer than
+// the launch timeout, while operations of its own keep completing between
+// those polls (a long phase with other traffic, as DDP's buckets), makes
+// progress and is never stopped, on any backend (on MPI a poll clock that
+// ignored them would have the watchdog abort this test). Each rank's traffic
+// is a message to itself, so its progress does not depend on how the machine
+// schedules the other rank. Rank 0 polls for 1.5 timeouts, then lets rank 1
+// (polling all along) send what rank 0 polls for.
+TEST(CompletionTest, LongPollWhileOtherRequestsCompleteIsNeverStopped) {
+  LaunchOptions options;
+  options.timeout = std::chrono::seconds(1);
+  launch_bounded(2, options, [&](Comm& comm) {
+    const int me = comm.rank(), peer = 1 - me;
+    std::vector<std::int32_t> in(1), out{me}, beat_in(1), beat_out{me};
+    const auto start = std::chrono::steady_clock::now();
+    const auto phase = options.timeout * 3 / 2;
+    Request r = comm.irecv(in, peer, 7);
+    bool told = false;
+    while (!comm.test(r)) {
+      Request beat = comm.irecv(beat_in, me, 8);
+      Request sent = comm.isend(beat_out, me, 8);
+      while (!comm.test(beat) || !comm.test(sent)) {
+      }
+      if (me == 0 && !told && std::chrono::steady_clock::now() - start >= phase) {
+        comm.send(out, 1, 7);
+        told = true;
+      }
+    }
+    if (me == 1) comm.send(out, 0, 7);
+    if (me == 0) {
+      EXPECT_GE(std::chrono::steady_clock::now() - start, phase);
+    }
+    EXPECT_EQ(in[0], peer);
+  });
+}
+
+// Every rank polls a receive the other never sends: each poll is a call, yet
+// nothing ever completes. The rank that reaches the launch timeout first fails
+// with TimeoutError naming itself, what it polls for and how long; the other
+// is cancelled. (On MPI the watchdog does the same: mpi.watchdog_poll.)
+TEST(CompletionTest, RanksThatAllPollForeverEndInTimeoutNamingWhatEachPollsFor) {
+  LaunchOptions options;
+  options.timeout = std::chrono::seconds(1);
+  const Report report = launch_collecting(2, options, [](Comm& comm) {
+    std::vector<float> x(16);
+    Request r = comm.irecv(x, 1 - comm.rank(), comm.rank() == 0 ? 7 : 9);
+    while (!comm.test(r)) {
+    }
+  });
+  ASSERT_EQ(report.errors.size(), 2u);
+  // Errors are listed by rank; the one that timed out may be either.
+  const bool zero_first = report.errors[0].kind == "TimeoutError";
+  const RankError& first = report.errors[zero_first ? 0 : 1];
+  const RankError& other = report.errors[zero_first ? 1 : 0];
+  EXPECT_EQ(first.kind, "TimeoutError");
+  EXPECT_EQ(other.kind, "AbortedError");
+  const int r = first.rank;
+  ASSERT_TRUE(r == 0 || r == 1) << first.rank;
+  EXPECT_THAT(first.message, HasSubstr("polled with test longer than the launch timeout"));
+  EXPECT_THAT(first.message,
+              HasSubstr("rank   " + std::to_string(r) + "  running, polling with test for "));
+  EXPECT_THAT(first.message, HasSubstr(r == 0 ? "irecv from rank 1, tag 7, 64 B (16 float32)"
+                                              : "irecv from rank 0, tag 9, 64 B (16 float32)"));
+  EXPECT_THAT(other.message, HasSubstr("because rank " + std::to_string(r) + " failed first (TimeoutError)"));
+}
+
+// One rank polls, the other blocks in a barrier it needs the poller to enter.
+// A polling rank is running, not stuck, so this is no deadlock the detector
+// may report at once (between polls it might still enter the barrier); the
+// launch fails at the timeout, and the report names the poller's receive.
+TEST(CompletionTest, PollingRankAndBlockedRankEndInTimeoutNotDeadlock) {
+  LaunchOptions options;
+  options.timeout = std::chrono::seconds(1);
+  const Report report = launch_collecting(2, options, [](Comm& comm) {
+    std::vector<float> x(16);
+    if (comm.rank() == 1) return comm.barrier();
+    Request r = comm.irecv(x, 1, 7);
+    while (!comm.test(r)) {
+    }
+  });
+  ASSERT_EQ(report.errors.size(), 2u);
+  const bool zero_first = report.errors[0].kind == "TimeoutError";
+  const RankError& first = report.errors[zero_first ? 0 : 1];
+  EXPECT_EQ(first.kind, "TimeoutError");
+  EXPECT_EQ(report.errors[zero_first ? 1 : 0].kind, "AbortedError");
+  EXPECT_THAT(first.message, HasSubstr("timeout: a rank "));
+  // Whichever rank timed out first, the report shows both.
+  EXPECT_THAT(first.message, HasSubstr("rank   1  in barrier, waiting "));
+  if (first.rank == 0) {
+    EXPECT_THAT(first.message, HasSubstr("rank   0  running, polling with test for "));
+    EXPECT_THAT(first.message, HasSubstr("irecv from rank 1, tag 7, 64 B (16 float32)"));
+  }
+}
+
 TEST(CompletionTest, WaitAnyOnAnotherCommunicatorsRequestIsInvalidArgument) {
   launch_bounded(2, [](Comm& comm) {
     const std::unique_ptr<Comm> other = comm.dup();

@@ -296,9 +296,14 @@ class Comm {
   /// Completes `request` if it can without blocking and says whether it did
   /// (true for an empty or already completed request). Never blocks: on the
   /// threads backend it also does the copies queued for this rank, so a rank
-  /// that polls makes progress. A rank that polls an operation that cannot
-  /// complete fails with TimeoutError once it has polled for the launch timeout
-  /// with no operation of its own completing.
+  /// that polls makes progress. A polling rank is running, not blocked: the
+  /// threads backend's deadlock detector never counts it as stuck. But one that
+  /// has polled for the launch timeout with no operation of its own completing
+  /// (and none posted, no blocking call) is treated as a blocked rank past the
+  /// timeout: on threads this call throws TimeoutError with the wait-for report
+  /// ("polling with test ... for N ms" and the operation: peer, tag, bytes); on
+  /// MPI the watchdog prints "rank R polls for: irecv from rank P, tag T, B
+  /// bytes" and aborts the job. The cost of a poll stays O(1).
   bool test(Request& request);
   /// Blocks until at least one pending request in `requests` completes,
   /// completes it and returns its index; the others stay pending. Requests

@@ -25,7 +25,12 @@ struct LaunchOptions {
   std::string backend = "threads";
   /// A rank blocked in one call for longer than this fails with TimeoutError
   /// (for a peer that never arrives; true deadlocks are detected at once).
-  /// Must be in (0, kMaxLaunchTimeout].
+  /// A rank that polls (Comm::test, a PendingCollective's test) for this long
+  /// while none of its operations completes, and it posts none and makes no
+  /// blocking call, is treated as blocked: TimeoutError naming what it polls
+  /// for (on MPI the watchdog prints that and aborts the job, as for a blocked
+  /// rank). A completion restarts the clock, so a long phase whose polls
+  /// complete now and then is never stopped. Must be in (0, kMaxLaunchTimeout].
   std::chrono::milliseconds timeout{60'000};
   /// Record every communication call and phase for `Report::write_trace`.
   bool trace = false;

@@ -6,6 +6,7 @@
 #include <climits>
 #include <exception>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "dtw/errors.h"
@@ -87,6 +88,7 @@ std::shared_ptr<detail::RequestState> MpiComm::start_send(ConstBuffer data, int 
   state->is_send = true;
   state->bytes = data.bytes();
   const int bytes = checked_bytes(data.bytes(), peer, op_name);
+  Watchdog::instance().progressed();  // a rank that posts is not stuck polling
   // Synchronous mode keeps the threads backend's rule: a send completes only
   // once the receiver has matched it, so unsafe orderings fail every time.
   check_mpi(MPI_Issend(data.data, bytes, MPI_BYTE, peer, mpi_tag(tag), comm_for(tag), &state->req),
@@ -104,6 +106,7 @@ std::shared_ptr<detail::RequestState> MpiComm::start_recv(Buffer data, int peer,
   state->capacity_bytes = data.bytes();
   state->elem_bytes = static_cast<std::int64_t>(size_of(data.type));
   const int bytes = checked_bytes(data.bytes(), peer, op_name);
+  Watchdog::instance().progressed();
   check_mpi(MPI_Irecv(data.data, bytes, MPI_BYTE, peer, mpi_tag(tag), comm_for(tag), &state->req),
             "MPI_Irecv", world_rank());
   return state;
@@ -170,10 +173,23 @@ std::size_t MpiComm::complete_any(std::span<detail::RequestState* const> states,
 
 bool MpiComm::poll(detail::RequestState* state, const char* op_name) {
   // MPI progresses inside the library; a test only asks it once. A rank that
-  // failed elsewhere ends the poll too, as it ends a wait. A poll is a call:
-  // the watchdog does not count a polling rank as silent.
-  Watchdog::instance().touch();
-  if (test_request(state, op_name)) return true;
+  // failed elsewhere ends the poll too, as it ends a wait. A poll is a call, so
+  // a polling rank is never silent; but Comm::test polling for the timeout with
+  // none of this rank's operations completing is a wait that never ends, and
+  // the watchdog stops it as it stops a blocked rank (wait_some's sweep after
+  // a completion is not such a poll).
+  Watchdog& watchdog = Watchdog::instance();
+  if (test_request(state, op_name)) {
+    watchdog.progressed();
+    return true;
+  }
+  if (std::string_view(op_name) == "test") {
+    auto* r = static_cast<MpiRequest*>(state);
+    watchdog.polled({r->op[0] ? r->op : op_name, r->world_peer, r->tag,
+                     r->is_send ? r->bytes : r->capacity_bytes, r->is_send});
+  } else {
+    watchdog.touch();
+  }
   if (job_->poll_aborted()) job_->throw_aborted(op_name);
   return false;
 }

@@ -164,6 +164,9 @@ bool World::test(int rank, Op& op, const char* call, bool polling) {
   RankState& me = ranks_[rank];
   run_copy_jobs(rank, lock);
   if (op.state == Op::State::kDone) {
+    // A poll that completes is progress too (the op may have been done since
+    // long before): the poll clock restarts, as on MPI, where only a test sees it.
+    me.polled = nullptr;
     throw_op_error(op);
     return true;
   }
