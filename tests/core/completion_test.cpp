@@ -213,7 +213,9 @@ TEST(CompletionTest, PollingThatCannotCompleteEndsInTimeout) {
 // (polling all along) send what rank 0 polls for.
 TEST(CompletionTest, LongPollWhileOtherRequestsCompleteIsNeverStopped) {
   LaunchOptions options;
-  options.timeout = std::chrono::seconds(1);
+  // Not 1 s: the rank must never be stopped, so a stall of the rank thread
+  // on a loaded machine must stay well inside the timeout.
+  options.timeout = std::chrono::seconds(2);
   launch_bounded(2, options, [&](Comm& comm) {
     const int me = comm.rank(), peer = 1 - me;
     std::vector<std::int32_t> in(1), out{me}, beat_in(1), beat_out{me};
