@@ -79,13 +79,17 @@ std::string Knobs::describe() const {
 
 template <class T>
 RankRun<T>::RankRun(Comm& comm, const RunSpec& spec, const Knobs& knobs)
-    : comm_(comm), spec_(spec), knobs_(knobs), last_step_(std::chrono::steady_clock::now()) {
-  comm_.tracer().set_work_clock([this] { return layer_times()->flops_added(); });
+    : comm_(comm),
+      spec_(spec),
+      knobs_(knobs),
+      last_step_(std::chrono::steady_clock::now()),
+      tracer_(&comm.tracer()) {
+  tracer_->set_work_clock([this] { return layer_times()->flops_added(); }, this);
 }
 
 template <class T>
 RankRun<T>::~RankRun() {
-  comm_.tracer().set_work_clock({});
+  tracer_->clear_work_clock(this);
 }
 
 template <class T>

@@ -75,9 +75,20 @@ class Tracer {
                   bool is_send = false, int channel = -1, double start_work = -1);
   /// Installs the rank's work clock: the compute work (FLOPs) done so far,
   /// which every later event records at its start and end (TraceEvent's
-  /// work_start, work_end). An empty function removes it. The training layer
-  /// installs one that counts the model's layers.
-  void set_work_clock(std::function<double()> clock) { work_clock_ = std::move(clock); }
+  /// work_start, work_end), replacing any other. `owner` names who installed
+  /// it, for clear_work_clock. The training layer's RankRun installs one that
+  /// counts the model's layers.
+  void set_work_clock(std::function<double()> clock, const void* owner = nullptr) {
+    work_clock_ = std::move(clock);
+    work_owner_ = owner;
+  }
+  /// Removes the work clock if `owner` installed it (a clock installed since
+  /// by someone else stays).
+  void clear_work_clock(const void* owner) {
+    if (work_owner_ != owner) return;
+    work_clock_ = {};
+    work_owner_ = nullptr;
+  }
   /// The work clock's reading, −1 without one.
   double work() const { return work_clock_ ? work_clock_() : -1; }
   /// The number of this rank's next collective channel (TraceEvent::channel).
@@ -113,6 +124,7 @@ class Tracer {
   std::vector<TraceEvent> events_;
   int channels_ = 0;
   std::function<double()> work_clock_;
+  const void* work_owner_ = nullptr;
 };
 
 /// Writes `events` as Chrome trace JSON (one track per rank) to `path`.

@@ -87,7 +87,9 @@ class RankRun {
   /// Made by the harness (tests may make one to call a strategy directly).
   /// Installs the rank's work clock in the communicator's tracer (the FLOPs
   /// of layer_times(), so the modeled fabric places calls made inside a
-  /// compute phase by work done, not by this machine's time).
+  /// compute phase by work done, not by this machine's time); the destructor
+  /// removes it unless another RankRun has installed its own since. `comm`
+  /// may be destroyed before this RankRun.
   RankRun(Comm& comm, const RunSpec& spec, const Knobs& knobs);
   ~RankRun();
   RankRun(const RankRun&) = delete;
@@ -141,6 +143,9 @@ class RankRun {
   std::vector<std::pair<std::int64_t, std::vector<T>>> reported_;
   std::chrono::steady_clock::time_point last_step_;
   model::LayerTimes* layer_times_ = nullptr;
+  // comm_'s tracer. comm_ may go first (a sub-communicator), the tracer does
+  // not: every communicator of the rank shares it, the world's included.
+  Tracer* tracer_;
   std::unique_ptr<model::LayerTimes> own_times_ = std::make_unique<model::LayerTimes>();
 };
 
