@@ -196,6 +196,45 @@ TEST(FabricTest, OnADeviceACollectivesLaterRoundsFollowTheLastArrivalNotTheHosts
   for (const Cluster& c : gpu_clusters()) EXPECT_TRUE(c.device_progress) << c.name;
 }
 
+TEST(FabricTest, OnADeviceTheCollectivesOfOneChannelRunOneAfterAnother) {
+  // Two collectives on collective channel 0 (tags 1 and 2), one message each
+  // from rank 0 to rank 1, started by the host at 10% and 20% of a 10 ms
+  // phase. A message takes 2 ms. The communicator's stream runs them in
+  // order: the second starts when the first has arrived (3 ms), not at 2 ms.
+  auto on_channel = [](TraceEvent e) {
+    e.channel = 0;
+    return e;
+  };
+  const std::vector<TraceEvent> trace = {
+      compute(0, 0, 1000, 1e7),
+      on_channel(message("isend", 0, 1, true, 1000000, 1, 100, 500)),
+      on_channel(message("isend", 0, 1, true, 1000000, 2, 200, 600)),
+      on_channel(message("irecv", 1, 0, false, 1000000, 1, 0, 500)),
+      on_channel(message("irecv", 1, 0, false, 1000000, 2, 0, 600)),
+  };
+  const Replay r = replay_on(trace, 2, toy(2));
+  std::vector<const TraceEvent*> sends;
+  for (const TraceEvent& e : r.events)
+    if (e.rank == 0 && e.name == "isend") sends.push_back(&e);
+  ASSERT_EQ(sends.size(), 2u);
+  EXPECT_NEAR(sends[0]->start_us, 1000, 1e-6);
+  EXPECT_NEAR(sends[0]->end_us, 3000, 1e-6);
+  EXPECT_NEAR(sends[1]->start_us, 3000, 1e-6);  // after the first, not at 2 ms
+  EXPECT_NEAR(sends[1]->end_us, 5000, 1e-6);
+  // On different channels (two communicators) they run side by side.
+  std::vector<TraceEvent> two = trace;
+  two[2].channel = two[4].channel = 1;
+  const Replay apart = replay_on(two, 2, toy(2));
+  int checked = 0;
+  for (const TraceEvent& e : apart.events) {
+    if (e.rank == 0 && e.tag == 2) {
+      EXPECT_NEAR(e.start_us, 2000, 1e-6);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 1);
+}
+
 TEST(FabricTest, ThisMachineKeepsMeasuredComputeAndUsesTheFittedLink) {
   const std::vector<TraceEvent> trace = {
       compute(0, 0, 5000, 2e6),

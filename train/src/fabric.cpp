@@ -148,15 +148,37 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
     else recvs[{e.peer, e.rank, e.tag, collective}].push_back(i);
   }
   // On a device, the messages of one collective on one rank (rank, channel,
-  // tag) form a group whose later rounds the device starts by itself.
+  // tag) form a group, and the groups of one (rank, channel) a lane: the
+  // communicator's stream, which runs its collectives one after another and
+  // the rounds of each as they arrive (see the replay rules).
   std::vector<int> group(n, -1);
+  std::vector<std::vector<std::size_t>> members;  // per group, in posting order
+  std::vector<std::vector<std::size_t>> lanes;    // per (rank, channel), group by group
   if (cluster.device_progress) {
     std::map<std::tuple<int, int, int>, int> groups;
-    for (std::size_t i = 0; i < n; ++i) {
+    std::map<std::pair<int, int>, std::size_t> lane_of;
+    std::vector<std::size_t> by_time(n);
+    for (std::size_t i = 0; i < n; ++i) by_time[i] = i;
+    std::stable_sort(by_time.begin(), by_time.end(), [&](std::size_t a, std::size_t b) {
+      return out.events[a].start_us < out.events[b].start_us;
+    });
+    std::vector<std::vector<int>> lane_groups;
+    for (std::size_t i : by_time) {
       const TraceEvent& e = out.events[i];
       if (e.category != "comm" || e.channel < 0 || e.tag < 0) continue;
-      group[i] = groups.try_emplace({e.rank, e.channel, e.tag}, static_cast<int>(groups.size()))
-                     .first->second;
+      const auto [it, made] = groups.try_emplace({e.rank, e.channel, e.tag}, static_cast<int>(members.size()));
+      if (made) {
+        members.emplace_back();
+        const auto [lane, new_lane] = lane_of.try_emplace({e.rank, e.channel}, lane_groups.size());
+        if (new_lane) lane_groups.emplace_back();
+        lane_groups[lane->second].push_back(it->second);
+      }
+      group[i] = it->second;
+      members[static_cast<std::size_t>(it->second)].push_back(i);
+    }
+    for (const std::vector<int>& gs : lane_groups) {
+      lanes.emplace_back();
+      for (int g : gs) lanes.back().insert(lanes.back().end(), members[static_cast<std::size_t>(g)].begin(), members[static_cast<std::size_t>(g)].end());
     }
   }
   std::vector<Message> msg(n);
@@ -207,12 +229,12 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   std::vector<double> seen(static_cast<std::size_t>(world), 0);
   std::vector<std::size_t> next(static_cast<std::size_t>(world), 0);
   std::vector<double> model_start(n, 0), model_end(n, 0);
-  // Per group: the modeled post of its first message (−1 before it), and the
-  // latest modeled completion of its messages that the host has seen so far.
-  std::vector<double> group_first(n, -1), group_done(n, 0);
-  auto completion = [&](std::size_t i) -> double {  // −1 while the partner has not posted
+  // Per group: where the host started it (−1 until the host gets there).
+  std::vector<double> group_start(members.size(), -1);
+  auto completion = [&](std::size_t i) -> double {  // −1 while a half is not posted
     const Message& m = msg[i];
     const TraceEvent& e = out.events[i];
+    if (m.post < 0) return -1;
     if (!m.matched) return m.post + cluster.link(e.rank, e.peer).seconds(static_cast<double>(e.bytes));
     const double other = msg[m.partner].post;
     if (other < 0) return -1;
@@ -222,12 +244,46 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
     if (out.events[recv].name == "recv_reduce") t += 3 * bytes / cluster.memory_bw;
     return t;
   };
-  auto note_done = [&](std::size_t i, double done) {
-    if (const int g = group[i]; g >= 0)
-      group_done[static_cast<std::size_t>(g)] = std::max(group_done[static_cast<std::size_t>(g)], done);
+  // The device's side of each lane: how far it has posted, how far every
+  // completion is known, and the latest of those.
+  std::vector<std::size_t> lane_next(lanes.size(), 0), lane_known(lanes.size(), 0);
+  std::vector<double> lane_free(lanes.size(), 0);
+  // Posts lane l's next message if it can; false when it must wait.
+  auto post_on_lane = [&](std::size_t l) -> bool {
+    const std::vector<std::size_t>& lane = lanes[l];
+    const std::size_t i = lane[lane_next[l]];
+    const std::size_t g = static_cast<std::size_t>(group[i]);
+    if (group_start[g] < 0) return false;  // the host has not started this collective
+    double post = 0;
+    if (i == members[g].front()) {
+      // A collective starts on its stream once the ones before it are done.
+      for (; lane_known[l] < lane_next[l]; ++lane_known[l]) {
+        const double done = completion(lane[lane_known[l]]);
+        if (done < 0) return false;
+        lane_free[l] = std::max(lane_free[l], done);
+      }
+      post = std::max(group_start[g], lane_free[l]);
+    } else {
+      // A later round: once the rounds the host had seen complete before
+      // posting it have arrived.
+      post = msg[members[g].front()].post;
+      for (std::size_t j : members[g]) {
+        if (j == i || out.events[j].end_us > out.events[i].start_us) continue;
+        const double done = completion(j);
+        if (done < 0) return false;
+        post = std::max(post, done);
+      }
+    }
+    msg[i].post = post;
+    model_start[i] = post;
+    if (!msg[i].matched) ++out.unmatched;
+    ++lane_next[l];
+    return true;
   };
   for (bool progress = true; progress;) {
     progress = false;
+    for (std::size_t l = 0; l < lanes.size(); ++l)
+      while (lane_next[l] < lanes[l].size() && post_on_lane(l)) progress = true;
     for (int r = 0; r < world; ++r) {
       auto& list = instants[static_cast<std::size_t>(r)];
       double& t = clock[static_cast<std::size_t>(r)];
@@ -242,20 +298,22 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
         } else if (in.kind == kPost) {
           double post = t;
           const int g = group[i];
-          if (g >= 0 && group_first[static_cast<std::size_t>(g)] >= 0) {
-            // A later round: the device starts it once the rounds before it
-            // (those the host had seen complete) have arrived.
-            post = std::max(group_first[static_cast<std::size_t>(g)],
-                            group_done[static_cast<std::size_t>(g)]);
-          } else if (in.phase >= 0) {  // the same fraction of the modeled phase, not before what it followed
+          if (g >= 0 && i != members[static_cast<std::size_t>(g)].front()) {
+            progress = true;  // a later round: its lane posts it
+            continue;
+          }
+          if (in.phase >= 0) {  // the same fraction of the modeled phase, not before what it followed
             const TraceEvent& c = out.events[static_cast<std::size_t>(in.phase)];
             const double frac = share_before(out.events[i], c, !cluster.measured_compute);
             post = std::max(model_start[static_cast<std::size_t>(in.phase)] +
                                 frac * duration[static_cast<std::size_t>(in.phase)],
                             seen[static_cast<std::size_t>(r)]);
           }
-          if (g >= 0 && group_first[static_cast<std::size_t>(g)] < 0)
-            group_first[static_cast<std::size_t>(g)] = post;
+          if (g >= 0) {  // the host starts the collective; its lane posts it
+            group_start[static_cast<std::size_t>(g)] = post;
+            progress = true;
+            continue;
+          }
           msg[i].post = post;
           model_start[i] = post;
           if (!msg[i].matched) ++out.unmatched;
@@ -263,11 +321,9 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
           const double done = completion(i);
           if (done < 0) break;  // the partner has not posted yet: another rank first
           seen[static_cast<std::size_t>(r)] = std::max(seen[static_cast<std::size_t>(r)], done);
-          note_done(i, done);
         } else {
           const double done = completion(i);
-          if (done < 0) break;  // the partner has not posted yet: another rank first
-          note_done(i, done);
+          if (done < 0) break;  // a half is not posted yet: another rank or lane first
           model_end[i] = done;
           t = std::max(t, done);
         }

@@ -29,13 +29,15 @@
 /// its own thread calls test() or wait() and finds the last round complete,
 /// so the host's trace puts later rounds wherever the rank happened to poll.
 /// A GPU does not wait for the host: NCCL's kernels, once launched, start
-/// each round the moment the previous one has arrived. So on a device
-/// cluster a collective's first message is posted where the host posted it
-/// (the rules above), and every later message of the same collective (same
-/// rank, channel and tag) at the modeled completion of the messages of that
-/// collective the host had seen complete before posting it — not at the
-/// host's poll. On `this-machine` the host's polls are the truth and later
-/// rounds keep them.
+/// each round the moment the previous one has arrived, and the collectives
+/// of one communicator run one after another on its stream. So on a device
+/// cluster a collective starts where the host started it (the rules above)
+/// or when the collective before it on the same channel and rank has
+/// completed, whichever is later; and every later message of the same
+/// collective (same rank, channel and tag) at the modeled completion of the
+/// messages of that collective the host had seen complete before posting it
+/// — not at the host's poll. On `this-machine` the host's polls are the
+/// truth and later rounds keep them.
 ///
 /// Not modeled: link contention, the runtime's internal messages (barriers,
 /// reference collectives) and work outside compute phases.
