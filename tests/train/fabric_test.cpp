@@ -46,6 +46,20 @@ Cluster toy(int ranks_per_node) {
   return c;
 }
 
+// `e` as a message of collective channel 0.
+TraceEvent on_channel(TraceEvent e) {
+  e.channel = 0;
+  return e;
+}
+
+// Rank 0's isends in the replay, in order.
+std::vector<const TraceEvent*> sends_of(const Replay& r) {
+  std::vector<const TraceEvent*> sends;
+  for (const TraceEvent& e : r.events)
+    if (e.rank == 0 && e.name == "isend") sends.push_back(&e);
+  return sends;
+}
+
 const TraceEvent& find(const std::vector<TraceEvent>& events, int rank, const std::string& name) {
   for (const TraceEvent& e : events)
     if (e.rank == rank && e.name == name) return e;
@@ -136,9 +150,7 @@ TEST(FabricTest, APostInsideComputeFollowsTheCompletionsItsRankHadSeen) {
       message("irecv", 1, 0, false, 1000000, 4, 155, 200),
   };
   const Replay r = replay_on(trace, 2, toy(2));
-  std::vector<const TraceEvent*> sends;
-  for (const TraceEvent& e : r.events)
-    if (e.rank == 0 && e.name == "isend") sends.push_back(&e);
+  const std::vector<const TraceEvent*> sends = sends_of(r);
   ASSERT_EQ(sends.size(), 2u);
   EXPECT_NEAR(sends[0]->start_us, 1000, 1e-6);
   EXPECT_NEAR(sends[0]->end_us, 3000, 1e-6);
@@ -152,10 +164,6 @@ TEST(FabricTest, OnADeviceACollectivesLaterRoundsFollowTheLastArrivalNotTheHosts
   // rank 1 inside a 10 ms phase of rank 0. The host polled late: it posted
   // round B at 80% of the phase, long after round A had arrived. Each message
   // takes 2 ms (α 1 ms + 1e6 bytes · 1 ns).
-  auto on_channel = [](TraceEvent e) {
-    e.channel = 0;
-    return e;
-  };
   const std::vector<TraceEvent> trace = {
       compute(0, 0, 1000, 1e7),
       on_channel(message("isend", 0, 1, true, 1000000, 5, 100, 150)),
@@ -166,12 +174,6 @@ TEST(FabricTest, OnADeviceACollectivesLaterRoundsFollowTheLastArrivalNotTheHosts
       // pairs with its own receive and keeps the host's post (90%).
       message("isend", 0, 1, true, 1000000, 5, 900, 950),
       message("irecv", 1, 0, false, 1000000, 5, 895, 950),
-  };
-  auto sends_of = [](const Replay& r) {
-    std::vector<const TraceEvent*> sends;
-    for (const TraceEvent& e : r.events)
-      if (e.rank == 0 && e.name == "isend") sends.push_back(&e);
-    return sends;
   };
   Cluster device = toy(2);
   const Replay on_device = replay_on(trace, 2, device);
@@ -201,10 +203,6 @@ TEST(FabricTest, OnADeviceTheCollectivesOfOneChannelRunOneAfterAnother) {
   // from rank 0 to rank 1, started by the host at 10% and 20% of a 10 ms
   // phase. A message takes 2 ms. The communicator's stream runs them in
   // order: the second starts when the first has arrived (3 ms), not at 2 ms.
-  auto on_channel = [](TraceEvent e) {
-    e.channel = 0;
-    return e;
-  };
   const std::vector<TraceEvent> trace = {
       compute(0, 0, 1000, 1e7),
       on_channel(message("isend", 0, 1, true, 1000000, 1, 100, 500)),
@@ -213,9 +211,7 @@ TEST(FabricTest, OnADeviceTheCollectivesOfOneChannelRunOneAfterAnother) {
       on_channel(message("irecv", 1, 0, false, 1000000, 2, 0, 600)),
   };
   const Replay r = replay_on(trace, 2, toy(2));
-  std::vector<const TraceEvent*> sends;
-  for (const TraceEvent& e : r.events)
-    if (e.rank == 0 && e.name == "isend") sends.push_back(&e);
+  const std::vector<const TraceEvent*> sends = sends_of(r);
   ASSERT_EQ(sends.size(), 2u);
   EXPECT_NEAR(sends[0]->start_us, 1000, 1e-6);
   EXPECT_NEAR(sends[0]->end_us, 3000, 1e-6);

@@ -103,46 +103,48 @@ void Watchdog::stop() {
   running_ = false;
 }
 
-std::string Watchdog::report_locked(double waited_s) const {
+// "dtw mpi watchdog: rank R (host H, pid P)": how every report starts.
+std::string Watchdog::who_locked() const {
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
   std::ostringstream out;
-  out << "dtw mpi watchdog: rank " << rank_ << " (host " << host << ", pid " << getpid()
-      << ") has been blocked in " << what_ << " for " << waited_s << " s (timeout "
+  out << "dtw mpi watchdog: rank " << rank_ << " (host " << host << ", pid " << getpid() << ")";
+  return out.str();
+}
+
+// "irecv from rank 1, tag 7, 64 bytes" and a newline.
+std::string Watchdog::describe(const PendingOp& p) {
+  std::ostringstream out;
+  out << p.op << (p.is_send ? " to rank " : " from rank ") << p.peer << ", tag " << p.tag << ", "
+      << p.bytes << " bytes\n";
+  return out.str();
+}
+
+std::string Watchdog::report_locked(double waited_s) const {
+  std::ostringstream out;
+  out << who_locked() << " has been blocked in " << what_ << " for " << waited_s << " s (timeout "
       << timeout_.count() / 1000.0 << " s)\n";
   if (pending_.empty()) out << "  rank " << rank_ << " pending: (inside an MPI collective)\n";
-  for (const PendingOp& p : pending_) {
-    out << "  rank " << rank_ << " pending: " << p.op << (p.is_send ? " to rank " : " from rank ")
-        << p.peer << ", tag " << p.tag << ", " << p.bytes << " bytes\n";
-  }
+  for (const PendingOp& p : pending_) out << "  rank " << rank_ << " pending: " << describe(p);
   out << recent_locked();
   return out.str();
 }
 
 std::string Watchdog::silent_report_locked(double silent_s) const {
-  char host[256] = "?";
-  gethostname(host, sizeof host - 1);
   std::ostringstream out;
-  out << "dtw mpi watchdog: rank " << rank_ << " (host " << host << ", pid " << getpid()
-      << ") has made no dtw call for " << silent_s << " s (timeout " << timeout_.count() / 1000.0
-      << " s): if the job hangs, rank " << rank_
+  out << who_locked() << " has made no dtw call for " << silent_s << " s (timeout "
+      << timeout_.count() / 1000.0 << " s): if the job hangs, rank " << rank_
       << " is the silent rank the others wait for (computing, or stuck in its own code)\n";
   out << recent_locked();
   return out.str();
 }
 
 std::string Watchdog::polling_report_locked(double polled_s) const {
-  char host[256] = "?";
-  gethostname(host, sizeof host - 1);
   std::ostringstream out;
-  out << "dtw mpi watchdog: rank " << rank_ << " (host " << host << ", pid " << getpid()
-      << ") has been polling with test for " << polled_s << " s (timeout "
+  out << who_locked() << " has been polling with test for " << polled_s << " s (timeout "
       << timeout_.count() / 1000.0
       << " s) while none of its operations completed: treated as blocked\n";
-  for (const PendingOp& p : polled_) {
-    out << "  rank " << rank_ << " polls for: " << p.op << (p.is_send ? " to rank " : " from rank ")
-        << p.peer << ", tag " << p.tag << ", " << p.bytes << " bytes\n";
-  }
+  for (const PendingOp& p : polled_) out << "  rank " << rank_ << " polls for: " << describe(p);
   out << recent_locked();
   return out.str();
 }

@@ -66,6 +66,8 @@ class Watchdog {
   std::string silent_report_locked(double silent_s) const;
   std::string polling_report_locked(double polled_s) const;
   std::string recent_locked() const;  // "  rank R last collectives entered: ..."
+  std::string who_locked() const;     // "dtw mpi watchdog: rank R (host H, pid P)"
+  static std::string describe(const PendingOp& p);  // "irecv from rank 1, tag 7, 64 bytes\n"
   // Prints `report`, lets the other ranks print theirs, aborts the job.
   [[noreturn]] void abort_job(const std::string& report, std::unique_lock<std::mutex>& lock);
 
