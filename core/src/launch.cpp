@@ -64,6 +64,10 @@ void validate(int world_size, const LaunchOptions& options) {
                     options.timeout <= kMaxLaunchTimeout,
                 "launch: timeout " << options.timeout.count() << " ms is outside (0, "
                                    << kMaxLaunchTimeout.count() << "] ms (up to 30 days)");
+  DTW_CHECK_ARG(options.rank_mode == RankMode::kAuto || options.rank_mode == RankMode::kThreads ||
+                    options.rank_mode == RankMode::kFibers,
+                "launch: rank mode " << static_cast<int>(options.rank_mode)
+                                     << " is not a RankMode (kAuto 0, kThreads 1, kFibers 2)");
   DTW_CHECK_ARG(options.memory_cap >= 0,
                 "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
 }

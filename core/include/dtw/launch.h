@@ -18,6 +18,34 @@ namespace dtw {
 /// The longest `LaunchOptions::timeout` a launch accepts: 30 days.
 inline constexpr std::chrono::milliseconds kMaxLaunchTimeout{30LL * 24 * 3600 * 1000};
 
+/// How the threads backend runs the ranks of a world (the other backends
+/// ignore it: their ranks are processes, or threads driving GPUs).
+enum class RankMode {
+  /// Fibers for a world much larger than the machine: at least
+  /// kFiberWorldFrom ranks and more than kFibersPerHardwareThread ranks per
+  /// hardware thread; threads otherwise. The environment variable
+  /// DTW_RANK_MODE (`threads`, `fibers` or `auto`) overrides this rule for
+  /// every launch of the process that leaves the mode at kAuto.
+  kAuto,
+  /// One OS thread per rank: a waiting rank spins briefly, then sleeps.
+  kThreads,
+  /// Every rank a fiber (a user-space context with its own stack) on one
+  /// worker thread per hardware thread: a waiting rank hands its worker to the
+  /// next ready fiber, a switch some hundred times cheaper than an OS thread's.
+  /// Results, errors, deadlock and timeout reports are the same as kThreads.
+  kFibers,
+};
+
+/// RankMode::kAuto picks fibers from this many ranks up...
+inline constexpr int kFiberWorldFrom = 64;
+/// ...when the world also has more than this many ranks per hardware thread.
+inline constexpr int kFibersPerHardwareThread = 4;
+
+/// Whether a threads-backend launch of `world_size` ranks in `mode` runs its
+/// ranks as fibers (kAuto: the rule above, after DTW_RANK_MODE). Throws
+/// InvalidArgument naming a DTW_RANK_MODE value it does not know.
+bool ranks_run_as_fibers(int world_size, RankMode mode);
+
 /// How a world is launched. `launch` checks every field first and raises
 /// InvalidArgument naming it and its value.
 struct LaunchOptions {
@@ -38,6 +66,8 @@ struct LaunchOptions {
   /// (`comm.exec().ledger()`) refuses an allocation that would take it past
   /// the cap with OutOfMemory, naming the rank, the category and the bytes.
   std::int64_t memory_cap = 0;
+  /// Threads or fibers for the ranks of a threads-backend world (RankMode).
+  RankMode rank_mode = RankMode::kAuto;
 };
 
 /// One rank's failure as the report lists it.

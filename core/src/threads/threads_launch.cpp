@@ -1,5 +1,10 @@
-// Runs a world of rank threads and gathers their traffic, trace and errors.
+// Runs a world of ranks, as threads or as fibers (fibers.h), and gathers
+// their traffic, trace and errors.
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
 #include <mutex>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -7,6 +12,7 @@
 #include "dtw/world_fit.h"
 #include "launch_backends.h"
 #include "rank_threads.h"
+#include "threads/fibers.h"
 #include "threads/threads_comm.h"
 
 namespace dtw::threads {
@@ -33,40 +39,97 @@ void run_rank(World& world, Comm& comm, const RankFunction& fn, detail::RankFail
 
 }  // namespace
 
+namespace {
+
 // Worlds this small fit anywhere this program runs: reading /proc on every
 // one of the tests' thousands of small launches would only cost time.
 constexpr int kCheckFitFrom = 64;
 
+// Fiber mode's worker threads: one per hardware thread.
+int worker_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+// One OS thread per rank.
+void run_threads(int world_size, World& world, detail::RankFailures& failures,
+                 const std::function<void(int)>& body) {
+  std::vector<std::jthread> threads;
+  threads.reserve(static_cast<std::size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) {
+    try {
+      threads.emplace_back(body, r);
+    } catch (const std::system_error& e) {
+      // The machine refused a thread the estimate let through: the ranks
+      // already running must not wait for ranks that will never start.
+      OutOfMemory error("launch: could only start " + std::to_string(r) + " of " +
+                        std::to_string(world_size) + " rank threads (" + e.what() +
+                        "): use fewer ranks");
+      error.set_rank(r);
+      failures.add(r, error, std::make_exception_ptr(error));
+      world.abort(r, error.kind());
+      break;
+    }
+  }
+}  // jthreads join here
+
+// Every rank a fiber of a pool with one worker thread per hardware thread.
+void run_fibers(int world_size, World& world, detail::RankFailures& failures,
+                const std::function<void(int)>& body) {
+  FiberPool pool(world_size, worker_count());
+  std::string why;
+  const int mapped = pool.map_stacks(kFiberStackBytes, &why);
+  if (mapped < world_size) {
+    // No rank has run yet: fail the launch before any starts.
+    OutOfMemory error("launch: could map the stacks of only " + std::to_string(mapped) + " of " +
+                      std::to_string(world_size) + " rank fibers (" + why +
+                      "): use fewer ranks or raise vm.max_map_count");
+    error.set_rank(mapped);
+    failures.add(mapped, error, std::make_exception_ptr(error));
+    return;
+  }
+  world.use_fibers(&pool);
+  pool.run(body);
+}
+
+}  // namespace
+
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn,
               std::exception_ptr* first_error) {
-  if (world_size >= kCheckFitFrom) check_threads_world_fits(world_size, machine_room());
+  const bool fibers = ranks_run_as_fibers(world_size, options.rank_mode);
+  if (world_size >= kCheckFitFrom)
+    check_threads_world_fits(world_size, machine_room(), fibers ? worker_count() : 0);
   auto world = std::make_shared<World>(world_size, options.timeout);
   const detail::RankRecorders recorders(world_size, options.trace, options.memory_cap);
   detail::RankFailures failures;
-  {
-    std::vector<std::jthread> threads;
-    threads.reserve(static_cast<std::size_t>(world_size));
-    for (int r = 0; r < world_size; ++r) {
-      try {
-        threads.emplace_back([&, r] {
-          ThreadsComm comm(world, 0, r, recorders.members, recorders.traffic[r],
-                           recorders.tracers[r], Exec::host().with_ledger(recorders.ledgers[r]));
-          run_rank(*world, comm, fn, failures);
-        });
-      } catch (const std::system_error& e) {
-        // The machine refused a thread the estimate let through: the ranks
-        // already running must not wait for ranks that will never start.
-        OutOfMemory error("launch: could only start " + std::to_string(r) + " of " +
-                          std::to_string(world_size) + " rank threads (" + e.what() +
-                          "): use fewer ranks");
-        error.set_rank(r);
-        failures.add(r, error, std::make_exception_ptr(error));
-        world->abort(r, error.kind());
-        break;
-      }
-    }
-  }  // jthreads join here
+  const std::function<void(int)> body = [&](int r) {
+    ThreadsComm comm(world, 0, r, recorders.members, recorders.traffic[r], recorders.tracers[r],
+                     Exec::host().with_ledger(recorders.ledgers[r]));
+    run_rank(*world, comm, fn, failures);
+  };
+  if (fibers) run_fibers(world_size, *world, failures, body);
+  else run_threads(world_size, *world, failures, body);
   return recorders.report("threads", failures, first_error);
 }
 
 }  // namespace dtw::threads
+
+namespace dtw {
+
+bool ranks_run_as_fibers(int world_size, RankMode mode) {
+  if (mode == RankMode::kAuto) {
+    // Read on every launch (a test may set it), as cheap as a launch's
+    // smallest allocation.
+    const char* env = std::getenv("DTW_RANK_MODE");
+    const std::string_view value = env ? env : "auto";
+    if (value == "threads") return false;
+    if (value == "fibers") return true;
+    DTW_CHECK_ARG(value == "auto", "launch: DTW_RANK_MODE is '"
+                                       << value << "': it takes threads, fibers or auto");
+  }
+  if (mode != RankMode::kAuto) return mode == RankMode::kFibers;
+  // Past a few ranks per core, a blocking exchange is nearly always an OS
+  // thread switch (several microseconds); a fiber switch is some ten
+  // nanoseconds. Below that, threads spin and keep every core busy.
+  return world_size >= kFiberWorldFrom &&
+         world_size > kFibersPerHardwareThread * threads::worker_count();
+}
+
+}  // namespace dtw

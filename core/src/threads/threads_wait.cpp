@@ -9,6 +9,7 @@
 
 #include "dtw/errors.h"
 #include "threads/describe.h"
+#include "threads/fibers.h"
 #include "threads/threads_world.h"
 
 namespace dtw::threads {
@@ -55,8 +56,33 @@ bool World::all_live_stuck() const {
 
 void World::quiesce(int rank, std::unique_lock<std::mutex>& lock) {
   RankState& me = ranks_[rank];
+  await(rank, lock, [&] { return me.copies_in_flight == 0; });
+}
+
+void World::await(int rank, std::unique_lock<std::mutex>& lock,
+                  const std::function<bool()>& done) {
+  RankState& me = ranks_[rank];
   notify_pending(lock, true);
-  me.cv.wait(lock, [&] { return me.copies_in_flight == 0; });
+  if (!fibers_) {
+    me.cv.wait(lock, done);
+    return;
+  }
+  // Whoever changes what `done` reads does so under mu_ and wakes this rank
+  // (mark_done), so reading wake_seq under mu_ first loses no wake-up.
+  while (!done()) sleep(rank, lock, me.wake_seq.load(std::memory_order_acquire), Clock::time_point::max());
+}
+
+void World::sleep(int rank, std::unique_lock<std::mutex>& lock, std::uint64_t seen,
+                  Clock::time_point deadline) {
+  RankState& me = ranks_[rank];
+  if (!fibers_) {
+    me.cv.wait_until(lock, deadline, [&] { return me.wake_seq.load() != seen; });
+    return;
+  }
+  // Never park holding mu_: the fibers run next on this worker need it.
+  notify_pending(lock, false);
+  fibers_->park(rank, me.wake_seq, seen, deadline);
+  lock.lock();
 }
 
 void World::throw_if_failed(int rank, std::unique_lock<std::mutex>& lock) {
@@ -145,7 +171,7 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
     const std::uint64_t seq = me.wake_seq.load(std::memory_order_acquire);
     // Whoever this rank woke must run while it waits.
     if (!to_wake_.empty()) notify_pending(lock, true);
-    if (!oversubscribed_) {
+    if (!oversubscribed_ && !fibers_) {
       // Spin briefly first: a wake-up through the condition variable costs
       // several microseconds, a message between two busy cores far less.
       lock.unlock();
@@ -154,11 +180,19 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
         _mm_pause();
       lock.lock();
     }
-    me.cv.wait_until(lock, deadline, [&] { return me.wake_seq.load() != seq; });
+    sleep(rank, lock, seq, deadline);
   }
 }
 
 bool World::test(int rank, Op& op, const char* call, bool polling) {
+  const bool done = test_locked(rank, op, call, polling);
+  // A fiber polling in a loop never blocks: without a yield the peer it polls
+  // for, if on the same worker, would never run.
+  if (!done && polling && fibers_) fibers_->yield(rank);
+  return done;
+}
+
+bool World::test_locked(int rank, Op& op, const char* call, bool polling) {
   std::unique_lock lock(mu_);
   const NotifyOnExit notify(*this, lock);
   RankState& me = ranks_[rank];

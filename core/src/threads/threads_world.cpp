@@ -10,6 +10,7 @@
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
 #include "threads/describe.h"
+#include "threads/fibers.h"
 
 namespace dtw::threads {
 namespace {
@@ -50,7 +51,11 @@ void World::notify_pending(std::unique_lock<std::mutex>& lock, bool relock) {
   ranks.clear();
   ranks.swap(to_wake_);
   lock.unlock();
-  for (int r : ranks) ranks_[r].cv.notify_one();  // the rank's own thread is the only waiter
+  if (fibers_) {
+    for (int r : ranks) fibers_->wake(r);  // no lock held: wake() takes its worker's
+  } else {
+    for (int r : ranks) ranks_[r].cv.notify_one();  // the rank's own thread is the only waiter
+  }
   if (relock) lock.lock();
 }
 
@@ -234,8 +239,7 @@ void World::abandon(Op& op) noexcept {
     mark_done(op);
     return;
   }
-  notify_pending(lock, true);
-  ranks_[op.owner].cv.wait(lock, [&] { return op.state == Op::State::kDone; });
+  await(op.owner, lock, [&] { return op.state == Op::State::kDone; });
 }
 
 void World::abort(int rank, const std::string& kind) {

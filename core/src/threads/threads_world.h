@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,8 @@
 #include "dtw/comm.h"
 
 namespace dtw::threads {
+
+class FiberPool;
 
 using Clock = std::chrono::steady_clock;
 
@@ -68,6 +71,10 @@ class World {
   World(int size, std::chrono::milliseconds timeout);
 
   int size() const { return size_; }
+  // Fiber mode (fibers.h): rank r is fiber r of `pool`, and a rank that waits
+  // parks its fiber instead of sleeping on its condition variable. Set before
+  // any rank runs.
+  void use_fibers(FiberPool* pool) { fibers_ = pool; }
 
   // Posts a send or receive; may match (and for small messages copy) at once.
   void post(const std::shared_ptr<Op>& op);
@@ -142,6 +149,7 @@ class World {
   // Releases `lock`, notifies the ranks collected by wake(), and leaves `lock`
   // released (`relock`: takes it again).
   void notify_pending(std::unique_lock<std::mutex>& lock, bool relock);
+  bool test_locked(int rank, Op& op, const char* call, bool polling);  // test() but the yield
 
   void run_copy_jobs(int rank, std::unique_lock<std::mutex>& lock);
   static void throw_op_error(const Op& op);
@@ -160,12 +168,20 @@ class World {
   // so every other rank is cancelled with AbortedError naming it.
   [[noreturn]] void fail_timeout(int rank, const char* headline);
   void quiesce(int rank, std::unique_lock<std::mutex>& lock);
+  // Blocks `rank` until `done()` holds (checked under mu_): its thread on its
+  // condition variable, or its fiber parked with mu_ released.
+  void await(int rank, std::unique_lock<std::mutex>& lock, const std::function<bool()>& done);
+  // Sleeps `rank` until its wake_seq moves past `seen` or `deadline` passes
+  // (or spuriously); mu_ is released meanwhile and held again on return.
+  void sleep(int rank, std::unique_lock<std::mutex>& lock, std::uint64_t seen,
+             Clock::time_point deadline);
   std::string wait_graph(const char* headline) const;  // in wait_graph.cpp
   void throw_if_failed(int rank, std::unique_lock<std::mutex>& lock);
 
   const int size_;
   const std::chrono::milliseconds timeout_;
   const bool oversubscribed_;
+  FiberPool* fibers_ = nullptr;
   mutable std::mutex mu_;
   std::vector<RankState> ranks_;
   int live_;       // ranks not finished

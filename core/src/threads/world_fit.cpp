@@ -1,5 +1,5 @@
 // The threads backend's check before launch: does a world of p rank threads
-// fit in this machine's memory and thread limits?
+// (or rank fibers) fit in this machine's memory and thread limits?
 #include "dtw/world_fit.h"
 
 #include <sys/resource.h>
@@ -61,15 +61,15 @@ std::string mib(std::int64_t bytes) {
 
 }  // namespace
 
-WorldNeeds threads_world_needs(int ranks) {
+WorldNeeds threads_world_needs(int ranks, int fiber_workers) {
   const std::int64_t p = ranks;
   WorldNeeds needs;
   // Per rank: its own pages, then for each peer it talks to its counters'
   // entry and the report's entry of the link.
   constexpr auto kPerPeer = static_cast<std::int64_t>(sizeof(PeerTraffic) + sizeof(Link));
   needs.bytes = p * (kBytesPerRank + kPeersPerRank * kPerPeer);
-  needs.threads = p;
-  needs.memory_maps = 2 * p;
+  needs.threads = fiber_workers > 0 ? fiber_workers : p;
+  needs.memory_maps = 2 * p;  // a stack and its guard page, thread or fiber
   return needs;
 }
 
@@ -93,22 +93,23 @@ MachineRoom machine_room() {
   return room;
 }
 
-void check_threads_world_fits(int ranks, const MachineRoom& room) {
-  const WorldNeeds needs = threads_world_needs(ranks);
+void check_threads_world_fits(int ranks, const MachineRoom& room, int fiber_workers) {
+  const WorldNeeds needs = threads_world_needs(ranks, fiber_workers);
+  const char* what = fiber_workers > 0 ? " rank fibers" : " rank threads";
   DTW_CHECK(room.bytes_available < 0 || needs.bytes <= room.bytes_available, OutOfMemory,
-            "launch: a world of " << ranks << " rank threads needs about " << mib(needs.bytes)
+            "launch: a world of " << ranks << what << " needs about " << mib(needs.bytes)
                                   << " (" << mib(needs.bytes / ranks)
                                   << " a rank), but this machine has " << mib(room.bytes_available)
                                   << " available: use fewer ranks, or the mpi backend across "
                                      "machines");
   DTW_CHECK(room.threads_left < 0 || needs.threads <= room.threads_left, OutOfMemory,
-            "launch: a world of " << ranks << " rank threads needs " << needs.threads
+            "launch: a world of " << ranks << what << " needs " << needs.threads
                                   << " threads, but this process may start only "
                                   << room.threads_left
                                   << " more (kernel.threads-max and `ulimit -u`): use fewer "
                                      "ranks or raise the limit");
   DTW_CHECK(room.memory_maps_left < 0 || needs.memory_maps <= room.memory_maps_left, OutOfMemory,
-            "launch: a world of " << ranks << " rank threads needs " << needs.memory_maps
+            "launch: a world of " << ranks << what << " needs " << needs.memory_maps
                                   << " memory maps (a stack and its guard page each), but "
                                      "vm.max_map_count leaves "
                                   << room.memory_maps_left
