@@ -33,6 +33,10 @@ enum class RankMode {
   /// worker thread per hardware thread: a waiting rank hands its worker to the
   /// next ready fiber, a switch some hundred times cheaper than an OS thread's.
   /// Results, errors, deadlock and timeout reports are the same as kThreads.
+  /// The environment variable DTW_FIBER_WORKERS sets the number of worker
+  /// threads (1 to 1024). A fiber runs on one worker from start to end, so
+  /// thread_local state is shared by the fibers of a worker, and a rank that
+  /// blocks its worker (a sleep, a lock held by a waiting rank) stops them.
   kFibers,
 };
 

@@ -45,8 +45,22 @@ namespace {
 // one of the tests' thousands of small launches would only cost time.
 constexpr int kCheckFitFrom = 64;
 
-// Fiber mode's worker threads: one per hardware thread.
-int worker_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+int hardware_threads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Fiber mode's worker threads: one per hardware thread, or DTW_FIBER_WORKERS.
+int worker_count() {
+  const char* env = std::getenv("DTW_FIBER_WORKERS");
+  if (env == nullptr) return hardware_threads();
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  DTW_CHECK_ARG(end != env && *end == '\0' && n >= 1 && n <= 1024,
+                "launch: DTW_FIBER_WORKERS is '" << env
+                                                 << "': it takes a number of worker threads from 1 "
+                                                    "to 1024");
+  return static_cast<int>(n);
+}
 
 // One OS thread per rank.
 void run_threads(int world_size, World& world, detail::RankFailures& failures,
@@ -129,7 +143,7 @@ bool ranks_run_as_fibers(int world_size, RankMode mode) {
   // thread switch (several microseconds); a fiber switch is some ten
   // nanoseconds. Below that, threads spin and keep every core busy.
   return world_size >= kFiberWorldFrom &&
-         world_size > kFibersPerHardwareThread * threads::worker_count();
+         world_size > kFibersPerHardwareThread * threads::hardware_threads();
 }
 
 }  // namespace dtw

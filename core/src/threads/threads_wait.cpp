@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 
 #include "dtw/errors.h"
 #include "threads/describe.h"
@@ -125,7 +126,9 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
   const NotifyOnExit notify(*this, lock);
   RankState& me = ranks_[rank];
   me.polled = nullptr;
-  const Clock::time_point start = Clock::now();
+  // The clock is read only once the rank has to wait: most calls of a busy
+  // world find their operations done already.
+  std::optional<Clock::time_point> start;
   const auto is_done = [](const Op* op) { return op->state == Op::State::kDone; };
   for (;;) {
     stop_waiting(me);
@@ -150,10 +153,12 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
     // can_progress() asks whether *any* op in waiting_on is done: exact for
     // wait_any (one is all it needs), and for a full wait it wakes the rank to
     // look again.
+    const Clock::time_point now = Clock::now();
+    if (!start) start = now;
     me.waiting = true;
     me.any = any;
     me.call = call;
-    me.since = start;
+    me.since = *start;
     me.waiting_on.clear();
     for (Op* op : ops)
       if (!is_done(op)) me.waiting_on.push_back(op);
@@ -165,8 +170,8 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
       declare_deadlock();
       continue;
     }
-    const Clock::time_point deadline = start + timeout_;
-    if (Clock::now() >= deadline)
+    const Clock::time_point deadline = *start + timeout_;
+    if (now >= deadline)
       fail_timeout(rank, "timeout: a rank waited longer than the launch timeout");
     const std::uint64_t seq = me.wake_seq.load(std::memory_order_acquire);
     // Whoever this rank woke must run while it waits.
