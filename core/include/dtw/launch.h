@@ -36,7 +36,9 @@ enum class RankMode {
   /// The environment variable DTW_FIBER_WORKERS sets the number of worker
   /// threads (1 to 1024). A fiber runs on one worker from start to end, so
   /// thread_local state is shared by the fibers of a worker, and a rank that
-  /// blocks its worker (a sleep, a lock held by a waiting rank) stops them.
+  /// holds its worker without waiting in a Comm call (a sleep, a long
+  /// computation) holds up the other fibers of that worker meanwhile. Each
+  /// fiber's stack is 1 MiB of address space, backed only where touched.
   kFibers,
 };
 
