@@ -62,19 +62,22 @@ void ring_allreduce(Comm& comm, std::span<double> data) {
     comm.sendrecv(chunks.of(data, r - s), right, in, left);
     for (std::size_t i = 0; i < mine.size(); ++i) mine[i] += in[i];
   }
-  for (int s = 0; s < p - 1; ++s) comm.sendrecv(chunks.of(data, r + 1 - s), right, chunks.of(data, r - s), left);
+  for (int s = 0; s < p - 1; ++s)
+    comm.sendrecv(chunks.of(data, r + 1 - s), right, chunks.of(data, r - s), left);
 }
 
 // Element i of rank r's input: integers, so every summation order is exact.
-double input(int r, std::size_t i) { return static_cast<double>((r + 1) * 1000 + static_cast<int>(i % 97)); }
+double input(int r, std::size_t i) {
+  return static_cast<double>((r + 1) * 1000 + static_cast<int>(i % 97));
+}
 
 void expect_sums(Comm& comm, std::span<const double> got) {
   const int p = comm.size();
   for (std::size_t i = 0; i < got.size(); ++i) {
     double want = 0;
     for (int r = 0; r < p; ++r) want += input(r, i);
-    DTW_CHECK_ARG(got[i] == want, "rank " << comm.rank() << ", index " << i << ": expected "
-                                          << want << ", got " << got[i]);
+    DTW_CHECK_ARG(got[i] == want, "rank " << comm.rank() << ", index " << i << ": expected " << want
+                                          << ", got " << got[i]);
   }
 }
 
@@ -92,9 +95,9 @@ Report collectives(int p, RankMode mode) {
     const int mine = comm.rank() * 3;
     reference::allgather(comm, std::span<const int>(&mine, 1), all);
     for (int r = 0; r < comm.size(); ++r)
-      DTW_CHECK_ARG(all[static_cast<std::size_t>(r)] == r * 3, "allgather: rank " << comm.rank()
-                                                                << ", index " << r << ": got "
-                                                                << all[static_cast<std::size_t>(r)]);
+      DTW_CHECK_ARG(all[static_cast<std::size_t>(r)] == r * 3,
+                    "allgather: rank " << comm.rank() << ", index " << r << ": got "
+                                       << all[static_cast<std::size_t>(r)]);
     comm.barrier();
   });
 }
@@ -113,7 +116,8 @@ TEST(FibersTest, CollectivesGiveTheSameResultsAndTrafficAsThreads) {
     EXPECT_EQ(fibers.total_bytes(), threads.total_bytes());
     for (int src = 0; src < p; ++src)
       for (int dst = 0; dst < p; ++dst) {
-        ASSERT_EQ(fibers.traffic.bytes(src, dst), threads.traffic.bytes(src, dst)) << src << "->" << dst;
+        ASSERT_EQ(fibers.traffic.bytes(src, dst), threads.traffic.bytes(src, dst))
+            << src << "->" << dst;
         ASSERT_EQ(fibers.traffic.messages(src, dst), threads.traffic.messages(src, dst));
       }
   }
@@ -141,7 +145,8 @@ TEST(FibersTest, ADeadlockIsReportedAsWithThreads) {
   for (const RankError& e : fibers.errors) {
     EXPECT_EQ(e.kind, "DeadlockError") << e.message;
     EXPECT_THAT(e.message, HasSubstr("deadlock: every live rank is blocked"));
-    EXPECT_THAT(e.message, HasSubstr("rank 0 -> rank 1 -> rank 2 -> rank 3 -> rank 4 -> rank 5 -> rank 0"));
+    EXPECT_THAT(e.message,
+                HasSubstr("rank 0 -> rank 1 -> rank 2 -> rank 3 -> rank 4 -> rank 5 -> rank 0"));
   }
   EXPECT_THAT(threads.errors.front().message,
               HasSubstr("rank 0 -> rank 1 -> rank 2 -> rank 3 -> rank 4 -> rank 5 -> rank 0"));
@@ -246,7 +251,8 @@ TEST(FibersTest, TheModeIsChosenByTheRuleTheOptionOrTheEnvironment) {
       ranks_run_as_fibers(4, RankMode::kAuto);
       ADD_FAILURE() << "DTW_RANK_MODE=fiber accepted";
     } catch (const InvalidArgument& e) {
-      EXPECT_THAT(e.what(), HasSubstr("DTW_RANK_MODE is 'fiber': it takes threads, fibers or auto"));
+      EXPECT_THAT(e.what(),
+                  HasSubstr("DTW_RANK_MODE is 'fiber': it takes threads, fibers or auto"));
     }
   }
 }

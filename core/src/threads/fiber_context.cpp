@@ -160,13 +160,13 @@ void make_context(Context& ctx, FiberStack& stack, void (*entry)(void*), void* a
   std::uint16_t fpu_cw = 0;
   asm volatile("stmxcsr %0" : "=m"(mxcsr));
   asm volatile("fnstcw %0" : "=m"(fpu_cw));
-  slot[0] = mxcsr | (static_cast<std::uint64_t>(fpu_cw) << 32);  // control words
-  slot[1] = 0;                                                      // r15
-  slot[2] = 0;                                                      // r14
-  slot[3] = 0;                                                      // r13
-  slot[4] = reinterpret_cast<std::uint64_t>(arg);                   // r12
-  slot[5] = reinterpret_cast<std::uint64_t>(entry);                 // rbx
-  slot[6] = 0;                                                      // rbp
+  slot[0] = mxcsr | (static_cast<std::uint64_t>(fpu_cw) << 32);      // control words
+  slot[1] = 0;                                                       // r15
+  slot[2] = 0;                                                       // r14
+  slot[3] = 0;                                                       // r13
+  slot[4] = reinterpret_cast<std::uint64_t>(arg);                    // r12
+  slot[5] = reinterpret_cast<std::uint64_t>(entry);                  // rbx
+  slot[6] = 0;                                                       // rbp
   slot[7] = reinterpret_cast<std::uint64_t>(&dtw_fiber_trampoline);  // return address
   ctx.sp = slot;
 #else

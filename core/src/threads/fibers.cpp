@@ -33,7 +33,9 @@ struct EhGlobals {
   unsigned int uncaught_exceptions;
 };
 
-EhGlobals* eh_globals() { return reinterpret_cast<EhGlobals*>(abi::__cxa_get_globals()); }
+EhGlobals* eh_globals() {
+  return reinterpret_cast<EhGlobals*>(abi::__cxa_get_globals());
+}
 
 }  // namespace
 
@@ -47,7 +49,8 @@ FiberPool::FiberPool(int count, int workers) : fibers_(static_cast<std::size_t>(
     Fiber& f = fibers_[static_cast<std::size_t>(i)];
     f.pool = this;
     f.index = i;
-    f.worker = workers_[static_cast<std::size_t>(static_cast<std::int64_t>(i) * workers / count)].get();
+    f.worker =
+        workers_[static_cast<std::size_t>(static_cast<std::int64_t>(i) * workers / count)].get();
     f.worker->fibers.push_back(&f);
   }
 }

@@ -174,8 +174,9 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
     if (now >= deadline)
       fail_timeout(rank, "timeout: a rank waited longer than the launch timeout");
     const std::uint64_t seq = me.wake_seq.load(std::memory_order_acquire);
-    // Whoever this rank woke must run while it waits.
-    if (!to_wake_.empty()) notify_pending(lock, true);
+    // Whoever this rank woke must run while it waits (a fiber's sleep()
+    // sends them as it releases mu_).
+    if (!to_wake_.empty() && !fibers_) notify_pending(lock, true);
     if (!oversubscribed_ && !fibers_) {
       // Spin briefly first: a wake-up through the condition variable costs
       // several microseconds, a message between two busy cores far less.
