@@ -278,6 +278,8 @@ TEST(FibersTest, WorldFitCountsWorkerThreadsNotRankThreads) {
   EXPECT_EQ(threads.threads, 4096);
   EXPECT_EQ(fibers.threads, 2);
   EXPECT_EQ(fibers.memory_maps, 2 * 4096) << "a stack and its guard page per fiber";
+  EXPECT_LT(fibers.bytes, threads.bytes) << "no kernel thread, no per-thread C library area";
+  EXPECT_GE(fibers.bytes, 4096LL * (16 << 10));
   MachineRoom room;
   room.threads_left = 100;
   EXPECT_NO_THROW(check_threads_world_fits(4096, room, 2));

@@ -15,9 +15,10 @@ struct WorldNeeds {
   /// and the traffic counters of a few peers (its own entry per peer and the
   /// report's per link, traffic.h). It grows linearly with the ranks; a rank
   /// function that talks to every peer (an all-to-all) adds about 64 bytes a
-  /// link used, p(p−1) links, which this estimate does not include. The same
-  /// for threads and fibers: a fiber's stack, like a thread's, is backed only
-  /// where it was touched.
+  /// link used, p(p−1) links, which this estimate does not include. A fiber
+  /// needs less than a thread (about 32 KiB a rank against 128 KiB): its
+  /// stack, like a thread's, is backed only where touched, and it has no
+  /// kernel thread or per-thread C library area.
   std::int64_t bytes = 0;
   /// One thread per rank; in fiber mode only the worker threads.
   std::int64_t threads = 0;
