@@ -70,7 +70,8 @@ void World::await(int rank, std::unique_lock<std::mutex>& lock,
   }
   // Whoever changes what `done` reads does so under mu_ and wakes this rank
   // (mark_done), so reading wake_seq under mu_ first loses no wake-up.
-  while (!done()) sleep(rank, lock, me.wake_seq.load(std::memory_order_acquire), Clock::time_point::max());
+  while (!done())
+    sleep(rank, lock, me.wake_seq.load(std::memory_order_acquire), Clock::time_point::max());
 }
 
 void World::sleep(int rank, std::unique_lock<std::mutex>& lock, std::uint64_t seen,
