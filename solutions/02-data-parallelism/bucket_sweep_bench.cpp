@@ -122,24 +122,26 @@ std::vector<BucketRow> bucket_part(const Options& opt, const RunSpec& spec) {
   return rows;
 }
 
+// Two panels, one per fabric: their step times differ tenfold, and on one
+// axis nvlink-8's U would be a flat line under ib-2x8's.
 void plot_buckets(const std::string& stem, const std::vector<BucketRow>& buckets) {
   std::ostringstream s;
-  s << "set terminal svg size 720,420 font 'sans,12' background 'white'\nset output '" << stem
-    << "-buckets.svg'\nset title 'ddp-bucketed: modeled step time against the bucket cap'\n"
-       "set xlabel 'bucket cap (KiB, log scale)'\nset ylabel 'step time (us)'\nset logscale x\n"
-       "set key top right\nset grid\n";
-  for (const char* f : {"nvlink-8", "ib-2x8"}) {
-    s << "$" << (f[0] == 'n' ? "nv" : "ib") << " << EOD\n";
-    for (const BucketRow& b : buckets)
-      if (b.fabric == f && b.cap_kib > 0) s << b.cap_kib << " " << b.step_s * 1e6 << "\n";
-    s << "EOD\n";
+  s << "set terminal svg size 960,420 font 'sans,12' background 'white'\nset output '" << stem
+    << "-buckets.svg'\nset multiplot layout 1,2 title 'ddp-bucketed, gpt-small: modeled step "
+       "time against the bucket cap'\nset xlabel 'bucket cap (KiB, log scale)'\n"
+       "set ylabel 'step time (us)'\nset logscale x\nset key top right\nset grid\n";
+  for (const auto& [fabric, ranks] : {std::pair<const char*, int>{"nvlink-8", 8}, {"ib-2x8", 16}}) {
+    double base = 0;
+    s << "$d << EOD\n";
+    for (const BucketRow& b : buckets) {
+      if (b.fabric != fabric) continue;
+      if (b.cap_kib == 0) base = b.step_s * 1e6;
+      else s << b.cap_kib << " " << b.step_s * 1e6 << "\n";
+    }
+    s << "EOD\nset title '" << fabric << ", " << ranks << " ranks'\nset yrange [0:*]\n"
+      << "plot $d w lp lw 2 pt 7 t 'ddp-bucketed', " << base << " w l dt 2 lw 2 t 'dp-allreduce'\n";
   }
-  double base_nv = 0, base_ib = 0;
-  for (const BucketRow& b : buckets)
-    if (b.cap_kib == 0) (b.fabric == "nvlink-8" ? base_nv : base_ib) = b.step_s * 1e6;
-  s << "plot $nv w lp lw 2 pt 7 t 'nvlink-8, 8 ranks', " << base_nv
-    << " w l dt 2 lc 1 t 'nvlink-8, dp-allreduce', $ib w lp lw 2 pt 5 lc 2 t 'ib-2x8, 16 ranks', "
-    << base_ib << " w l dt 2 lc 2 t 'ib-2x8, dp-allreduce'\n";
+  s << "unset multiplot\n";
   if (gnuplot(s.str())) fmt::print("wrote {}-buckets.svg\n", stem);
 }
 

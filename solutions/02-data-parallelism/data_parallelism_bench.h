@@ -19,7 +19,7 @@ struct Options {
   std::string part = "all", out;
   std::string model = "gpt-small";
   std::int64_t batch = 128, steps = 3;
-  std::vector<std::int64_t> caps = {1, 16, 64, 256, 512, 1024, 2048, 3085, 4096, 16384};
+  std::vector<std::int64_t> caps = {1, 16, 64, 256, 1024, 2048, 2560, 3085, 4096, 16384};
 };
 
 /// One run of `strategy` on `ranks` rank threads, traced when `trace`.
