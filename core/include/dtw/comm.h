@@ -7,132 +7,33 @@
 /// same (source, tag). A blocking `send` is *synchronous*: it returns once the
 /// receiver holds the data, so code that only works because a send happened to
 /// be buffered fails on every run, not on some.
+///
+/// Include this header: it brings the parts that have headers of their own,
+/// dtw/request.h (Request), dtw/element_range.h (the ranges the typed calls
+/// accept), dtw/collective_call.h (the fingerprint check's record) and
+/// dtw/comm_typed.h (the typed calls' bodies).
 
-#include <concepts>
-#include <functional>
 #include <cstdint>
 #include <memory>
 #include <ranges>
 #include <span>
-#include <string>
-#include <utility>
+#include <type_traits>
 #include <vector>
 
+#include "dtw/collective_call.h"
+#include "dtw/element_range.h"
 #include "dtw/exec.h"
+#include "dtw/request.h"
 #include "dtw/trace.h"
 #include "dtw/traffic.h"
 #include "dtw/types.h"
 
 namespace dtw {
 
-class Comm;
-
 /// Largest tag a caller may use; tags run from 0 to kMaxTag.
 inline constexpr int kMaxTag = (1 << 30) - 1;
 /// Color that makes `split` return no communicator for this rank.
 inline constexpr int kNoColor = -1;
-
-namespace detail {
-/// Backend-owned state of one non-blocking operation.
-struct RequestState {
-  virtual ~RequestState() = default;
-  /// Called when the last handle is dropped while the operation is still
-  /// pending: the backend withdraws it (or waits out a copy already running),
-  /// so it never touches the caller's buffer afterwards.
-  virtual void abandon() noexcept {}
-  bool completed = false;
-  std::int64_t received_count = 0;  ///< elements that arrived (receives only)
-  // What the trace and traffic counters record when the request completes.
-  const char* op = "";
-  int peer = -1;
-  int tag = 0;
-  std::int64_t bytes = 0;        ///< sends: payload; receives: filled at completion
-  std::int64_t elem_bytes = 1;   ///< bytes per element of the buffer
-  bool is_send = false;
-  double start_us = 0;
-  double start_work = -1;  ///< the tracer's work clock when posted (Tracer::work)
-  const Comm* comm = nullptr;  ///< the communicator that started it (completes it)
-  /// Local work to do once the operation completed, before the caller sees it
-  /// complete (irecv_reduce's reduction, on backends that receive into scratch).
-  std::function<void(RequestState&)> on_complete;
-};
-
-/// A contiguous range of dtw element types (vector, span, array, ...).
-template <class R>
-concept ElementRange = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
-                       kIsElement<std::remove_cv_t<std::ranges::range_value_t<R>>>;
-
-/// A range that says where its memory lives (dtw::Array).
-template <class R>
-concept HasExec = requires(const R& r) {
-  { r.exec() } -> std::convertible_to<const Exec&>;
-};
-
-template <ElementRange R>
-ConstBuffer const_view(const R& r) {
-  using T = std::remove_cv_t<std::ranges::range_value_t<R>>;
-  return {std::ranges::data(r), static_cast<std::int64_t>(std::ranges::size(r)),
-          data_type_of<T>()};
-}
-template <ElementRange R>
-Buffer mutable_view(R&& r) {
-  using T = std::ranges::range_value_t<R>;
-  static_assert(!std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>,
-                "a receive needs writable memory");
-  return {std::ranges::data(r), static_cast<std::int64_t>(std::ranges::size(r)),
-          data_type_of<T>()};
-}
-}  // namespace detail
-
-/// Handle of a pending `isend`/`irecv`. Complete it with `Comm::wait` before
-/// touching its buffer; a request still pending when its rank returns is an error.
-///
-/// A Request is move-only: it is the one owner of the operation. Destroying
-/// (or assigning over) a request that is still pending abandons the operation:
-/// it is withdrawn before it can read or write the buffer (if a copy is already
-/// running, the destructor waits for it), a peer already matched with it fails,
-/// and, unless the destruction happens while an exception unwinds or after the
-/// launch already failed, the rank is reported at the end of the launch as
-/// having returned with requests never waited for. This keeps an exception
-/// thrown between `irecv` and `wait` from leaving a dangling buffer pointer.
-class Request {
- public:
-  Request() = default;
-  /// Wraps the backend's state of a started operation (done by Comm, not by callers).
-  explicit Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {}
-  Request(const Request&) = delete;
-  Request& operator=(const Request&) = delete;
-  /// Takes over `other`'s operation; `other` becomes empty and moved-from.
-  Request(Request&& other) noexcept
-      : state_(std::move(other.state_)), moved_from_(std::exchange(other.moved_from_, true)) {}
-  /// Abandons this request's pending operation (if any), then takes over `other`'s.
-  Request& operator=(Request&& other) noexcept {
-    if (this != &other) {
-      release();
-      state_ = std::move(other.state_);
-      moved_from_ = std::exchange(other.moved_from_, true);
-    }
-    return *this;
-  }
-  ~Request() { release(); }
-  /// True until the request has been waited for.
-  bool pending() const { return state_ && !state_->completed; }
-  /// Elements received (valid after wait; 0 for sends).
-  std::int64_t received_count() const { return state_ ? state_->received_count : 0; }
-  /// The backend's state of the operation, or nullptr for an empty request.
-  detail::RequestState* state() const { return state_.get(); }
-  /// True when this request was moved from: its operation belongs to another
-  /// Request now, and completing this one is a mistake (InvalidArgument).
-  bool moved_from() const { return moved_from_; }
-
- private:
-  void release() noexcept {
-    if (pending()) state_->abandon();
-    state_.reset();
-  }
-  std::shared_ptr<detail::RequestState> state_;
-  bool moved_from_ = false;
-};
 
 /// One rank's view of a communicator. Backends derive from it; code using it
 /// never needs to know which backend runs underneath.
@@ -165,57 +66,33 @@ class Comm {
 
   /// Sends `data` to `peer` with `tag` and returns once `peer` has received it.
   template <detail::ElementRange R>
-  void send(const R& data, int peer, int tag = 0) {
-    check_place(data, "send");
-    send_buffer(detail::const_view(data), peer, tag);
-  }
+  void send(const R& data, int peer, int tag = 0);
   /// Receives into `data` from `peer` with `tag`; returns the element count that
   /// arrived (at most data.size(): a larger message is an InvalidArgument).
   template <detail::ElementRange R>
-  std::int64_t recv(R&& data, int peer, int tag = 0) {
-    check_place(data, "recv");
-    return recv_buffer(detail::mutable_view(data), peer, tag);
-  }
+  std::int64_t recv(R&& data, int peer, int tag = 0);
   /// Starts a send; `data` must stay untouched until `wait`.
   template <detail::ElementRange R>
-  [[nodiscard]] Request isend(const R& data, int peer, int tag = 0) {
-    check_place(data, "isend");
-    return isend_buffer(detail::const_view(data), peer, tag);
-  }
+  [[nodiscard]] Request isend(const R& data, int peer, int tag = 0);
   /// A temporary container as the buffer of a non-blocking call is rejected at
   /// compile time: it would be destroyed before `wait`. (Views such as std::span
   /// are fine: they do not own their memory.)
   template <detail::ElementRange R>
     requires(!std::is_lvalue_reference_v<R> && !std::ranges::borrowed_range<R>)
-  Request isend(R&& data, int peer, int tag = 0) {
-    static_assert(sizeof(R) == 0, "isend of a temporary container: keep the buffer in a variable until wait");
-    return {};
-  }
+  Request isend(R&& data, int peer, int tag = 0);
   /// Starts a receive; `data` must stay unread until `wait`.
   template <detail::ElementRange R>
-  [[nodiscard]] Request irecv(R&& data, int peer, int tag = 0) {
-    static_assert(std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>,
-                  "irecv into a temporary container: keep the buffer in a variable until wait");
-    check_place(data, "irecv");
-    return irecv_buffer(detail::mutable_view(data), peer, tag);
-  }
+  [[nodiscard]] Request irecv(R&& data, int peer, int tag = 0);
   /// Sends `out` to `dst` and receives `in` from `src` at the same time, so two
   /// ranks exchanging with each other never deadlock. Both use `tag`.
   template <detail::ElementRange S, detail::ElementRange R>
-  std::int64_t sendrecv(const S& out, int dst, R&& in, int src, int tag = 0) {
-    check_place(out, "sendrecv");
-    check_place(in, "sendrecv");
-    return sendrecv_buffer(detail::const_view(out), dst, detail::mutable_view(in), src, tag);
-  }
+  std::int64_t sendrecv(const S& out, int dst, R&& in, int src, int tag = 0);
   /// Receives a message from `src` and combines it into `inout` element-wise:
   /// `inout[i] = op(inout[i], message[i])`. The message must have exactly
   /// inout.size() elements. Backends that can read the sender's memory fuse the
   /// copy into the reduction (one pass over memory instead of two).
   template <detail::ElementRange R>
-  void recv_reduce(R&& inout, int src, ReduceOp op, int tag = 0) {
-    check_place(inout, "recv_reduce");
-    recv_reduce_buffer(detail::mutable_view(inout), src, op, tag);
-  }
+  void recv_reduce(R&& inout, int src, ReduceOp op, int tag = 0);
 
   /// Starts a receive from `src` that combines the message into `inout`
   /// (`inout[i] = op(inout[i], message[i])`, exactly inout.size() elements) by
@@ -223,12 +100,7 @@ class Comm {
   /// must stay untouched until then. The threads backend fuses the reduction
   /// into the copy; the others receive into scratch and reduce on completion.
   template <detail::ElementRange R>
-  [[nodiscard]] Request irecv_reduce(R&& inout, int src, ReduceOp op, int tag = 0) {
-    static_assert(std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>,
-                  "irecv_reduce into a temporary container: keep the buffer in a variable until wait");
-    check_place(inout, "irecv_reduce");
-    return irecv_reduce_buffer(detail::mutable_view(inout), src, op, tag);
-  }
+  [[nodiscard]] Request irecv_reduce(R&& inout, int src, ReduceOp op, int tag = 0);
 
   // ---- untyped point-to-point (raw Buffer views; same semantics) ------------
 
@@ -259,12 +131,7 @@ class Comm {
   void copy_local(Buffer dst, ConstBuffer src);
   /// `copy_local` on typed ranges of the same element type and size.
   template <detail::ElementRange D, detail::ElementRange S>
-  void copy_local(D&& dst, const S& src) {
-    static_assert(std::is_same_v<std::ranges::range_value_t<D>,
-                                 std::remove_cv_t<std::ranges::range_value_t<S>>>,
-                  "copy_local: dst and src must have the same element type");
-    copy_local(detail::mutable_view(dst), detail::const_view(src));
-  }
+  void copy_local(D&& dst, const S& src);
   /// Divides every element of `data` by `divisor` in place (integer division,
   /// truncating, for integer types): what ReduceOp::kAvg adds to a sum.
   /// `divisor` must be positive and `data` not raw bytes (InvalidArgument).
@@ -274,14 +141,10 @@ class Comm {
   void reduce_local(Buffer inout, ConstBuffer in, ReduceOp op);
   /// `reduce_local` on typed ranges of the same element type and size.
   template <detail::ElementRange D, detail::ElementRange S>
-  void reduce_local(D&& inout, const S& in, ReduceOp op) {
-    reduce_local(detail::mutable_view(inout), detail::const_view(in), op);
-  }
+  void reduce_local(D&& inout, const S& in, ReduceOp op);
   /// `divide_local` on a typed range.
   template <detail::ElementRange R>
-  void divide_local(R&& data, int divisor) {
-    divide_local(detail::mutable_view(data), divisor);
-  }
+  void divide_local(R&& data, int divisor);
 
   // ---- completion and group operations --------------------------------------
 
@@ -376,16 +239,8 @@ class Comm {
 
   // ---- collective fingerprint check ------------------------------------------
 
-  /// What a rank says it is calling, for `verify_collective`.
-  struct CollectiveCall {
-    const char* name = "";  ///< "allreduce", "broadcast", ...
-    /// Elements per rank the call moves or reduces.
-    std::int64_t count = 0;
-    /// Element type of the call's buffers.
-    DataType type = DataType::kByte;
-    int op = -1;    ///< static_cast<int>(ReduceOp), or -1 when the collective has none
-    int root = -1;  ///< -1 when the collective has none
-  };
+  /// What a rank says it is calling, for `verify_collective` (dtw/collective_call.h).
+  using CollectiveCall = ::dtw::CollectiveCall;
   /// When the fingerprint check is on (debug builds, or DTW_CHECK_COLLECTIVES=1
   /// in the environment, or set_verify_collectives(true)), exchanges `call` with
   /// every rank of the group first and throws CollectiveMismatch naming the
@@ -524,3 +379,6 @@ class Comm {
 };
 
 }  // namespace dtw
+
+// The typed calls' bodies, after the class they belong to.
+#include "dtw/comm_typed.h"  // IWYU pragma: export
