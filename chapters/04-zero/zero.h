@@ -17,12 +17,10 @@
 /// 04.1 reduce-scatter gradients and allgather parameters (ZeRO-1), 04.2 keep
 /// only the gradient shard (ShardedGrads, ZeRO-2), 04.3 gather parameters
 /// unit by unit (GatheredParams, ZeRO-3), 04.4 gather ahead (prefetch), 04.5
-/// save and load sharded checkpoints that reshard (sharded_checkpoint.h,
-/// which this header includes).
+/// save and load sharded checkpoints that reshard (sharded_checkpoint.h).
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
