@@ -16,7 +16,8 @@
 #     MPI_TWIN "-*Deadlock*"                     # gtest filter of the twin (default *)
 #     MPI_TIMEOUT 300                            # seconds per twin run (default 300)
 #     MPI_SUBSET "Ddp*" MPI_SUBSET_NPS 3         # at np 3 run only these (bounds the time)
-#     BENCH ddp_bench.cpp)                       # in solutions/NN-x: build/bench/dtw_bench_<topic>
+#     BENCH ddp_bench.cpp plots_bench.cpp)       # in solutions/NN-x, one or more files:
+#                                                #   build/bench/dtw_bench_<topic>
 #
 # Each test suite declares the steps it runs the code of with DTW_TEST_STEPS
 # (tests/support/dtw_test_steps.h); tests/NN-x/planted_bugs holds one planted

@@ -2,7 +2,7 @@
 # cmake/DtwChapter.cmake and docs/adding-a-chapter.md).
 dtw_add_chapter(01-collectives
   TITLE "Collectives"
-  SOURCES dispatch.cpp
+  SOURCES dispatch.cpp algo_names.cpp
     broadcast_linear.cpp broadcast_binomial.cpp broadcast_scatter_allgather.cpp
     reduce_linear.cpp reduce_binomial.cpp gather_linear.cpp scatter_linear.cpp
     allgather_ring.cpp allgather_recursive_doubling.cpp

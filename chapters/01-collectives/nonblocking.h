@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// Chapter 01's non-blocking collectives: the ring allreduce, reduce-scatter
-/// and allgather in a form that returns at once with a handle, so a caller can
+/// and allgather (also in place) in a form that returns at once with a handle, so a caller can
 /// start a bucket's allreduce and keep computing (DDP overlaps backward with
 /// it). They are in the SOLUTION library only -- chapters 02+ link it -- and are
 /// not a lab step: the lab keeps the blocking API of collectives.h.
@@ -83,5 +83,14 @@ template <NumericElement T>
 template <NumericElement T>
 [[nodiscard]] PendingCollective iallgather(Comm& comm, std::span<const T> in, std::span<T> out,
                                            AllgatherAlgo algo = AllgatherAlgo::kRing);
+
+/// allgather_in_place(comm, data, algo), started (kRing only): rank r's chunk
+/// r of Chunks(data.size(), p) is in `data` already, the chunks may be uneven
+/// (p need not divide the count), and every other chunk arrives in place.
+/// `data` must stay untouched until done. ZeRO-3 gathers a unit's parameters
+/// ahead of their use with it (chapter 04, step 04.4).
+template <NumericElement T>
+[[nodiscard]] PendingCollective iallgather_in_place(Comm& comm, std::span<T> data,
+                                                    AllgatherAlgo algo = AllgatherAlgo::kRing);
 
 }  // namespace dtw::ch01

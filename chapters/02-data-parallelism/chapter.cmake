@@ -11,7 +11,7 @@ dtw_add_chapter(02-data-parallelism
   LIBS dtw::train
   DEPENDS 01
   BACKENDS threads mpi
-  BENCH data_parallelism_bench.cpp
+  BENCH data_parallelism_bench.cpp server_link_bench.cpp bucket_sweep_bench.cpp
   # The twin runs what processes change: the strategies and the replica
   # check (2, 3 and 4 processes; at 3 only the matches, the check and the
   # allreduce count). Pure functions of the plan (buckets, micro-batch and

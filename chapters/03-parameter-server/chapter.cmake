@@ -12,4 +12,4 @@ dtw_add_chapter(03-parameter-server
   DEPENDS 01
   BACKENDS threads mpi
   MPI_TIMEOUT 300
-  BENCH parameter_server_bench.cpp)
+  BENCH parameter_server_bench.cpp server_link_bench.cpp)

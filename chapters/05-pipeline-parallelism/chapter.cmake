@@ -2,7 +2,7 @@
 # cmake/DtwChapter.cmake and docs/adding-a-chapter.md).
 dtw_add_chapter(05-pipeline-parallelism
   TITLE "Pipeline parallelism"
-  SOURCES stage_split.cpp schedules.cpp executor.cpp step_sync.cpp interleaved.cpp
+  SOURCES stage_split.cpp schedules.cpp executor.cpp executor_passes.cpp step_sync.cpp interleaved.cpp
     check_schedule.cpp strategies.cpp
   DEMOS demos.cpp
   TESTS stage_split_test.cpp schedule_test.cpp pipeline_test.cpp interleaved_test.cpp

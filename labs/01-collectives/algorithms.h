@@ -26,6 +26,7 @@
 #include "dtw/chunks.h"
 #include "dtw/comm.h"
 #include "dtw/errors.h"
+#include "collectives.h"
 
 namespace dtw::ch01::detail {
 
@@ -87,6 +88,35 @@ struct Pof2Core {
 // Chunks(n, p) over the real ranks: core rank c owns the chunks of the real
 // ranks it stands for, which are contiguous. bounds[q] = n.
 std::vector<std::int64_t> core_bounds_by_rank(const Pof2Core& core, const Chunks& chunks);
+
+// ---- the algorithms' names (algo_names.cpp) ----------------------------------
+// The names dispatch.cpp announces to the fingerprint check, one table per
+// collective indexed by the enum's value: "allreduce:ring", ... (name_of, in
+// collectives.h, is the part after the colon).
+std::span<const char* const> call_names(AllreduceAlgo algo);
+std::span<const char* const> call_names(BroadcastAlgo algo);
+std::span<const char* const> call_names(ReduceAlgo algo);
+std::span<const char* const> call_names(AllgatherAlgo algo);
+std::span<const char* const> call_names(ReduceScatterAlgo algo);
+
+// An enum value cast from an out-of-range integer would index past the names
+// or fall through every case of a switch: refuse it before any message moves.
+// `count`: how many values the enum has (call_names(algo).size()).
+template <class Algo>
+void check_algo(const Comm& comm, const char* what, Algo algo, std::size_t count) {
+  const int value = static_cast<int>(algo);
+  DTW_CHECK_ARG(value >= 0 && static_cast<std::size_t>(value) < count,
+                "rank " << comm.rank() << ": " << what << ": unknown algorithm " << value
+                        << " (valid: 0.." << count - 1 << ")");
+}
+
+// `algo`'s name in call_names, or "?" for a value check_algo would refuse.
+template <class Algo>
+const char* call_name(Algo algo) {
+  const std::span<const char* const> calls = call_names(algo);
+  const auto i = static_cast<std::size_t>(algo);
+  return i < calls.size() ? calls[i] : "?";
+}
 
 // ---- broadcast ---------------------------------------------------------------
 template <class T>

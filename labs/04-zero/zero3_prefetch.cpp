@@ -22,8 +22,9 @@
 // never crosses the end of a pass, where the optimizer step (or the next
 // micro-batch) comes: the parameters of the next step do not exist yet.
 //
-// A gather started here shares no fingerprint of its own (gather_now's
-// "zero3 gather NAME"): the units it starts are fixed by the recorded order,
+// A gather started here shares no fingerprint naming its unit (gather_now's
+// "zero3 gather NAME"; chapter 01's own check of the call and its count runs
+// as for every collective): the units it starts are fixed by the recorded order,
 // the first pass that recorded it fingerprinted every one of its gathers, and
 // params() checks every later pass against the record on every rank. So ranks
 // that agreed in the first pass start the same gathers here, and a rank whose
@@ -60,7 +61,7 @@ template <class T>
 void GatheredParams<T>::prefetch_after(int position) {
   const int r = comm_.rank();
   const int last = std::min(position + depth_, static_cast<int>(order_.size()) - 1);
-  DTW_TODO("04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way: a new copy with this rank's shard in its chunk, then a RingGather in place.");
+  DTW_TODO("04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way: a new copy with this rank's shard in its chunk, then chapter 01's non-blocking allgather in place over it.");
 }
 
 template void GatheredParams<float>::take(int);

@@ -56,16 +56,21 @@ double ZeroRun<T>::micro_batch(train::Replica<T>& replica, std::int64_t step, in
   const std::int64_t shards = static_cast<std::int64_t>(comm().size()) * m;
   const train::Batch rows = train::make_batch(spec(), step, shard, shards);
   const T weight = static_cast<T>(rows.weight);
+  // The model reports a block's gradients tensor by tensor; ZeRO reduces and
+  // frees a unit's gradient buffer as a whole, so it hears of whole units.
+  const model::GradReady units_ready =
+      on_ready ? model::whole_units(replica.units(), on_ready) : model::GradReady();
   if (access != nullptr) {
     // Each unit's compute is its own phase, between the gathers (zero_access.cpp).
     access->begin_pass(&run_, rows, k);
     model::UnitAccess<T>* through = model_access != nullptr ? model_access : access;
-    return rows.weight * replica.forward_backward(step, shard, shards, weight, on_ready, through);
+    return rows.weight *
+           replica.forward_backward(step, shard, shards, weight, units_ready, through);
   }
   const train::Cost cost = replica.pass_cost(replica.network().all(), rows, true);
   auto phase =
       run_.phase("forward-backward", {.micro_batch = k, .flops = cost.flops, .bytes = cost.bytes});
-  return rows.weight * replica.forward_backward(step, shard, shards, weight, on_ready);
+  return rows.weight * replica.forward_backward(step, shard, shards, weight, units_ready);
 }
 
 template <class T>

@@ -33,7 +33,8 @@ class ZeroRun {
   /// weighted loss (its share of the global mean). Without an access the
   /// replica's own buffers are used and the pass is one compute phase; with
   /// one, the access marks each unit's phase (`model_access`, if given, is
-  /// what the model calls instead: a wrapper around `access`).
+  /// what the model calls instead: a wrapper around `access`). `on_ready`
+  /// hears of whole units (model::whole_units), last unit first.
   double micro_batch(train::Replica<T>& replica, std::int64_t step, int k,
                      const model::GradReady& on_ready = {}, ZeroAccess<T>* access = nullptr,
                      model::UnitAccess<T>* model_access = nullptr);

@@ -199,14 +199,22 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
   }
   // Backward through the blocks in reverse; dx holds d loss / d x[l] as l
   // falls (block_backward may overwrite its input gradient in place).
+  // A block reports each of its tensors as the block's backward finishes it
+  // (PyTorch's per-parameter hooks), so DDP's buckets need not wait for a
+  // whole block.
   for (int l = b1 - 1; l >= b0; --l) {
     const int u = l + 1;
     const T* p = access.params(u);
-    block_backward(dx, unit_block_weights(layout_, l, access.grads(u), units_[u].begin),
+    T* g = access.grads(u);
+    const GradFinal<T> done = [&](const T* grad, std::int64_t count) {
+      const std::int64_t begin = units_[u].begin + (grad - g);
+      ready(begin, begin + count);
+    };
+    block_backward(dx, unit_block_weights(layout_, l, g, units_[u].begin),
                    static_cast<const T*>(dx), a.x[l].data(), a.blocks[l],
-                   unit_block_weights(layout_, l, p, units_[u].begin), d, scratch, times_);
+                   unit_block_weights(layout_, l, p, units_[u].begin), d, scratch, times_,
+                   on_grad_ready ? done : GradFinal<T>());
     access.release_params(u);
-    ready(units_[u].begin, units_[u].end);
   }
   if (first) {
     // With a tied head, dwte has already received the head's share; the

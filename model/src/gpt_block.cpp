@@ -14,6 +14,19 @@ using detail::sized;
 
 namespace {
 
+// Reports a weight's and a bias's gradients final (a bias may be absent).
+// Both became final in the same call; the bias goes first because it lies
+// after the weight in the flat buffer, so the block's reports run exactly
+// from its last tensor to its first -- the order DDP packs its buckets in,
+// which is what lets every bucket complete in bucket order.
+template <class T>
+void report(const GradFinal<T>& done, const T* weight, std::int64_t weight_count, const T* bias,
+            std::int64_t bias_count) {
+  if (!done) return;
+  if (bias != nullptr) done(bias, bias_count);
+  done(weight, weight_count);
+}
+
 kernels::AttentionShape attention_shape(const BlockDims& d) {
   return {d.batch, d.heads, d.seq, d.seq, d.head_dim};
 }
@@ -53,7 +66,8 @@ void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
 template <class T>
 void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
                                  const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
-                                 const BlockDims& d, T* scratch, LayerTimes* times) {
+                                 const BlockDims& d, T* scratch, LayerTimes* times,
+                                 const GradFinal<T>& done) {
   const std::int64_t N = d.rows(), W = d.width(), C = d.dim;
   T* d_merged = scratch;
   T* d_per_head = d_merged + N * W;
@@ -64,6 +78,7 @@ void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const 
   // y = merged Wpᵀ + bp: a linear layer (dmerged = dy Wp, dWp += dyᵀ merged).
   linear_backward(d_merged, grads.proj_weight, grads.proj_bias, dy, cache.merged.data(),
                   w.proj_weight, N, W, C, times);
+  report<T>(done, grads.proj_weight, C * W, grads.proj_bias, C);
   {
     // The permutes only move numbers, so their gradients are the inverse
     // permutes; the attention kernel differentiates softmax(q kᵀ/√D) v.
@@ -75,6 +90,7 @@ void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const 
   }
   // qkv = x Wqkvᵀ + bqkv: dx = dqkv Wqkv, dWqkv += dqkvᵀ x.
   linear_backward(dx, grads.qkv_weight, grads.qkv_bias, dqkv, x, w.qkv_weight, N, C, 3 * W, times);
+  report<T>(done, grads.qkv_weight, 3 * W * C, grads.qkv_bias, 3 * W);
 }
 
 std::int64_t attention_sublayer_scratch_size(const BlockDims& d) {
@@ -96,12 +112,14 @@ void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights
 template <class T>
 void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const T* x,
                            const MlpCache<T>& cache, const MlpWeights<const T>& w,
-                           const BlockDims& d, T* scratch, LayerTimes* times) {
+                           const BlockDims& d, T* scratch, LayerTimes* times,
+                           const GradFinal<T>& done) {
   const std::int64_t N = d.rows(), F = d.mlp_hidden, C = d.dim;
   T* d_act = scratch;
   // y = act Wpᵀ + bp  ⇒  dact = dy Wp.
   linear_backward(d_act, grads.proj_weight, grads.proj_bias, dy, cache.act.data(), w.proj_weight, N,
                   F, C, times);
+  report<T>(done, grads.proj_weight, C * F, grads.proj_bias, C);
   {
     // act = GELU(pre) element-wise  ⇒  dpre = dact ∘ GELU'(pre) (in place).
     ScopedLayerTimer timer(times, "gelu");
@@ -109,6 +127,7 @@ void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const
   }
   // pre = x Wfcᵀ + bfc  ⇒  dx = dpre Wfc.
   linear_backward(dx, grads.fc_weight, grads.fc_bias, d_act, x, w.fc_weight, N, C, F, times);
+  report<T>(done, grads.fc_weight, F * C, grads.fc_bias, F);
 }
 
 std::int64_t mlp_sublayer_scratch_size(const BlockDims& d) {
@@ -144,19 +163,23 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
 template <class T>
 void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, const T* x_in,
                     const BlockCache<T>& cache, const BlockWeights<const T>& w, const BlockDims& d,
-                    T* scratch, LayerTimes* times) {
+                    T* scratch, LayerTimes* times, const GradFinal<T>& done) {
   const std::int64_t N = d.rows(), C = d.dim;
   T* d_ln = scratch;             // gradient at a layer norm's output
   T* d_mid = scratch + N * C;    // gradient at mid
   T* sub = scratch + 2 * N * C;  // the sublayers' scratch
   // x_out = mid + mlp(LN2(mid))  ⇒  dmid = dx_out + LN2ᵀ(mlpᵀ(dx_out)): the
   // residual passes the gradient through unchanged and the branch adds its own.
-  mlp_sublayer_backward(d_ln, grads.mlp, dx_out, cache.ln2.data(), cache.mlp, w.mlp, d, sub, times);
+  // Each gradient is reported the moment it is final, so a listener (DDP's
+  // buckets) can send it while the rest of the block still computes.
+  mlp_sublayer_backward(d_ln, grads.mlp, dx_out, cache.ln2.data(), cache.mlp, w.mlp, d, sub, times,
+                        done);
   {
     ScopedLayerTimer timer(times, "layernorm");
     kernels::layernorm_backward(d_mid, grads.ln2_gamma, grads.ln2_beta, d_ln, cache.mid.data(),
                                 cache.ln2_mean.data(), cache.ln2_rstd.data(), w.ln2_gamma, N, C);
   }
+  report<T>(done, grads.ln2_gamma, C, grads.ln2_beta, C);  // β after γ in the buffer
   {
     ScopedLayerTimer timer(times, "residual");
     kernels::add_into(d_mid, dx_out, N * C);
@@ -164,12 +187,13 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
   // mid = x_in + attention(LN1(x_in))  ⇒  dx_in = dmid + LN1ᵀ(attentionᵀ(dmid)).
   // dx_out is not read after this point, so dx_in may share its memory.
   attention_sublayer_backward(d_ln, grads.attn, static_cast<const T*>(d_mid), cache.ln1.data(),
-                              cache.attn, w.attn, d, sub, times);
+                              cache.attn, w.attn, d, sub, times, done);
   {
     ScopedLayerTimer timer(times, "layernorm");
     kernels::layernorm_backward(dx_in, grads.ln1_gamma, grads.ln1_beta, d_ln, x_in,
                                 cache.ln1_mean.data(), cache.ln1_rstd.data(), w.ln1_gamma, N, C);
   }
+  report<T>(done, grads.ln1_gamma, C, grads.ln1_beta, C);
   ScopedLayerTimer timer(times, "residual");
   kernels::add_into(dx_in, static_cast<const T*>(d_mid), N * C);
 }
@@ -185,17 +209,17 @@ std::int64_t block_scratch_size(const BlockDims& d) {
                                               LayerTimes*);                                       \
   template void attention_sublayer_backward<T>(                                                   \
       T*, const AttentionWeights<T>&, const T*, const T*, const AttentionCache<T>&,               \
-      const AttentionWeights<const T>&, const BlockDims&, T*, LayerTimes*);                       \
+      const AttentionWeights<const T>&, const BlockDims&, T*, LayerTimes*, const GradFinal<T>&);  \
   template void mlp_sublayer_forward<T>(T*, MlpCache<T>&, const T*, const MlpWeights<const T>&,   \
                                         const BlockDims&, LayerTimes*);                           \
   template void mlp_sublayer_backward<T>(T*, const MlpWeights<T>&, const T*, const T*,            \
                                          const MlpCache<T>&, const MlpWeights<const T>&,          \
-                                         const BlockDims&, T*, LayerTimes*);                      \
+                                         const BlockDims&, T*, LayerTimes*, const GradFinal<T>&); \
   template void block_forward<T>(T*, BlockCache<T>&, const T*, const BlockWeights<const T>&,      \
                                  const BlockDims&, LayerTimes*);                                  \
   template void block_backward<T>(T*, const BlockWeights<T>&, const T*, const T*,                 \
                                   const BlockCache<T>&, const BlockWeights<const T>&,             \
-                                  const BlockDims&, T*, LayerTimes*);
+                                  const BlockDims&, T*, LayerTimes*, const GradFinal<T>&);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)
 #undef DTW_INSTANTIATE

@@ -15,17 +15,15 @@
 // The copy and the division go through comm.copy_local and comm.divide_local
 // rather than std::copy and a loop: on the nccl backend the data is in GPU
 // memory, which only the backend (a CUDA copy, a CUDA kernel) may touch.
-#include <array>
-#include <string>
-
 #include "algorithms.h"
 #include "collectives.h"
 
 namespace dtw::ch01 {
 namespace {
 
-// The name carries the algorithm too ("allreduce:ring"): ranks that pick
-// different algorithms would otherwise exchange messages that never match.
+// The name carries the algorithm too ("allreduce:ring", algo_names.cpp): ranks
+// that pick different algorithms would otherwise exchange messages that never
+// match.
 template <class T>
 void announce(Comm& comm, const char* name, std::int64_t count, int op, int root) {
   comm.verify_collective(
@@ -36,16 +34,6 @@ void check_root(const Comm& comm, const char* what, int root) {
   DTW_CHECK_ARG(root >= 0 && root < comm.size(), "rank " << comm.rank() << ": " << what << ": root "
                                                          << root << " is out of range [0, "
                                                          << comm.size() << ")");
-}
-
-// An enum value cast from an out-of-range integer would index past the names
-// or fall through every case of a switch: refuse it before any message moves.
-template <class Algo>
-void check_algo(const Comm& comm, const char* what, Algo algo, std::size_t count) {
-  const int value = static_cast<int>(algo);
-  DTW_CHECK_ARG(value >= 0 && static_cast<std::size_t>(value) < count,
-                "rank " << comm.rank() << ": " << what << ": unknown algorithm " << value
-                        << " (valid: 0.." << count - 1 << ")");
 }
 
 void check_op(const Comm& comm, const char* what, ReduceOp op) {
@@ -74,59 +62,12 @@ ReduceOp sum_if_avg(ReduceOp op) {
   return op == ReduceOp::kAvg ? ReduceOp::kSum : op;
 }
 
-// Fingerprint names, indexed by the enums' values; name_of is the part after the colon.
-constexpr std::array<const char*, 5> kAllreduceCalls{"allreduce:naive", "allreduce:binomial",
-                                                     "allreduce:ring", "allreduce:rabenseifner",
-                                                     "allreduce:direct"};
-constexpr std::array<const char*, 3> kBroadcastCalls{"broadcast:linear", "broadcast:binomial",
-                                                     "broadcast:scatter-allgather"};
-constexpr std::array<const char*, 2> kReduceCalls{"reduce:linear", "reduce:binomial"};
-constexpr std::array<const char*, 2> kAllgatherCalls{"allgather:ring",
-                                                     "allgather:recursive-doubling"};
-constexpr std::array<const char*, 2> kReduceScatterCalls{"reduce_scatter:ring",
-                                                         "reduce_scatter:recursive-halving"};
-template <std::size_t N, class Algo>
-const char* call_name(const std::array<const char*, N>& calls, Algo algo) {
-  const auto i = static_cast<std::size_t>(algo);
-  return i < N ? calls[i] : "?";
-}
-std::string_view after_colon(std::string_view call) {
-  return call.substr(call.find(':') + 1);
-}
-
 }  // namespace
-
-std::string_view name_of(AllreduceAlgo a) {
-  return after_colon(call_name(kAllreduceCalls, a));
-}
-std::string_view name_of(BroadcastAlgo a) {
-  return after_colon(call_name(kBroadcastCalls, a));
-}
-std::string_view name_of(ReduceAlgo a) {
-  return after_colon(call_name(kReduceCalls, a));
-}
-std::string_view name_of(AllgatherAlgo a) {
-  return after_colon(call_name(kAllgatherCalls, a));
-}
-std::string_view name_of(ReduceScatterAlgo a) {
-  return after_colon(call_name(kReduceScatterCalls, a));
-}
-
-AllreduceAlgo parse_allreduce_algo(std::string_view name) {
-  std::string valid;
-  for (std::size_t i = 0; i < kAllreduceCalls.size(); ++i) {
-    const auto algo = static_cast<AllreduceAlgo>(i);
-    if (name_of(algo) == name) return algo;
-    valid += (valid.empty() ? "" : ", ") + std::string(name_of(algo));
-  }
-  DTW_CHECK_ARG(false, "unknown allreduce algorithm '" << name << "' (valid: " << valid << ")");
-  return AllreduceAlgo::kRing;  // not reached
-}
 
 template <NumericElement T>
 void broadcast(Comm& comm, std::span<T> data, int root, BroadcastAlgo algo) {
-  check_algo(comm, "broadcast", algo, kBroadcastCalls.size());
-  announce<T>(comm, call_name(kBroadcastCalls, algo), std::ssize(data), -1, root);
+  detail::check_algo(comm, "broadcast", algo, detail::call_names(algo).size());
+  announce<T>(comm, detail::call_name(algo), std::ssize(data), -1, root);
   check_root(comm, "broadcast", root);
   const Slot s = slot_of(comm);
   switch (algo) {
@@ -139,9 +80,9 @@ void broadcast(Comm& comm, std::span<T> data, int root, BroadcastAlgo algo) {
 
 template <NumericElement T>
 void reduce(Comm& comm, std::span<T> data, ReduceOp op, int root, ReduceAlgo algo) {
-  check_algo(comm, "reduce", algo, kReduceCalls.size());
+  detail::check_algo(comm, "reduce", algo, detail::call_names(algo).size());
   check_op(comm, "reduce", op);
-  announce<T>(comm, call_name(kReduceCalls, algo), std::ssize(data), static_cast<int>(op), root);
+  announce<T>(comm, detail::call_name(algo), std::ssize(data), static_cast<int>(op), root);
   check_root(comm, "reduce", root);
   const Slot s = slot_of(comm);
   if (algo == ReduceAlgo::kLinear) {
@@ -178,8 +119,8 @@ void scatter(Comm& comm, std::span<const T> in, std::span<T> out, int root) {
 
 template <NumericElement T>
 void allgather(Comm& comm, std::span<const T> in, std::span<T> out, AllgatherAlgo algo) {
-  check_algo(comm, "allgather", algo, kAllgatherCalls.size());
-  announce<T>(comm, call_name(kAllgatherCalls, algo), std::ssize(in), -1, -1);
+  detail::check_algo(comm, "allgather", algo, detail::call_names(algo).size());
+  announce<T>(comm, detail::call_name(algo), std::ssize(in), -1, -1);
   const int p = comm.size();
   const std::int64_t m = std::ssize(in);
   DTW_CHECK_ARG(std::ssize(out) == p * m,
@@ -200,7 +141,7 @@ void allgather(Comm& comm, std::span<const T> in, std::span<T> out, AllgatherAlg
 // chunk's size), so the uneven in-place form is the same call without the copy.
 template <NumericElement T>
 void allgather_in_place(Comm& comm, std::span<T> data, AllgatherAlgo algo) {
-  check_algo(comm, "allgather_in_place", algo, kAllgatherCalls.size());
+  detail::check_algo(comm, "allgather_in_place", algo, detail::call_names(algo).size());
   announce<T>(comm,
               algo == AllgatherAlgo::kRing ? "allgather_in_place:ring"
                                            : "allgather_in_place:recursive-doubling",
@@ -217,9 +158,9 @@ void allgather_in_place(Comm& comm, std::span<T> data, AllgatherAlgo algo) {
 template <NumericElement T>
 void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op,
                     ReduceScatterAlgo algo) {
-  check_algo(comm, "reduce_scatter", algo, kReduceScatterCalls.size());
+  detail::check_algo(comm, "reduce_scatter", algo, detail::call_names(algo).size());
   check_op(comm, "reduce_scatter", op);
-  announce<T>(comm, call_name(kReduceScatterCalls, algo), std::ssize(data), static_cast<int>(op),
+  announce<T>(comm, detail::call_name(algo), std::ssize(data), static_cast<int>(op),
               -1);
   const Chunks chunks(std::ssize(data), comm.size());
   const std::int64_t mine = chunks.size(comm.rank());
@@ -239,7 +180,7 @@ void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op
 
 template <NumericElement T>
 void alltoall(Comm& comm, std::span<const T> in, std::span<T> out, AlltoallAlgo algo) {
-  check_algo(comm, "alltoall", algo, 1);
+  detail::check_algo(comm, "alltoall", algo, 1);
   announce<T>(comm, "alltoall:pairwise", std::ssize(in), -1, -1);
   const int p = comm.size();
   DTW_CHECK_ARG(in.size() == out.size() && std::ssize(in) % p == 0,
@@ -255,9 +196,9 @@ void alltoall(Comm& comm, std::span<const T> in, std::span<T> out, AlltoallAlgo 
 
 template <NumericElement T>
 void allreduce(Comm& comm, std::span<T> data, ReduceOp op, AllreduceAlgo algo) {
-  check_algo(comm, "allreduce", algo, kAllreduceCalls.size());
+  detail::check_algo(comm, "allreduce", algo, detail::call_names(algo).size());
   check_op(comm, "allreduce", op);
-  announce<T>(comm, call_name(kAllreduceCalls, algo), std::ssize(data), static_cast<int>(op), -1);
+  announce<T>(comm, detail::call_name(algo), std::ssize(data), static_cast<int>(op), -1);
   const ReduceOp sum_op = sum_if_avg(op);
   const Slot s = slot_of(comm);
   switch (algo) {
@@ -281,7 +222,7 @@ void allreduce(Comm& comm, std::span<const T> in, std::span<T> out, ReduceOp op,
 }
 
 void barrier(Comm& comm, BarrierAlgo algo) {
-  check_algo(comm, "barrier", algo, 1);
+  detail::check_algo(comm, "barrier", algo, 1);
   comm.verify_collective({.name = "barrier:dissemination", .count = 0, .type = DataType::kByte});
   const Slot s = slot_of(comm);
   detail::barrier_dissemination(s.comm, s.tag);

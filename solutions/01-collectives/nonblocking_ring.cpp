@@ -1,8 +1,8 @@
 // @solution-only: the non-blocking ring collectives (not a lab step; tools/gen-labs skips this file)
 //
-// iallreduce, ireduce_scatter and iallgather: the ring algorithms of
-// reduce_scatter_ring.cpp and allgather_ring.cpp, cut into rounds that a
-// PendingCollective advances (nonblocking_engine.cpp). Round s of the
+// iallreduce, ireduce_scatter, iallgather and iallgather_in_place: the ring
+// algorithms of reduce_scatter_ring.cpp and allgather_ring.cpp, cut into
+// rounds that a PendingCollective advances (nonblocking_engine.cpp). Round s of the
 // reduce-scatter posts
 //     isend(chunk r-s-1 -> right) and irecv_reduce(chunk r-s-2 <- left),
 // round s of the allgather
@@ -139,11 +139,22 @@ PendingCollective iallgather(Comm& comm, std::span<const T> in, std::span<T> out
   return start<T>(comm, Ring::kAllgather, out, {}, ReduceOp::kSum);
 }
 
-#define DTW_INSTANTIATE(T)                                                                       \
-  template PendingCollective iallreduce<T>(Comm&, std::span<T>, ReduceOp, AllreduceAlgo);        \
-  template PendingCollective ireduce_scatter<T>(Comm&, std::span<T>, std::span<T>, ReduceOp,     \
-                                                ReduceScatterAlgo);                              \
-  template PendingCollective iallgather<T>(Comm&, std::span<const T>, std::span<T>, AllgatherAlgo);
+// The in-place form is the same schedule without the copy: the ring walks any
+// Chunks layout (each message carries its own chunk's size), so uneven chunks
+// need nothing more -- as in the blocking allgather_in_place.
+template <NumericElement T>
+PendingCollective iallgather_in_place(Comm& comm, std::span<T> data, AllgatherAlgo algo) {
+  check_ring(comm, "iallgather_in_place", algo == AllgatherAlgo::kRing, name_of(algo));
+  announce<T>(comm, "iallgather_in_place:ring", std::ssize(data), -1);
+  return start<T>(comm, Ring::kAllgather, data, {}, ReduceOp::kSum);
+}
+
+#define DTW_INSTANTIATE(T)                                                                          \
+  template PendingCollective iallreduce<T>(Comm&, std::span<T>, ReduceOp, AllreduceAlgo);           \
+  template PendingCollective ireduce_scatter<T>(Comm&, std::span<T>, std::span<T>, ReduceOp,        \
+                                                ReduceScatterAlgo);                                 \
+  template PendingCollective iallgather<T>(Comm&, std::span<const T>, std::span<T>, AllgatherAlgo); \
+  template PendingCollective iallgather_in_place<T>(Comm&, std::span<T>, AllgatherAlgo);
 DTW_CH01_FOR_EACH_TYPE(DTW_INSTANTIATE)
 #undef DTW_INSTANTIATE
 

@@ -29,6 +29,7 @@
 
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
 #include "data_parallelism.h"
+#include "nonblocking.h"  // chapter 01's solution: iallreduce
 
 namespace dtw::ch02 {
 
@@ -71,13 +72,18 @@ void ddp_bucketed(train::RankRun<T>& run) {
       // communication backward could not hide.
       auto phase = run.phase("wait-buckets", {.compute = false});
       reducer.finish();
-      ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
     }
+    // The loss is only reported, so the step need not wait for its sum: it
+    // travels while the optimizer computes (on a GPU, behind the last bucket
+    // on the communicator's stream).
+    ch01::PendingCollective loss_sum =
+        ch01::iallreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
     {
       auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);
     }
+    loss_sum.wait();
     const std::int64_t done = step + 1;
     if (options.check_every > 0 && (done % options.check_every == 0 || done == spec.steps))
       check_replicas<T>(comm, replica.layout(), replica.params(), done);

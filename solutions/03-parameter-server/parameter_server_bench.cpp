@@ -5,9 +5,10 @@
 //      and time to a loss target (steps and wall seconds);
 //   2. the server's link: bytes per step on the busiest server link against
 //      W, for S = 1 and 2 servers, from the traffic matrix, beside the formula
-//      and beside the busiest link of chapter 01's ring allreduce;
+//      and beside the busiest link of chapter 01's ring allreduce
+//      (server_link_bench.cpp);
 //   3. loss curves of the three strategies with one straggler (CSV, and an
-//      SVG through gnuplot when it is installed).
+//      SVG through gnuplot when it is installed: plot, server_link_bench.cpp).
 //
 // Times are wall-clock on this machine, so compare rows of one run only.
 #include <fmt/core.h>
@@ -15,7 +16,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -23,12 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives.h"
-#include "dtw/launch.h"
-#include "dtw/memory.h"
-#include "dtw/model/params.h"
 #include "dtw/train/strategy.h"
 #include "parameter_server.h"
+#include "parameter_server_bench.h"
 
 namespace {
 
@@ -70,52 +67,6 @@ std::int64_t step_to(const std::vector<double>& losses, double target) {
     if (std::accumulate(losses.begin() + static_cast<long>(i) - 4, losses.begin() + static_cast<long>(i) + 1, 0.0) / 5 <= target)
       return static_cast<std::int64_t>(i);
   return -1;
-}
-
-std::int64_t busiest_server_link(const Report& report, int S, int W) {
-  std::int64_t busiest = 0;
-  for (int s = 0; s < S; ++s) {
-    std::int64_t link = 0;
-    for (int w = S; w < S + W; ++w) link += report.traffic.bytes(s, w) + report.traffic.bytes(w, s);
-    busiest = std::max(busiest, link);
-  }
-  return busiest;
-}
-
-// The busiest link of chapter 01's ring allreduce of `n` floats on p ranks
-// (what a rank sends plus what it receives), measured from the traffic matrix.
-std::int64_t ring_link(std::int64_t n, int p) {
-  const Report report = launch(p, [&](Comm& comm) {
-    std::vector<float> data(static_cast<std::size_t>(n), 1.0f);
-    ch01::allreduce(comm, std::span<float>(data), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
-  });
-  std::int64_t busiest = 0;
-  for (int r = 0; r < p; ++r) {
-    const std::int64_t link = report.traffic.bytes_sent(r) + report.traffic.bytes_received(r);
-    busiest = std::max(busiest, link);
-  }
-  return busiest;
-}
-
-void plot(const std::string& csv, const std::string& svg, const std::string& title) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    fmt::print("no plot: gnuplot not found (apt-get install gnuplot-nox)\n");
-    return;
-  }
-  const std::string script = svg + ".gp";
-  std::ofstream gp(script);
-  gp << "set terminal svg size 960,420 dynamic font 'sans,11' background '#ffffff'\n"
-     << "set output '" << svg << "'\nset datafile separator ','\nset key top right\n"
-     << "set grid\nset multiplot layout 1,2 title '" << title << "'\n"
-     << "set xlabel 'step (B rows each)'\nset ylabel 'loss'\n"
-     << "plot for [s in 'ps-sync ps-ssp ps-async'] '" << csv
-     << "' using (strcol(1) eq s ? $2 : 1/0):4 with lines lw 2 title s\n"
-     << "set xlabel 'wall seconds'\nset ylabel 'loss'\n"
-     << "plot for [s in 'ps-sync ps-ssp ps-async'] '" << csv
-     << "' using (strcol(1) eq s ? $3 : 1/0):4 with lines lw 2 title s\nunset multiplot\n";
-  gp.close();
-  if (std::system(("gnuplot '" + script + "'").c_str()) == 0) fmt::print("wrote {}\n", svg);
-  std::remove(script.c_str());
 }
 
 }  // namespace
@@ -220,31 +171,8 @@ int main(int argc, char** argv) {
                " to target: the first step where the mean of the last 5 losses is below {:.3f})\n",
                repeats, target);
 
-    // 2. The server's link against W.
-    const std::int64_t psi = model::param_layout(spec.config()).size();
-    train::RunSpec one = spec;
-    one.steps = 1;
-    one.batch = 8;
-    fmt::print("\n{:>3} {:>3} {:>14} {:>14} {:>16} {:>8}\n", "W", "S", "server link/step",
-               "(formula)", "ring link (W ranks)", "ratio");
-    for (int W : {1, 2, 4, 8}) {
-      for (int S : {1, 2}) {
-        train::HarnessOptions o;
-        o.ranks = S + W;
-        o.compare = false;
-        o.knobs = train::Knobs::parse({"servers=" + std::to_string(S)});
-        const train::RunOutcome r = train::run_strategy(train::find_strategy("ps-sync"), one, o);
-        const std::int64_t link = busiest_server_link(r.report, S, W);
-        // W shards out and in, W versions (8 bytes) out and W headers (24 bytes) in.
-        const std::int64_t formula = 2 * W * ((psi + S - 1) / S) * 4 + 32 * W;
-        const std::int64_t ring = W > 1 ? ring_link(psi, W) : 0;
-        fmt::print("{:>3} {:>3} {:>14} {:>14} {:>16} {:>8}\n", W, S, format_bytes(link),
-                   format_bytes(formula), W > 1 ? format_bytes(ring) : std::string("-"),
-                   W > 1 ? fmt::format("{:.2f}", static_cast<double>(link) / ring) : std::string("-"));
-        out["server_link"].push_back({{"workers", W}, {"servers", S}, {"bytes_per_step", link},
-                                      {"formula", formula}, {"ring_link", ring}});
-      }
-    }
+    // 2. The server's link against W (server_link_bench.cpp).
+    dtw::ch03::bench::server_link_table(spec, out);
 
     // 3. Loss curves with one straggler.
     if (!plot_stem.empty()) {
@@ -255,7 +183,7 @@ int main(int argc, char** argv) {
           csv << r.strategy << ',' << i << ',' << r.seconds[i] << ',' << r.losses[i] << '\n';
       csv.close();
       fmt::print("\nwrote {}.csv\n", plot_stem);
-      plot(plot_stem + ".csv", plot_stem + ".svg",
+      dtw::ch03::bench::plot(plot_stem + ".csv", plot_stem + ".svg",
            fmt::format("{}, 1 server + {} workers, worker 0 {}x slower", model, workers, f));
     }
     if (!json_path.empty()) {

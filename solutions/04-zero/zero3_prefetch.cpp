@@ -22,8 +22,9 @@
 // never crosses the end of a pass, where the optimizer step (or the next
 // micro-batch) comes: the parameters of the next step do not exist yet.
 //
-// A gather started here shares no fingerprint of its own (gather_now's
-// "zero3 gather NAME"): the units it starts are fixed by the recorded order,
+// A gather started here shares no fingerprint naming its unit (gather_now's
+// "zero3 gather NAME"; chapter 01's own check of the call and its count runs
+// as for every collective): the units it starts are fixed by the recorded order,
 // the first pass that recorded it fingerprinted every one of its gathers, and
 // params() checks every later pass against the record on every rank. So ranks
 // that agreed in the first pass start the same gathers here, and a rank whose
@@ -65,12 +66,13 @@ template <class T>
 void GatheredParams<T>::prefetch_after(int position) {
   const int r = comm_.rank();
   const int last = std::min(position + depth_, static_cast<int>(order_.size()) - 1);
-  // @lab 04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way: a new copy with this rank's shard in its chunk, then a RingGather in place.
+  // @lab 04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way: a new copy with this rank's shard in its chunk, then chapter 01's non-blocking allgather in place over it.
   // @hint 1: Skip a unit whose holders > 0 (the pass has it; if it is released
   // @hint 1: before its turn, take() gathers it then) or whose gather != nullptr.
   // @hint 2: unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
   // @hint 2: copy the shard into sharding_.chunks(v).of(all, r) as gather_now does, then
-  // @hint 2: unit.gather = std::make_unique<RingGather<T>>(comm_, all);
+  // @hint 2: unit.gather = std::make_unique<ch01::PendingCollective>(...) holding
+  // @hint 2: ch01::iallgather_in_place(comm_, all), which starts the ring at once.
   for (int next = position + 1; next <= last; ++next) {
     const int v = order_[static_cast<std::size_t>(next)];
     Unit& unit = *units_[static_cast<std::size_t>(v)];
@@ -80,7 +82,8 @@ void GatheredParams<T>::prefetch_after(int position) {
     const std::span<T> all = unit.copy.span();
     const std::span<T> mine = sharding_.chunks(v).of(all, r);
     if (!mine.empty()) comm_.copy_local(mine, replica_.params(sharding_.shard(v, r)));
-    unit.gather = std::make_unique<RingGather<T>>(comm_, all);
+    unit.gather =
+        std::make_unique<ch01::PendingCollective>(ch01::iallgather_in_place(comm_, all));
   }
   // @end
 }

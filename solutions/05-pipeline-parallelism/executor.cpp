@@ -23,12 +23,12 @@
 // that polled at every action would, in a replay on another fabric, wait
 // wherever its poll happened to succeed on this machine.
 //
-// Every micro-batch's backward adds weight × its gradient (weight = its rows
-// / the batch), so after the last one the gradients are those of the whole
-// batch's mean loss, as the reference computes them. Then the step, the same
-// on every schedule (finish_step, step_sync.cpp).
-#include <algorithm>
-#include <map>
+// This file runs the list and moves the messages (recv, send); the compute
+// actions, F and B with checkpointing's recompute, are in executor_passes.cpp,
+// and the slot and send bookkeeping both use in pipeline_internal.h. After the
+// last action comes the step, the same on every schedule (finish_step,
+// step_sync.cpp).
+#include <memory>
 #include <utility>
 
 #include "dtw/errors.h"
@@ -37,204 +37,67 @@
 namespace dtw::ch05 {
 
 template <class T>
-struct Executor<T>::State : StepContext<T> {
-  using StepContext<T>::StepContext;
-  struct Slot {
-    std::unique_ptr<train::StagePass<T>> pass;
-    Array<T> input;  // received input activation (kept until backward when checkpointing)
-    Array<T> dy;     // received gradient of the output
-    Array<T> out;    // checkpointing: a copy of the output for the send
-    bool forwarded = false, backwarded = false;
-  };
-  struct Posted {  // a send in flight and what must outlive it
-    Request request;
-    int chunk = 0, mb = 0;
-    Dir dir = Dir::kActivation;
-    Array<T> copy;
-    std::unique_ptr<train::StagePass<T>> pass;
-  };
-  std::map<std::pair<int, int>, Slot> slots;
-  std::vector<std::unique_ptr<train::StagePass<T>>> pool;  // passes to reuse
-  std::vector<Posted> posted;
+void Executor<T>::State::recv(const Action& a, Slot& slot) {
+  const train::Batch& batch = this->batch(a.mb);
+  const model::UnitRange range = this->map.chunks[a.chunk];
+  // Under checkpointing the input's buffer *is* the micro-batch's saved
+  // input, so it counts as activations; otherwise it lives only until the
+  // forward has copied it.
+  const auto input_category = this->options.checkpoint ? MemoryCategory::kActivations
+                                                       : MemoryCategory::kCommBuffers;
+  // @lab 05.3: Receive what this action waits for: the chunk's input activation, or its output's gradient.
+  // @hint 1: An activation comes from the rank of chunk − 1 into slot.input, a gradient from the
+  // @hint 1: rank of chunk + 1 into slot.dy. Make each buffer first, an
+  // @hint 1: Array<T>(this->comm.exec(), size, category) of the boundary's size:
+  // @hint 1: this->net().boundary_elements(range.begin, batch) for the input,
+  // @hint 1: boundary_elements(range.end, batch) for the gradient.
+  // @hint 2: The tag names the chunk that sent the message: pipe_tag(Dir::kActivation, chunk - 1,
+  // @hint 2: mb), pipe_tag(Dir::kGradient, chunk + 1, mb); map.rank_of(c) is chunk c's rank. The
+  // @hint 2: input counts as input_category (activations under checkpointing, when it is kept),
+  // @hint 2: the gradient as MemoryCategory::kCommBuffers.
+  if (a.dir == Dir::kActivation) {
+    slot.input = Array<T>(this->comm.exec(), this->net().boundary_elements(range.begin, batch),
+                          input_category);
+    this->comm.recv(slot.input, this->map.rank_of(a.chunk - 1),
+                    pipe_tag(Dir::kActivation, a.chunk - 1, a.mb));
+  } else {
+    slot.dy = Array<T>(this->comm.exec(), this->net().boundary_elements(range.end, batch),
+                       MemoryCategory::kCommBuffers);
+    this->comm.recv(slot.dy, this->map.rank_of(a.chunk + 1),
+                    pipe_tag(Dir::kGradient, a.chunk + 1, a.mb));
+  }
+  // @end
+}
 
-  std::unique_ptr<train::StagePass<T>> take_pass() {
-    if (pool.empty()) return std::make_unique<train::StagePass<T>>(this->replica);
-    auto pass = std::move(pool.back());
-    pool.pop_back();
-    return pass;
-  }
-  void give_back(std::unique_ptr<train::StagePass<T>> pass) {
-    if (pass) pool.push_back(std::move(pass));
-  }
-  // Waits for every posted send (all), or for the activation send of
-  // (chunk, mb) only, and lets go of what they kept alive.
-  void collect(bool all, int chunk = -1, int mb = -1) {
-    for (std::size_t i = 0; i < posted.size();) {
-      Posted& p = posted[i];
-      if (!all && !(p.dir == Dir::kActivation && p.chunk == chunk && p.mb == mb)) {
-        ++i;
-        continue;
-      }
-      this->comm.wait(p.request);
-      give_back(std::move(p.pass));
-      posted.erase(posted.begin() + static_cast<std::ptrdiff_t>(i));
-    }
-  }
-  void post(std::span<const T> data, int peer, int tag, Posted entry) {
-    if (this->options.blocking_sends) {
-      this->comm.send(data, peer, tag);  // returns once the peer has it
-      give_back(std::move(entry.pass));
-      return;
-    }
-    entry.request = this->comm.isend(data, peer, tag);
-    posted.push_back(std::move(entry));
-  }
-
-  void recv(const Action& a, Slot& slot) {
-    const train::Batch& batch = this->batch(a.mb);
-    const model::UnitRange range = this->map.chunks[a.chunk];
-    // Under checkpointing the input's buffer *is* the micro-batch's saved
-    // input, so it counts as activations; otherwise it lives only until the
-    // forward has copied it.
-    const auto input_category = this->options.checkpoint ? MemoryCategory::kActivations
-                                                         : MemoryCategory::kCommBuffers;
-    // @lab 05.3: Receive what this action waits for: the chunk's input activation, or its output's gradient.
-    // @hint 1: An activation comes from the rank of chunk − 1 into slot.input, a gradient from the
-    // @hint 1: rank of chunk + 1 into slot.dy. Make each buffer first, an
-    // @hint 1: Array<T>(this->comm.exec(), size, category) of the boundary's size:
-    // @hint 1: this->net().boundary_elements(range.begin, batch) for the input,
-    // @hint 1: boundary_elements(range.end, batch) for the gradient.
-    // @hint 2: The tag names the chunk that sent the message: pipe_tag(Dir::kActivation, chunk - 1,
-    // @hint 2: mb), pipe_tag(Dir::kGradient, chunk + 1, mb); map.rank_of(c) is chunk c's rank. The
-    // @hint 2: input counts as input_category (activations under checkpointing, when it is kept),
-    // @hint 2: the gradient as MemoryCategory::kCommBuffers.
-    if (a.dir == Dir::kActivation) {
-      slot.input = Array<T>(this->comm.exec(), this->net().boundary_elements(range.begin, batch),
-                            input_category);
-      this->comm.recv(slot.input, this->map.rank_of(a.chunk - 1),
-                      pipe_tag(Dir::kActivation, a.chunk - 1, a.mb));
-    } else {
-      slot.dy = Array<T>(this->comm.exec(), this->net().boundary_elements(range.end, batch),
-                         MemoryCategory::kCommBuffers);
-      this->comm.recv(slot.dy, this->map.rank_of(a.chunk + 1),
-                      pipe_tag(Dir::kGradient, a.chunk + 1, a.mb));
-    }
-    // @end
-  }
-
-  // The forward, written out as the model for the rest: a pass from the
-  // pool runs the chunk's units on the micro-batch, from the received input
-  // (chunk 0 reads the batch's tokens), inside a timeline phase that names
-  // the chunk, the micro-batch and the FLOPs; the last chunk's pass returns
-  // the micro-batch's mean loss, which enters the step's loss with the
-  // micro-batch's weight (its share of the batch's rows).
-  void forward(const Action& a, Slot& slot) {
-    const train::Batch& batch = this->batch(a.mb);
-    const model::UnitRange range = this->map.chunks[a.chunk];
-    DTW_CHECK_ARG(a.chunk == 0 || slot.input.size() > 0,
-                  "rank " << this->rank << ": " << to_string(a) << " before its input arrived");
-    slot.pass = take_pass();
-    {
-      const train::Cost c = this->replica.pass_cost(range, batch, false);
-      auto phase = this->run.phase(
-          "forward", {.stage = a.chunk, .micro_batch = a.mb, .flops = c.flops, .bytes = c.bytes});
-      const T mb_loss = slot.pass->forward(range, batch, slot.input.span());
-      if (a.chunk == this->map.chunk_count() - 1) this->loss += batch.weight * static_cast<double>(mb_loss);
-    }
-    slot.forwarded = true;
-    if (!this->options.checkpoint) {
-      slot.input = Array<T>();  // the pass keeps its own copy of the input
-      return;
-    }
-    // @lab 05.5: Checkpointing: keep only the input, copy the output for its send, and release the pass's activations.
-    // @hint 1: slot.input stays as it is (chunk 0 has none: its input is the batch). Unless this is
-    // @hint 1: the last chunk, which sends nothing, copy slot.pass->output() into slot.out, an
-    // @hint 1: Array<T>(this->comm.exec(), output, MemoryCategory::kCommBuffers). Then
-    // @hint 1: slot.pass->release() and give_back the pass to the pool.
-    // @hint 2: The copy is what the later send posts: a released pass holds no output. The ledger
-    // @hint 2: must then show the kept inputs plus one chunk's activations, and the tests compare
-    // @hint 2: that with activation_peak to the byte.
-    if (a.chunk < this->map.chunk_count() - 1) {
-      const std::span<const T> out = slot.pass->output();
-      slot.out = Array<T>(this->comm.exec(), out, MemoryCategory::kCommBuffers);
-    }
-    slot.pass->release();
-    give_back(std::move(slot.pass));
-    // @end
-  }
-
-  void backward(const Action& a, Slot& slot) {
-    const train::Batch& batch = this->batch(a.mb);
-    const model::UnitRange range = this->map.chunks[a.chunk];
-    const bool last = a.chunk == this->map.chunk_count() - 1;
-    DTW_CHECK_ARG(slot.forwarded && (last || slot.dy.size() > 0),
-                  "rank " << this->rank << ": " << to_string(a) << " before its "
-                          << (slot.forwarded ? "output gradient arrived" : "forward"));
-    // A forward's work, and a backward's: twice the forward's (pass_cost with
-    // backward counts both, three times the forward).
-    const train::Cost fwd = this->replica.pass_cost(range, batch, false);
+template <class T>
+void Executor<T>::State::send(const Action& a, Slot& slot) {
+  Posted entry{.chunk = a.chunk, .mb = a.mb, .dir = a.dir};
+  // @lab 05.3: Post this action's message: the output to the next chunk's rank, or the input's gradient to the previous chunk's.
+  // @hint 1: An activation: slot.pass->output() to the rank of chunk + 1 (under checkpointing the
+  // @hint 1: copy slot.out, moved into entry.copy). A gradient: slot.pass->input_grad() to the
+  // @hint 1: rank of chunk − 1, moving the pass into entry.pass. Both go through post(data, peer,
+  // @hint 1: pipe_tag(dir, chunk, mb), std::move(entry)).
+  // @hint 2: post() sends with isend, and whatever the send reads must outlive it: that is why
+  // @hint 2: the entry carries the copy or the pass. A send before its forward (slot.forwarded)
+  // @hint 2: or backward (slot.backwarded) is an InvalidArgument naming the rank and the action.
+  if (a.dir == Dir::kActivation) {
+    DTW_CHECK_ARG(slot.forwarded, "rank " << this->rank << ": " << to_string(a) << " before F" << a.mb);
+    std::span<const T> data = slot.pass ? slot.pass->output() : std::span<const T>();
     if (this->options.checkpoint) {
-      // @lab 05.5: Recompute: run the chunk's forward again from the kept input before the backward.
-      // @hint 1: Take a pass from take_pass() into slot.pass and forward it on the chunk's range
-      // @hint 1: and the micro-batch from slot.input, inside a this->run.phase("recompute", ...)
-      // @hint 1: with the chunk, the micro-batch and fwd's flops and bytes. Then free slot.input
-      // @hint 1: (an empty Array<T>()).
-      // @hint 2: Free the input only after the forward that reads it: from then on the pass holds
-      // @hint 2: what the backward needs.
-      slot.pass = take_pass();
-      auto phase = this->run.phase(
-          "recompute", {.stage = a.chunk, .micro_batch = a.mb, .flops = fwd.flops, .bytes = fwd.bytes});
-      slot.pass->forward(range, batch, slot.input.span());
-      slot.input = Array<T>();
-      // @end
+      entry.copy = std::move(slot.out);
+      data = entry.copy.span();
     }
-    collect(false, a.chunk, a.mb);  // its activation has arrived; free what its send kept
-    // @lab 05.3: Backward the micro-batch from its output's gradient, weighted by its share of the batch.
-    // @hint 1: slot.pass->backward(dy, weight) adds weight × the gradient: give it slot.dy's span
-    // @hint 1: and the micro-batch's batch.weight as T, so that after the last micro-batch the
-    // @hint 1: gradients are the whole batch's. On the last chunk slot.dy is empty and backward
-    // @hint 1: starts from the loss. Free slot.dy afterwards.
-    // @hint 2: Run it inside this->run.phase("backward", {.stage = chunk, .micro_batch = mb, .flops
-    // @hint 2: = 2 * fwd.flops, .bytes = 2 * fwd.bytes}): a backward costs twice a forward, and the
-    // @hint 2: timeline and the modeled fabric read the phase.
-    auto phase = this->run.phase("backward", {.stage = a.chunk, .micro_batch = a.mb,
-                                              .flops = 2 * fwd.flops, .bytes = 2 * fwd.bytes});
-    slot.pass->backward(slot.dy.span(), static_cast<T>(batch.weight));
-    slot.dy = Array<T>();
-    // @end
-    slot.backwarded = true;
-    if (a.chunk == 0) give_back(std::move(slot.pass));  // no gradient to send
+    post(data, this->map.rank_of(a.chunk + 1), pipe_tag(Dir::kActivation, a.chunk, a.mb),
+         std::move(entry));
+  } else {
+    DTW_CHECK_ARG(slot.backwarded, "rank " << this->rank << ": " << to_string(a) << " before B" << a.mb);
+    const std::span<const T> data = slot.pass->input_grad();
+    entry.pass = std::move(slot.pass);  // the gradient lives in the pass
+    post(data, this->map.rank_of(a.chunk - 1), pipe_tag(Dir::kGradient, a.chunk, a.mb),
+         std::move(entry));
   }
-
-  void send(const Action& a, Slot& slot) {
-    Posted entry{.chunk = a.chunk, .mb = a.mb, .dir = a.dir};
-    // @lab 05.3: Post this action's message: the output to the next chunk's rank, or the input's gradient to the previous chunk's.
-    // @hint 1: An activation: slot.pass->output() to the rank of chunk + 1 (under checkpointing the
-    // @hint 1: copy slot.out, moved into entry.copy). A gradient: slot.pass->input_grad() to the
-    // @hint 1: rank of chunk − 1, moving the pass into entry.pass. Both go through post(data, peer,
-    // @hint 1: pipe_tag(dir, chunk, mb), std::move(entry)).
-    // @hint 2: post() sends with isend, and whatever the send reads must outlive it: that is why
-    // @hint 2: the entry carries the copy or the pass. A send before its forward (slot.forwarded)
-    // @hint 2: or backward (slot.backwarded) is an InvalidArgument naming the rank and the action.
-    if (a.dir == Dir::kActivation) {
-      DTW_CHECK_ARG(slot.forwarded, "rank " << this->rank << ": " << to_string(a) << " before F" << a.mb);
-      std::span<const T> data = slot.pass ? slot.pass->output() : std::span<const T>();
-      if (this->options.checkpoint) {
-        entry.copy = std::move(slot.out);
-        data = entry.copy.span();
-      }
-      post(data, this->map.rank_of(a.chunk + 1), pipe_tag(Dir::kActivation, a.chunk, a.mb),
-           std::move(entry));
-    } else {
-      DTW_CHECK_ARG(slot.backwarded, "rank " << this->rank << ": " << to_string(a) << " before B" << a.mb);
-      const std::span<const T> data = slot.pass->input_grad();
-      entry.pass = std::move(slot.pass);  // the gradient lives in the pass
-      post(data, this->map.rank_of(a.chunk - 1), pipe_tag(Dir::kGradient, a.chunk, a.mb),
-           std::move(entry));
-    }
-    // @end
-  }
-};
+  // @end
+}
 
 template <class T>
 Executor<T>::Executor(train::RankRun<T>& run, train::Replica<T>& replica, const StageMap& map,

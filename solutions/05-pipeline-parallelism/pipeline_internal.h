@@ -1,10 +1,16 @@
-// What the executor (executor.cpp) shares with the end of its step
-// (step_sync.cpp): the rank's run, its replica and map, the micro-batches of
-// the step, and the checks that turn a wrong schedule into a clear error.
+// What the executor (executor.cpp, executor_passes.cpp) shares with the end
+// of its step (step_sync.cpp): the rank's run, its replica and map, the
+// micro-batches of the step, and the checks that turn a wrong schedule into a
+// clear error; and the executor's own state, which its two files share.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "pipeline_parallelism.h"
@@ -47,6 +53,70 @@ struct StepContext {
   void check_complete(std::int64_t done) const;
   /// The optimizer step after the last backward; returns the global mean loss.
   double finish_step();
+};
+
+// The executor's state during a step: a slot per (chunk, micro-batch) in
+// flight, the sends in flight with what they keep alive, and a pool of passes
+// to reuse. The actions: recv and send in executor.cpp, forward and backward
+// in executor_passes.cpp.
+template <class T>
+struct Executor<T>::State : StepContext<T> {
+  using StepContext<T>::StepContext;
+  struct Slot {
+    std::unique_ptr<train::StagePass<T>> pass;
+    Array<T> input;  // received input activation (kept until backward when checkpointing)
+    Array<T> dy;     // received gradient of the output
+    Array<T> out;    // checkpointing: a copy of the output for the send
+    bool forwarded = false, backwarded = false;
+  };
+  struct Posted {  // a send in flight and what must outlive it
+    Request request;
+    int chunk = 0, mb = 0;
+    Dir dir = Dir::kActivation;
+    Array<T> copy;
+    std::unique_ptr<train::StagePass<T>> pass;
+  };
+  std::map<std::pair<int, int>, Slot> slots;
+  std::vector<std::unique_ptr<train::StagePass<T>>> pool;  // passes to reuse
+  std::vector<Posted> posted;
+
+  std::unique_ptr<train::StagePass<T>> take_pass() {
+    if (pool.empty()) return std::make_unique<train::StagePass<T>>(this->replica);
+    auto pass = std::move(pool.back());
+    pool.pop_back();
+    return pass;
+  }
+  void give_back(std::unique_ptr<train::StagePass<T>> pass) {
+    if (pass) pool.push_back(std::move(pass));
+  }
+  // Waits for every posted send (all), or for the activation send of
+  // (chunk, mb) only, and lets go of what they kept alive.
+  void collect(bool all, int chunk = -1, int mb = -1) {
+    for (std::size_t i = 0; i < posted.size();) {
+      Posted& p = posted[i];
+      if (!all && !(p.dir == Dir::kActivation && p.chunk == chunk && p.mb == mb)) {
+        ++i;
+        continue;
+      }
+      this->comm.wait(p.request);
+      give_back(std::move(p.pass));
+      posted.erase(posted.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  void post(std::span<const T> data, int peer, int tag, Posted entry) {
+    if (this->options.blocking_sends) {
+      this->comm.send(data, peer, tag);  // returns once the peer has it
+      give_back(std::move(entry.pass));
+      return;
+    }
+    entry.request = this->comm.isend(data, peer, tag);
+    posted.push_back(std::move(entry));
+  }
+
+  void recv(const Action& a, Slot& slot);
+  void forward(const Action& a, Slot& slot);
+  void backward(const Action& a, Slot& slot);
+  void send(const Action& a, Slot& slot);
 };
 
 }  // namespace dtw::ch05

@@ -1,6 +1,7 @@
 // Chapter 01's non-blocking collectives (nonblocking.h, solution library
 // only): several in flight on one communicator, completed in any order,
-// exactly equal to the blocking ring; polling with test(); bad input.
+// exactly equal to the blocking ring; the in-place allgather of uneven
+// chunks; polling with test(); bad input.
 #include <gmock/gmock.h>
 
 #include <chrono>
@@ -119,6 +120,40 @@ TEST(NonblockingTest, ReduceScatterAndAllgatherMatchTheBlockingRing) {
   });
 }
 
+// Rank `rank`'s values for its chunk of Chunks(n, p) (`salt` tells two vectors
+// apart); with `all`, every rank's values in its chunk, else -1 outside ours.
+std::vector<std::int64_t> chunk_values(int rank, std::int64_t n, int p, int salt, bool all) {
+  const Chunks chunks(n, p);
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n), -1);
+  for (int q = 0; q < p; ++q)
+    if (all || q == rank)
+      for (std::int64_t i = chunks.offset(q); i < chunks.offset(q) + chunks.size(q); ++i)
+        v[static_cast<std::size_t>(i)] = 1000 * salt + 100 * q + i;
+  return v;
+}
+
+// Chapter 04's prefetch: uneven chunks (p need not divide n) gathered in
+// place, two in flight at once, polled, then completed in reverse order.
+TEST(NonblockingTest, AllgatherInPlaceGathersUnevenChunksWithOthersInFlight) {
+  sweep::on_every_world([](Comm& comm) {
+    comm.set_verify_collectives(true);
+    const int p = comm.size(), r = comm.rank();
+    sweep::Checker check(r);
+    for (const std::int64_t n : sweep::counts_for(p, false)) {
+      std::vector<std::int64_t> a = chunk_values(r, n, p, 1, false);
+      std::vector<std::int64_t> b = chunk_values(r, n + 3, p, 2, false);
+      PendingCollective first = iallgather_in_place(comm, std::span<std::int64_t>(a));
+      PendingCollective second = iallgather_in_place(comm, std::span<std::int64_t>(b));
+      (void)first.test();  // a poll advances both; neither needs it to finish
+      second.wait();
+      first.wait();
+      const std::string what = "iallgather_in_place, p " + std::to_string(p) + ", n ";
+      check.same(chunk_values(r, n, p, 1, true), a, 0, what + std::to_string(n));
+      check.same(chunk_values(r, n + 3, p, 2, true), b, 0, what + std::to_string(n + 3));
+    }
+  });
+}
+
 TEST(NonblockingTest, UserMessagesInFlightNeverCrossAnAllreduce) {
   sweep::on_every_world(
       [](Comm& comm) {
@@ -154,6 +189,9 @@ TEST(NonblockingTest, BadInputIsInvalidArgumentNamingTheRank) {
         EXPECT_THROW((void)ireduce_scatter(comm, std::span<float>(data), std::span<float>(out), ReduceOp::kSum),
                      InvalidArgument);
         EXPECT_THROW((void)iallgather(comm, std::span<const float>(data), std::span<float>(out)),
+                     InvalidArgument);
+        EXPECT_THROW((void)iallgather_in_place(comm, std::span<float>(data),
+                                               AllgatherAlgo::kRecursiveDoubling),
                      InvalidArgument);
         PendingCollective empty;
         EXPECT_TRUE(empty.done());

@@ -1,9 +1,11 @@
 // Units, stage passes and the gradient-ready hook: a model cut into stages, or
 // run through per-unit buffers, computes exactly what the whole model does;
-// the hook reports every unit once, in backward order, embedding last; the
-// activation count is what the forward keeps.
+// the hook reports every element once, units in backward order, a block
+// tensor by tensor, the embedding last; the activation count is what the
+// forward keeps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -62,7 +64,16 @@ Whole whole_gpt(const ModelConfig& c, const std::vector<double>& p,
   return w;
 }
 
-TEST(UnitsTest, GradReadyFiresOncePerUnitLastUnitFirstEmbeddingLast) {
+// The ranges that tile `u`, in the order the hook reported them.
+std::vector<std::pair<std::int64_t, std::int64_t>> ranges_in(
+    const Unit& u, const std::vector<std::pair<std::int64_t, std::int64_t>>& ready) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> in;
+  for (const auto& r : ready)
+    if (r.first >= u.begin && r.second <= u.end) in.push_back(r);
+  return in;
+}
+
+TEST(UnitsTest, GradReadyReportsBlocksTensorByTensorLastUnitFirstEmbeddingLast) {
   for (bool tied : {true, false}) {
     const ModelConfig c = testing::gradcheck_gpt(tied);
     const ParamLayout layout = param_layout(c);
@@ -70,17 +81,94 @@ TEST(UnitsTest, GradReadyFiresOncePerUnitLastUnitFirstEmbeddingLast) {
     const auto p = random_params(layout, 3);
     const auto tok = random_tokens(2 * 5, c.vocab, 4), tgt = random_tokens(2 * 5, c.vocab, 5);
     const Whole w = whole_gpt(c, p, tok, tgt, 2, 5);
-    ASSERT_EQ(w.ready.size(), units.size());
-    for (std::size_t i = 0; i < units.size(); ++i) {
-      const Unit& u = units[units.size() - 1 - i];
-      EXPECT_EQ(w.ready[i], std::make_pair(u.begin, u.end)) << "report " << i << " is " << u.name;
+    // Units in backward order, each a run of consecutive reports that tile it
+    // exactly: the head and the embedding whole, a block one report per tensor.
+    std::size_t at = 0;
+    for (auto it = units.rbegin(); it != units.rend(); ++it) {
+      const Unit& u = *it;
+      const auto in = ranges_in(u, w.ready);
+      const bool block = u.name.rfind("h.", 0) == 0;
+      ASSERT_EQ(in.size(), block ? 12u : 1u) << u.name << (tied ? " tied" : " untied");
+      std::int64_t covered = 0;
+      for (const auto& r : in) {
+        ASSERT_LT(at, w.ready.size());
+        EXPECT_EQ(w.ready[at++], r) << u.name << ": its reports are not consecutive";
+        covered += r.second - r.first;
+      }
+      EXPECT_EQ(covered, u.size()) << u.name;
+      if (block) {
+        // Each report is one tensor of the layout, from the block's last
+        // tensor to its first: the MLP's projection bias first, LN1's gamma
+        // last. So buckets packed in reverse layout order complete in order.
+        const std::string h = u.name + ".";
+        EXPECT_EQ(in.front().first, layout.find(h + "mlp.proj.bias").offset);
+        EXPECT_EQ(in.back().first, layout.find(h + "ln1.gamma").offset);
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          const auto& views = layout.views();
+          EXPECT_TRUE(std::any_of(views.begin(), views.end(), [&](const ParamView& v) {
+            return v.offset == in[i].first && v.offset + v.size == in[i].second;
+          })) << u.name << ": [" << in[i].first << ", " << in[i].second << ") is not one tensor";
+          if (i > 0) {
+            EXPECT_EQ(in[i].second, in[i - 1].first) << u.name << ", report " << i;
+          }
+        }
+      }
     }
+    EXPECT_EQ(at, w.ready.size());
+    EXPECT_EQ(w.ready.back(), std::make_pair(units.front().begin, units.front().end));
     // The plain backward gives the same gradient as the hooked one.
     Gpt<double> gpt(c);
     std::vector<double> g(p.size(), 0.0);
     gpt.forward(p.data(), tok.data(), tgt.data(), 2, 5);
     gpt.backward(p.data(), g.data());
     EXPECT_EQ(g, w.grads);
+  }
+}
+
+TEST(UnitsTest, WholeUnitsHearsOfEachUnitOnceItIsComplete) {
+  const ModelConfig c = testing::gradcheck_gpt(true);
+  const ParamLayout layout = param_layout(c);
+  const std::vector<Unit> units = model_units(c, layout);
+  const auto p = random_params(layout, 3);
+  const auto tok = random_tokens(10, c.vocab, 4), tgt = random_tokens(10, c.vocab, 5);
+  Gpt<double> gpt(c);
+  std::vector<double> g(p.size(), 0.0);
+  std::vector<std::pair<std::int64_t, std::int64_t>> heard;
+  const GradReady hook = whole_units(units, [&](std::int64_t b, std::int64_t e) {
+    heard.emplace_back(b, e);
+  });
+  for (int pass = 0; pass < 2; ++pass) {  // counted afresh for the second pass
+    heard.clear();
+    gpt.forward(p.data(), tok.data(), tgt.data(), 2, 5);
+    gpt.backward(p.data(), g.data(), 1.0, hook);
+    ASSERT_EQ(heard.size(), units.size()) << "pass " << pass;
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      const Unit& u = units[units.size() - 1 - i];
+      EXPECT_EQ(heard[i], std::make_pair(u.begin, u.end)) << "pass " << pass << ", " << u.name;
+    }
+  }
+}
+
+TEST(UnitsTest, WholeUnitsRefusesARangeAcrossUnitsOrReportedTwice) {
+  const std::vector<Unit> units = {{"a", 0, 4}, {"b", 4, 10}};
+  int calls = 0;
+  const GradReady hook = whole_units(units, [&](std::int64_t, std::int64_t) { ++calls; });
+  try {
+    hook(2, 6);
+    FAIL() << "a range across two units was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 6) is not inside one unit"), std::string::npos)
+        << e.what();
+  }
+  hook(4, 10);
+  EXPECT_EQ(calls, 1);
+  hook(0, 3);
+  try {
+    hook(1, 3);
+    FAIL() << "elements reported twice were accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("unit a [0, 4) got [1, 3)"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -197,8 +285,12 @@ TEST(UnitsTest, GptStagesChainedEqualTheWholeModel) {
       dx.assign(in.begin(), in.end());
     }
     EXPECT_EQ(g, w.grads);
-    // Tied: the head stage reports wte's range too (its share is done there).
-    EXPECT_EQ(ready.size(), tied ? 5u : 4u);
+    // The stages report what the whole model does, in the same order;
+    // tied, the head stage reports wte's range too (its share is done there).
+    std::vector<std::pair<std::int64_t, std::int64_t>> expected = w.ready;
+    const ParamView& wte = layout.find("wte");
+    if (tied) expected.insert(expected.begin() + 1, {wte.offset, wte.offset + wte.size});
+    EXPECT_EQ(ready, expected);
   }
 }
 

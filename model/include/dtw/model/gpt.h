@@ -64,11 +64,12 @@ class Gpt {
   /// loss into grads (layout().size() elements). params must hold the values
   /// the forward saw. loss_scale = 1/m averages m accumulated micro-batches.
   void backward(const T* params, T* grads, T loss_scale = T(1));
-  /// backward() that reports each unit's gradient range the moment it is
-  /// final (units.h, GradReady): "head", then blocks L−1 … 0, then "embed"
-  /// last — with a tied head the embedding's wte gradient gets the head's
-  /// share first and its own last, so it is the last one ready. DDP starts a
-  /// bucket's allreduce from here. on_grad_ready may be empty.
+  /// backward() that reports gradient ranges the moment they are final
+  /// (units.h, GradReady): "head" whole, then each tensor of blocks L−1 … 0
+  /// as the block's backward finishes it, then "embed" whole and last — with
+  /// a tied head the embedding's wte gradient gets the head's share first and
+  /// its own last, so it is the last one ready. DDP starts a bucket's
+  /// allreduce from here. on_grad_ready may be empty.
   void backward(const T* params, T* grads, T loss_scale, const GradReady& on_grad_ready);
 
   // ---- stages: a run of units on an input activation (pipeline, ZeRO-3) ----

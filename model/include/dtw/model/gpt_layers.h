@@ -20,6 +20,7 @@
 /// LayerTimes records time per kind of layer (profile.h).
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,15 @@ void merge_heads(T* x, const T* per_head, std::int64_t batch, std::int64_t seq, 
 template <class T>
 void split_heads(T* per_head, const T* x, std::int64_t batch, std::int64_t seq, std::int64_t heads,
                  std::int64_t head_dim);
+
+/// Told by a backward pass that one parameter tensor's gradient is final for
+/// this pass: `grad` is its first element (a pointer into the gradients the
+/// caller passed), `count` its elements. The GPT reports each block tensor
+/// through this as soon as its backward is done, which is what lets DDP start
+/// a bucket's allreduce in the middle of a block (units.h, GradReady). An
+/// empty function is never called.
+template <class T>
+using GradFinal = std::function<void(const T* grad, std::int64_t count)>;
 
 // ---------------------------------------------------------------------------
 // Sizes and weights of one transformer block
@@ -156,11 +166,13 @@ template <class T>
 void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
                                 const AttentionWeights<const T>& w, const BlockDims& d,
                                 LayerTimes* times = nullptr);
-/// Overwrites dx [rows, dim]; accumulates into grads.
+/// Overwrites dx [rows, dim]; accumulates into grads and reports each
+/// gradient tensor to `done` when it is final (the projection's first).
 template <class T>
 void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
                                  const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
-                                 const BlockDims& d, T* scratch, LayerTimes* times = nullptr);
+                                 const BlockDims& d, T* scratch, LayerTimes* times = nullptr,
+                                 const GradFinal<T>& done = {});
 /// Elements of scratch attention_sublayer_backward needs: 8·rows·width
 /// (d_merged, d_per_head, dq, dk, dv, and dqkv at 3·width).
 std::int64_t attention_sublayer_scratch_size(const BlockDims& d);
@@ -176,11 +188,13 @@ struct MlpCache {
 template <class T>
 void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights<const T>& w,
                           const BlockDims& d, LayerTimes* times = nullptr);
-/// Overwrites dx [rows, dim]; accumulates into grads.
+/// Overwrites dx [rows, dim]; accumulates into grads and reports each
+/// gradient tensor to `done` when it is final (the projection's first).
 template <class T>
 void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const T* x,
                            const MlpCache<T>& cache, const MlpWeights<const T>& w,
-                           const BlockDims& d, T* scratch, LayerTimes* times = nullptr);
+                           const BlockDims& d, T* scratch, LayerTimes* times = nullptr,
+                           const GradFinal<T>& done = {});
 /// Elements of scratch mlp_sublayer_backward needs: rows·mlp_hidden (the
 /// gradient at the hidden units).
 std::int64_t mlp_sublayer_scratch_size(const BlockDims& d);
@@ -210,11 +224,15 @@ struct BlockCache {
 template <class T>
 void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWeights<const T>& w,
                    const BlockDims& d, LayerTimes* times = nullptr);
-/// Overwrites dx_in (which may alias dx_out); accumulates into grads.
+/// Overwrites dx_in (which may alias dx_out); accumulates into grads and
+/// reports each of the block's gradient tensors to `done` the moment it is
+/// final: the MLP's (projection, then fc), LN2's, the attention's, LN1's; of
+/// two finished together the one later in block_weights' order first (a
+/// bias before its weight, β before γ).
 template <class T>
 void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, const T* x_in,
                     const BlockCache<T>& cache, const BlockWeights<const T>& w, const BlockDims& d,
-                    T* scratch, LayerTimes* times = nullptr);
+                    T* scratch, LayerTimes* times = nullptr, const GradFinal<T>& done = {});
 /// Elements of scratch block_backward needs: 2·rows·dim (gradients at a norm's
 /// output and at mid) plus the larger sublayer scratch.
 std::int64_t block_scratch_size(const BlockDims& d);

@@ -11,7 +11,7 @@
 /// Units are what the parallel chapters cut along: a pipeline stage runs a
 /// contiguous run of units (a UnitRange) on an input activation; ZeRO-3 / FSDP
 /// gathers one unit's parameters before it runs and frees them after; DDP's
-/// buckets fill as units finish their backward (GradReady).
+/// buckets fill as tensors finish their backward (GradReady).
 ///
 /// A pass reaches parameters and gradients only through a UnitAccess, one unit
 /// at a time, so the same forward and backward code runs on a whole flat
@@ -52,12 +52,25 @@ struct UnitRange {
 };
 
 /// Called during backward with [begin, end) of the flat buffer whose
-/// gradients are final for this pass: once per unit, last unit first. With a
-/// tied head (GPT), the head's backward adds into wte, which the embedding's
-/// backward adds to again, so the "embed" unit is reported last of all; a pass
-/// that ends before the embedding (a pipeline stage holding the tied head)
-/// reports wte's range once its own units are done.
+/// gradients are final for this pass, the moment they are. Units come last
+/// unit first, and every element of a unit is reported exactly once: a GPT
+/// block tensor by tensor as its backward finishes each, from its last tensor
+/// in the buffer to its first (the MLP's, LN2's, the attention's, LN1's:
+/// PyTorch's per-parameter hooks), the head, the
+/// embedding and an MLP's layers whole. With a tied head (GPT), the head's
+/// backward adds into wte, which the embedding's backward adds to again, so
+/// the "embed" unit is reported last of all; a pass that ends before the
+/// embedding (a pipeline stage holding the tied head) reports wte's range
+/// once its own units are done. A listener that works on whole units (ZeRO)
+/// wraps itself in whole_units().
 using GradReady = std::function<void(std::int64_t begin, std::int64_t end)>;
+
+/// A GradReady that collects the ranges a backward reports and calls
+/// `on_unit` with a unit's whole [begin, end) once every element of it has
+/// been reported, then counts that unit afresh for the next pass. A range
+/// that is not inside one unit, or that reports elements twice in a pass, is
+/// an InvalidArgument naming the range and the unit.
+GradReady whole_units(std::vector<Unit> units, GradReady on_unit);
 
 /// Where a pass finds each unit's parameters and gradients. Pointers address
 /// the unit's first element: element `units[u].begin + i` is at `[i]`.
@@ -67,7 +80,8 @@ using GradReady = std::function<void(std::int64_t begin, std::int64_t end)>;
 /// nested pairs; the GPT's tied head also takes the embedding's (params(0)
 /// inside the head's pair, and grads(0) in its backward), and then touches
 /// only wte's elements of it. `grads(u)` may be called several times in one
-/// backward and must return the same memory until the unit's GradReady.
+/// backward and must return the same memory until the last of the unit's
+/// GradReady ranges.
 template <class T>
 class UnitAccess {
  public:
