@@ -6,6 +6,7 @@ dtw_add_chapter(02-data-parallelism
     ddp_bucketed.cpp ddp_accumulate.cpp pitfalls.cpp
   DEMOS demos.cpp
   TESTS dp_server_test.cpp dp_allreduce_test.cpp replica_check_test.cpp buckets_test.cpp
+    bucket_reducer_test.cpp
     ddp_bucketed_test.cpp ddp_accumulate_test.cpp uneven_shards_test.cpp pitfalls_test.cpp
   STEPS 02.1 02.2 02.3 02.4 02.5
   LIBS dtw::train
