@@ -8,6 +8,7 @@
 //   todo    steps 04.1, 04.3 and 04.4 are unwritten (a DTW_TODO's message);
 //           step 04.5's tests run 04.1's code first
 //   next    steps 04.1 to 04.3 pass; 04.4 and 04.5 are unwritten
+//   two     two of step 04.4's six tests fail (the third and the fifth)
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -56,9 +57,15 @@ void four(bool crashes) {
 }
 TEST(FixtureFourTest, First) { four(false); }
 TEST(FixtureFourTest, Second) { four(true); }
-TEST(FixtureFourTest, Third) { four(false); }
+TEST(FixtureFourTest, Third) {
+  four(false);
+  if (scenario() == "two") ADD_FAILURE() << "the third is wrong";
+}
 TEST(FixtureFourTest, Fourth) { four(false); }
-TEST(FixtureFourTest, Fifth) { four(false); }
+TEST(FixtureFourTest, Fifth) {
+  four(false);
+  if (scenario() == "two") ADD_FAILURE() << "the fifth is wrong";
+}
 TEST(FixtureFourTest, Sixth) { four(false); }
 
 DTW_TEST_STEPS(FixtureFiveTest, "04.1", "04.3", "04.5");

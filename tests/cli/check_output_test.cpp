@@ -24,10 +24,12 @@ using ::testing::Not;
 using testing::Finished;
 
 // `dtw check 04` on the fixture, its tests ending as `scenario` says.
-Finished check(const std::string& scenario) {
+Finished check(const std::string& scenario, bool verbose = false) {
   ::setenv("DTW_FIXTURE_SCENARIO", scenario.c_str(), 1);
   ::setenv("NO_COLOR", "1", 1);
-  Finished out = testing::run_program({DTW_PROGRAM, "check", "04", "--program", DTW_CHECK_FIXTURE});
+  std::vector<std::string> args = {DTW_PROGRAM, "check", "04", "--program", DTW_CHECK_FIXTURE};
+  if (verbose) args.push_back("--verbose");
+  Finished out = testing::run_program(args);
   ::unsetenv("DTW_FIXTURE_SCENARIO");
   return out;
 }
@@ -86,6 +88,19 @@ TEST(CheckOutputTest, ACrashedTestProgramStillCountsEveryTestOfTheStep) {
                                     "--gtest_filter=FixtureFourTest.Second"))
       << out.output;
   EXPECT_THAT(out.output, Not(HasSubstr("stopped with killed")));
+}
+
+TEST(CheckOutputTest, VerboseNamesEveryFailingTestOfTheStep) {
+  const Finished brief = check("two");
+  EXPECT_EQ(brief.exit_code, 1) << brief.output;
+  EXPECT_THAT(brief.output, HasSubstr("First failure: step 04.4, FixtureFourTest.Third"));
+  EXPECT_THAT(brief.output, Not(HasSubstr("FixtureFourTest.Fifth"))) << brief.output;
+  const Finished verbose = check("two", true);
+  EXPECT_EQ(verbose.exit_code, 1) << verbose.output;
+  EXPECT_THAT(verbose.output, HasSubstr("every failing test of step 04.4:\n"
+                                        "    FixtureFourTest.Third\n"
+                                        "    FixtureFourTest.Fifth\n"))
+      << verbose.output;
 }
 
 TEST(CheckOutputTest, AStepNamesEveryUnfinishedStepItWaitsOn) {

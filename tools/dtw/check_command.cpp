@@ -95,6 +95,11 @@ void print_failure(const Chapter& chapter, const StepStatus& status, bool verbos
   if (test.failures.size() > 1 && verbose)
     for (std::size_t i = 1; i < test.failures.size(); ++i)
       fmt::print("\n{}\n", test.failures[i]);
+  if (verbose && status.failing.size() > 1) {
+    fmt::print("  {}\n", paint(Paint::kDim, fmt::format("every failing test of step {}:",
+                                                        status.step)));
+    for (const std::string& name : status.failing) fmt::print("    {}\n", name);
+  }
   fmt::print("  {}\n", paint(Paint::kDim,
                              fmt::format("./dtw hint {} {} says more; ./dtw check {} {} reruns "
                                          "only this step{}.",

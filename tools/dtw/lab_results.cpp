@@ -210,9 +210,11 @@ std::vector<StepStatus> classify_steps(const TestPlan& plan,
           waiting.insert(*todo);
           for (const std::string& s : planned.steps)
             if (s != step && unfinished(s)) waiting.insert(s);
-        } else if (!real_failure) {
+        } else {
+          if (!real_failure) status.first_failure = &t;
           real_failure = true;
-          status.first_failure = &t;
+          if (status.failing.empty() || status.failing.back() != t.name)
+            status.failing.push_back(t.name);
         }
       }
     }

@@ -78,6 +78,7 @@ struct StepStatus {
   StepState state = StepState::kNoTests;
   int tests = 0, passed = 0, run = 0;         // own tests; passed; with a result
   const TestResult* first_failure = nullptr;  // for kFail: its first test with a real failure
+  std::vector<std::string> failing;           // every own test with a real failure, in order
   std::vector<std::string> waiting_on;        // for kWaiting: every unfinished step it needs
   StepProgress progress;
 };

@@ -45,7 +45,7 @@ int run_main(int argc, char** argv) {
   check_cmd->add_option("chapter", check.chapter, "Chapter number (00) or folder name")->required();
   check_cmd->add_option("step", check.step, "Only this step's tests (01.5, or 5)");
   check_cmd->add_flag("--rerun", check.rerun, "Run every test again, even if the lab has not changed");
-  check_cmd->add_flag("--verbose", check.verbose, "Show the whole text of the first failure");
+  check_cmd->add_flag("--verbose", check.verbose, "Show the whole text of the first failure and name every failing test of its step");
   check_cmd->add_option("--program", check.program,
                         "(for testing dtw check) run this test program instead of the lab's; "
                         "no build, no cache")
