@@ -212,8 +212,7 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
     };
     block_backward(dx, unit_block_weights(layout_, l, g, units_[u].begin),
                    static_cast<const T*>(dx), a.x[l].data(), a.blocks[l],
-                   unit_block_weights(layout_, l, p, units_[u].begin), d, scratch, times_,
-                   on_grad_ready ? done : GradFinal<T>());
+                   unit_block_weights(layout_, l, p, units_[u].begin), d, scratch, times_, done);
     access.release_params(u);
   }
   if (first) {

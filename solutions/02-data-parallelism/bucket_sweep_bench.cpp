@@ -68,9 +68,8 @@ double hidden_gradient_share(const std::vector<TraceEvent>& trace, const Replay&
 double steady_step_seconds(const Replay& replay, std::int64_t steps) {
   if (steps < 2) return replay.seconds / static_cast<double>(steps);
   std::vector<int> seen;
-  double second = 1e300, last = -1e300, first = 1e300;
+  double second = 1e300, last = -1e300;
   for (const TraceEvent& e : replay.events) {
-    first = std::min(first, e.start_us);
     last = std::max(last, e.end_us);
     if (e.name != "forward-backward") continue;
     if (seen.size() <= static_cast<std::size_t>(e.rank)) seen.resize(e.rank + 1);

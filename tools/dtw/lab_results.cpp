@@ -184,7 +184,7 @@ std::vector<StepStatus> classify_steps(const TestPlan& plan,
     StepStatus status;
     status.step = step;
     if (const auto p = progress.find(step); p != progress.end()) status.progress = p->second;
-    bool real_failure = false, own_todo = false, missing = false;
+    bool own_todo = false, missing = false;
     std::set<std::string> waiting;
     for (const PlannedTest& planned : plan.tests) {
       if (planned.own() != step) continue;
@@ -210,11 +210,10 @@ std::vector<StepStatus> classify_steps(const TestPlan& plan,
           waiting.insert(*todo);
           for (const std::string& s : planned.steps)
             if (s != step && unfinished(s)) waiting.insert(s);
-        } else {
-          if (!real_failure) status.first_failure = &t;
-          real_failure = true;
-          if (status.failing.empty() || status.failing.back() != t.name)
-            status.failing.push_back(t.name);
+        } else if (status.failing.empty() || status.failing.back() != t.name) {
+          // A real failure; a test is listed once however many checks failed.
+          if (status.failing.empty()) status.first_failure = &t;
+          status.failing.push_back(t.name);
         }
       }
     }
@@ -222,7 +221,7 @@ std::vector<StepStatus> classify_steps(const TestPlan& plan,
     std::ranges::sort(status.waiting_on, {}, order);
     if (status.tests == 0) {
       status.state = StepState::kNoTests;
-    } else if (real_failure) {
+    } else if (!status.failing.empty()) {
       status.state = StepState::kFail;
     } else if (!status.waiting_on.empty()) {
       status.state = StepState::kWaiting;
