@@ -110,6 +110,15 @@ void check_algo(const Comm& comm, const char* what, Algo algo, std::size_t count
                         << " (valid: 0.." << count - 1 << ")");
 }
 
+// A ReduceOp cast from an out-of-range integer would reach the reduction
+// kernel, or on one rank (where nothing is reduced) pass unnoticed: refuse it
+// on entry, blocking and non-blocking collectives alike.
+inline void check_op(const Comm& comm, const char* what, ReduceOp op) {
+  DTW_CHECK_ARG(is_valid(op), "rank " << comm.rank() << ": " << what << ": unknown ReduceOp "
+                                      << static_cast<int>(op)
+                                      << " (valid: sum, prod, min, max, avg = 0..4)");
+}
+
 // `algo`'s name in call_names, or "?" for a value check_algo would refuse.
 template <class Algo>
 const char* call_name(Algo algo) {

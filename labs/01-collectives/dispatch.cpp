@@ -36,12 +36,6 @@ void check_root(const Comm& comm, const char* what, int root) {
                                                          << comm.size() << ")");
 }
 
-void check_op(const Comm& comm, const char* what, ReduceOp op) {
-  DTW_CHECK_ARG(is_valid(op), "rank " << comm.rank() << ": " << what << ": unknown ReduceOp "
-                                      << static_cast<int>(op)
-                                      << " (valid: sum, prod, min, max, avg = 0..4)");
-}
-
 // Averages are sums divided by the group size (integer division for integers).
 template <class T>
 void divide_if_avg(Comm& comm, std::span<T> data, ReduceOp op) {
@@ -81,7 +75,7 @@ void broadcast(Comm& comm, std::span<T> data, int root, BroadcastAlgo algo) {
 template <NumericElement T>
 void reduce(Comm& comm, std::span<T> data, ReduceOp op, int root, ReduceAlgo algo) {
   detail::check_algo(comm, "reduce", algo, detail::call_names(algo).size());
-  check_op(comm, "reduce", op);
+  detail::check_op(comm, "reduce", op);
   announce<T>(comm, detail::call_name(algo), std::ssize(data), static_cast<int>(op), root);
   check_root(comm, "reduce", root);
   const Slot s = slot_of(comm);
@@ -159,7 +153,7 @@ template <NumericElement T>
 void reduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op,
                     ReduceScatterAlgo algo) {
   detail::check_algo(comm, "reduce_scatter", algo, detail::call_names(algo).size());
-  check_op(comm, "reduce_scatter", op);
+  detail::check_op(comm, "reduce_scatter", op);
   announce<T>(comm, detail::call_name(algo), std::ssize(data), static_cast<int>(op),
               -1);
   const Chunks chunks(std::ssize(data), comm.size());
@@ -197,7 +191,7 @@ void alltoall(Comm& comm, std::span<const T> in, std::span<T> out, AlltoallAlgo 
 template <NumericElement T>
 void allreduce(Comm& comm, std::span<T> data, ReduceOp op, AllreduceAlgo algo) {
   detail::check_algo(comm, "allreduce", algo, detail::call_names(algo).size());
-  check_op(comm, "allreduce", op);
+  detail::check_op(comm, "allreduce", op);
   announce<T>(comm, detail::call_name(algo), std::ssize(data), static_cast<int>(op), -1);
   const ReduceOp sum_op = sum_if_avg(op);
   const Slot s = slot_of(comm);

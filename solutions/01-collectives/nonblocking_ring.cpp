@@ -107,6 +107,7 @@ void announce(Comm& comm, const char* name, std::int64_t count, int op) {
 template <NumericElement T>
 PendingCollective iallreduce(Comm& comm, std::span<T> data, ReduceOp op, AllreduceAlgo algo) {
   check_ring(comm, "iallreduce", algo == AllreduceAlgo::kRing, name_of(algo));
+  detail::check_op(comm, "iallreduce", op);
   announce<T>(comm, "iallreduce:ring", std::ssize(data), static_cast<int>(op));
   return start<T>(comm, Ring::kAllreduce, data, {}, op);
 }
@@ -115,6 +116,7 @@ template <NumericElement T>
 PendingCollective ireduce_scatter(Comm& comm, std::span<T> data, std::span<T> out, ReduceOp op,
                                   ReduceScatterAlgo algo) {
   check_ring(comm, "ireduce_scatter", algo == ReduceScatterAlgo::kRing, name_of(algo));
+  detail::check_op(comm, "ireduce_scatter", op);
   announce<T>(comm, "ireduce_scatter:ring", std::ssize(data), static_cast<int>(op));
   const std::int64_t mine = Chunks(std::ssize(data), comm.size()).size(comm.rank());
   DTW_CHECK_ARG(std::ssize(out) == mine,

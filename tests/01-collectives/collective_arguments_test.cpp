@@ -217,6 +217,16 @@ TEST(CollectiveArgumentsTest, EnumOutOfRangeIsRejectedByEveryCollective) {
                   static_cast<AlltoallAlgo>(3));
        }},
       {"barrier: unknown algorithm 1", [](Comm& c) { barrier(c, static_cast<BarrierAlgo>(1)); }},
+      {"broadcast: unknown algorithm 3",
+       [](Comm& c) {
+         std::vector<float> d(6, 1.0f);
+         broadcast(c, std::span<float>(d), 0, static_cast<BroadcastAlgo>(3));
+       }},
+      {"allgather_in_place: unknown algorithm 2",
+       [](Comm& c) {
+         std::vector<float> d(6, 1.0f);
+         allgather_in_place(c, std::span<float>(d), static_cast<AllgatherAlgo>(2));
+       }},
       {"allreduce: unknown algorithm 11",
        [](Comm& c) {
          std::vector<float> d(6, 1.0f);
@@ -235,6 +245,7 @@ TEST(CollectiveArgumentsTest, EnumOutOfRangeIsRejectedByEveryCollective) {
   EXPECT_EQ(name_of(static_cast<AllgatherAlgo>(9)), "?");
   EXPECT_EQ(name_of(static_cast<ReduceScatterAlgo>(9)), "?");
   EXPECT_EQ(name_of(static_cast<AllreduceAlgo>(9)), "?");
+  EXPECT_EQ(name_of(static_cast<BroadcastAlgo>(9)), "?");
 }
 
 TEST(CollectiveArgumentsTest, UnknownAlgorithmNameListsTheValidOnes) {

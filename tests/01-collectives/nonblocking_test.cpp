@@ -201,6 +201,36 @@ TEST(NonblockingTest, BadInputIsInvalidArgumentNamingTheRank) {
       {1, 3});
 }
 
+// A ReduceOp cast from an out-of-range integer is refused when the collective
+// starts, naming the call, like the blocking forms: not later inside the
+// ring's reduction (under another name), and not never on one rank, where the
+// ring reduces nothing.
+TEST(NonblockingTest, AnOutOfRangeReduceOpIsRefusedOnEntry) {
+  sweep::on_every_world(
+      [](Comm& comm) {
+        const auto op = static_cast<ReduceOp>(7);
+        const std::string rank = "rank " + std::to_string(comm.rank()) + ": ";
+        std::vector<float> data(6, 1.0f);
+        try {
+          PendingCollective started = iallreduce(comm, std::span<float>(data), op);
+          started.wait();
+          ADD_FAILURE() << "iallreduce with ReduceOp 7 was accepted";
+        } catch (const InvalidArgument& e) {
+          EXPECT_THAT(e.what(), HasSubstr(rank + "iallreduce: unknown ReduceOp 7"));
+        }
+        std::vector<float> out(static_cast<std::size_t>(Chunks(6, comm.size()).size(comm.rank())));
+        try {
+          PendingCollective started =
+              ireduce_scatter(comm, std::span<float>(data), std::span<float>(out), op);
+          started.wait();
+          ADD_FAILURE() << "ireduce_scatter with ReduceOp 7 was accepted";
+        } catch (const InvalidArgument& e) {
+          EXPECT_THAT(e.what(), HasSubstr(rank + "ireduce_scatter: unknown ReduceOp 7"));
+        }
+      },
+      {1, 3});
+}
+
 TEST(NonblockingTest, DroppedPendingCollectiveIsReportedLikeADroppedRequest) {
   const Report report = launch_collecting(2, {}, [](Comm& comm) {
     std::vector<double> data(1 << 18, 1.0);

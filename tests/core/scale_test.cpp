@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "dtw/dtw.h"
@@ -20,6 +22,27 @@ using ::testing::HasSubstr;
 std::size_t lines_of(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }
+
+// Sets an environment variable for one scope (nullptr: unsets it), restoring
+// what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 std::size_t count_of(const Report& report, const std::string& kind) {
   return static_cast<std::size_t>(std::count_if(report.errors.begin(), report.errors.end(),
@@ -99,27 +122,53 @@ TEST(ScaleTest, DeadlockInSplitGroupsNamesGroupAndWorldRanksAndEveryCycle) {
   EXPECT_THAT(what, HasSubstr("send to rank 0 of its group (world rank 1), tag 9"));
 }
 
-TEST(ScaleTest, ATimeoutIsReportedOnceForTheWholeWorld) {
-  constexpr int p = 256;
+// Every rank but 0 waits for rank 0, which stays busy until the launch fails:
+// the first waiting rank past the timeout fails it, alone. Rank 0 must never
+// look blocked or stuck polling itself, whatever the scheduling: it polls a
+// receive that never completes (on fibers, that hands its worker to the
+// waiting ranks, so one worker is enough) and sends itself a message each
+// round (a completion: its own poll clock restarts). It ends in an
+// AbortedError when the timeout fails the launch; no sleep decides anything.
+Report busy_rank_zero_while_the_others_wait(int p, RankMode mode) {
   LaunchOptions options;
   options.timeout = std::chrono::milliseconds(300);
-  // Rank 0 is busy (not blocked, so no deadlock) while every other rank waits for it.
-  const Report report = launch_collecting(p, options, [](Comm& comm) {
+  options.rank_mode = mode;
+  return launch_collecting(p, options, [](Comm& comm) {
     std::int64_t x = 0;
     if (comm.rank() == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(900));
-      return;
+      std::int64_t never = 0, out = 1, in = 0;
+      Request forever = comm.irecv(std::span<std::int64_t>(&never, 1), 1, 2);  // rank 1 never sends
+      for (;;) {
+        (void)comm.test(forever);
+        comm.sendrecv(std::span<const std::int64_t>(&out, 1), 0, std::span<std::int64_t>(&in, 1),
+                      0, 3);
+      }
     }
     comm.recv(std::span<std::int64_t>(&x, 1), 0, 1);
   });
-  EXPECT_EQ(count_of(report, "TimeoutError"), 1u);
-  EXPECT_EQ(count_of(report, "AbortedError"), static_cast<std::size_t>(p - 2));
-  for (const RankError& e : report.errors) {
-    if (e.kind == "TimeoutError") {
-      EXPECT_LT(lines_of(e.message), 40u) << e.message;
-      EXPECT_THAT(e.message, HasSubstr("rank   0  running"));
-    } else {
-      EXPECT_THAT(e.message, HasSubstr("failed first (TimeoutError)"));
+}
+
+TEST(ScaleTest, ATimeoutIsReportedOnceForTheWholeWorld) {
+  constexpr int p = 256;
+  const std::pair<RankMode, const char*> modes[] = {
+      {RankMode::kThreads, nullptr}, {RankMode::kFibers, "1"}, {RankMode::kFibers, "2"}};
+  for (const auto& [mode, workers] : modes) {
+    SCOPED_TRACE(mode == RankMode::kThreads ? std::string("threads")
+                                            : std::string("fibers on ") + workers + " worker(s)");
+    const ScopedEnv env("DTW_FIBER_WORKERS", workers);
+    const Report report = busy_rank_zero_while_the_others_wait(p, mode);
+    EXPECT_EQ(count_of(report, "TimeoutError"), 1u);
+    // Every rank but the one that timed out, rank 0 included.
+    EXPECT_EQ(count_of(report, "AbortedError"), static_cast<std::size_t>(p - 1));
+    EXPECT_EQ(report.errors.size(), static_cast<std::size_t>(p));
+    for (const RankError& e : report.errors) {
+      if (e.kind == "TimeoutError") {
+        EXPECT_NE(e.rank, 0);
+        EXPECT_LT(lines_of(e.message), 40u) << e.message;
+        EXPECT_THAT(e.message, HasSubstr("rank   0  running"));
+      } else {
+        EXPECT_THAT(e.message, HasSubstr("failed first (TimeoutError)"));
+      }
     }
   }
 }
