@@ -128,6 +128,9 @@ Series run_algorithm(const Options& o, const Model& m, const std::string& name) 
   LaunchOptions lo;
   lo.backend = o.backend;
   lo.timeout = std::chrono::minutes(5);
+  // Each rank's two arrays of the largest size: the launch refuses a world
+  // that cannot hold them instead of failing in the middle of a row.
+  lo.bytes_per_rank = 2 * *std::ranges::max_element(o.sizes);
   launch(p, lo, [&](Comm& comm) {
     const int r = comm.rank();
     const std::int64_t max_count = *std::ranges::max_element(o.sizes) / static_cast<std::int64_t>(sizeof(T));

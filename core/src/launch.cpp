@@ -70,6 +70,9 @@ void validate(int world_size, const LaunchOptions& options) {
                                      << " is not a RankMode (kAuto 0, kThreads 1, kFibers 2)");
   DTW_CHECK_ARG(options.memory_cap >= 0,
                 "launch: memory cap " << options.memory_cap << " bytes must be >= 0 (0: none)");
+  DTW_CHECK_ARG(options.bytes_per_rank >= 0,
+                "launch: bytes per rank " << options.bytes_per_rank
+                                          << " must be >= 0 (0: not given)");
 }
 
 // Runs the launch on its backend; `first` receives the error launch() rethrows.

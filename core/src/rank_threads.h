@@ -4,6 +4,7 @@
 // and assembling the Report once the threads have joined.
 #include <exception>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -27,11 +28,16 @@ class RankFailures {
   // only if every failure is one).
   std::exception_ptr first() const { return first_ ? first_ : first_abort_; }
   std::vector<RankError> take_errors() { return std::move(errors_); }
+  // What a rank's std::bad_alloc is reported with: the world and the launch's
+  // estimate of it (world_fit.h), set before any rank starts.
+  void set_memory_note(std::string note) { memory_note_ = std::move(note); }
+  const std::string& memory_note() const { return memory_note_; }
 
  private:
   std::mutex mu_;
   std::vector<RankError> errors_;
   std::exception_ptr first_, first_abort_;
+  std::string memory_note_;
 };
 
 // Runs `body`, recording what it throws (with `rank` set) in `failures`.
@@ -45,6 +51,17 @@ std::exception_ptr run_recording(int rank, RankFailures& failures, F&& body) {
     e.set_rank(rank);
     failures.add(rank, e, std::current_exception());
     return std::current_exception();
+  } catch (const std::bad_alloc& e) {
+    // Out of memory is the launch's business, not a bug of the rank: say which
+    // world ran out and what the launch thought it needed.
+    const std::string& note = failures.memory_note();
+    OutOfMemory wrapped(std::string("out of memory (") + e.what() + ")" +
+                        (note.empty() ? "" : " in " + note) +
+                        ": use fewer ranks or less data a rank");
+    wrapped.set_rank(rank);
+    auto ptr = std::make_exception_ptr(wrapped);
+    failures.add(rank, wrapped, ptr);
+    return ptr;
   } catch (const std::exception& e) {
     Error wrapped(std::string("uncaught std::exception: ") + e.what());
     wrapped.set_rank(rank);

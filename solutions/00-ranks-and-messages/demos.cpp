@@ -103,6 +103,7 @@ DTW_REGISTER_DEMO(
      .default_ranks = 2,
      .min_ranks = 2,
      .expects_deadlock = false,
+     .bytes_per_rank = 64 << 20,  // the largest message's buffer
      .run = run_ping_pong});
 DTW_REGISTER_DEMO({.name = "token-ring",
                    .chapter = "00",

@@ -36,9 +36,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The ring allreduce demo's array: 4 MiB of float.
+constexpr std::size_t kRingCount = std::size_t{1} << 20;
+
 DemoCheck run_ring_allreduce(Comm& comm) {
   const int p = comm.size(), r = comm.rank();
-  constexpr std::size_t kCount = std::size_t{1} << 20;  // 4 MiB of float
+  constexpr std::size_t kCount = kRingCount;
   std::vector<float> data(kCount), want(kCount);
   for (std::size_t i = 0; i < kCount; ++i) data[i] = want[i] = demo_value(r, i);
 
@@ -71,10 +74,12 @@ DemoCheck run_ring_allreduce(Comm& comm) {
   return {true, detail, busbw};
 }
 
+// Not divisible by any small p: uneven chunks are part of the test.
+constexpr std::size_t kAlgorithmsCount = 100'003;
+
 DemoCheck run_allreduce_algorithms(Comm& comm) {
   const int r = comm.rank();
-  // Not divisible by any small p: uneven chunks are part of the test.
-  constexpr std::size_t kCount = 100'003;
+  constexpr std::size_t kCount = kAlgorithmsCount;
   std::vector<std::int64_t> want(kCount);
   for (std::size_t i = 0; i < kCount; ++i)
     want[i] = static_cast<std::int64_t>(r + 1) * static_cast<std::int64_t>(i % 1000) - 7 * r;
@@ -112,6 +117,9 @@ DTW_REGISTER_DEMO(
      .default_ranks = 8,
      .min_ranks = 1,
      .expects_deadlock = false,
+     // The array and the reference's copy (the launch refuses a world that
+     // cannot hold them: 32 GiB at 4096 ranks).
+     .bytes_per_rank = 2 * kRingCount * sizeof(float),
      .run = run_ring_allreduce});
 
 DTW_REGISTER_DEMO(
@@ -121,6 +129,8 @@ DTW_REGISTER_DEMO(
      .default_ranks = 6,
      .min_ranks = 1,
      .expects_deadlock = false,
+     // The reference, the input and one algorithm's output.
+     .bytes_per_rank = 3 * kAlgorithmsCount * sizeof(std::int64_t),
      .run = run_allreduce_algorithms});
 
 }  // namespace dtw::ch01

@@ -157,6 +157,25 @@ std::size_t lines_of(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
+// A demo that knows its data declares it (Demo::bytes_per_rank), so the launch
+// counts it before starting a rank. Under a 4 GiB address-space limit
+// (inherited from the shell: the child can never take more, whatever the
+// machine), 1024 ranks of the ring allreduce's 8 MiB each are refused at once,
+// naming the data and the limit; the token ring, with no data, still runs.
+TEST_F(DtwCliTest, ADemosDataIsCountedBeforeItsRanksStart) {
+  const auto limited = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"/bin/sh", "-c", "ulimit -v 4194304 && exec \"$@\"", "sh", program()});
+    return run_program(args, dir_.string());
+  };
+  const Finished ring = limited({"run", "ring-allreduce", "--ranks", "1024"});
+  EXPECT_EQ(ring.exit_code, 3) << ring.output;
+  EXPECT_THAT(ring.output, HasSubstr("a world of 1024 rank"));
+  EXPECT_THAT(ring.output, HasSubstr("of which 8.0 MiB its data"));
+  EXPECT_THAT(ring.output, Not(HasSubstr("ranks: "))) << "no rank ran";
+  const Finished token = limited({"run", "token-ring", "--ranks", "1024"});
+  EXPECT_EQ(token.exit_code, 0) << token.output;
+}
+
 TEST_F(DtwCliTest, OutputOfAThousandRanksStaysShort) {
   const Finished ring = dtw({"run", "token-ring", "--ranks", "1024", "--json", "ring.json"});
   EXPECT_EQ(ring.exit_code, 0) << ring.output;

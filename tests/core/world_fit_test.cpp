@@ -5,6 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <fstream>
+#include <limits>
+#include <new>
 #include <string>
 
 #include "dtw/dtw.h"
@@ -15,9 +20,10 @@ namespace {
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
-std::string refusal(int ranks, const MachineRoom& room) {
+std::string refusal(int ranks, const MachineRoom& room, int fiber_workers = 0,
+                    std::int64_t bytes_per_rank = 0) {
   try {
-    check_threads_world_fits(ranks, room);
+    check_threads_world_fits(ranks, room, fiber_workers, bytes_per_rank);
   } catch (const OutOfMemory& e) {
     return e.what();
   }
@@ -91,6 +97,173 @@ TEST(WorldFitTest, LaunchRefusesAWorldBeyondTheMachineBeforeStartingIt) {
     EXPECT_THAT(std::string(e.what()), ContainsRegex("rank (threads|fibers) needs about"));
   }
   EXPECT_FALSE(ran) << "a rank started before the refusal";
+}
+
+TEST(WorldFitTest, TheRanksDataIsPartOfTheNeed) {
+  constexpr std::int64_t kData = 256LL << 20;
+  const WorldNeeds bare = threads_world_needs(8), loaded = threads_world_needs(8, 0, kData);
+  EXPECT_EQ(bare.data_bytes, 0);
+  EXPECT_EQ(loaded.data_bytes, 8 * kData);
+  EXPECT_EQ(loaded.bytes, bare.bytes + 8 * kData);
+  EXPECT_EQ(loaded.address_space, bare.address_space + 8 * kData);
+  // A fiber's stack is 1 MiB of address space, touched or not.
+  EXPECT_GE(threads_world_needs(4096, 2).address_space, 4096LL << 20);
+  // An absurd declaration saturates instead of wrapping to a small number.
+  const WorldNeeds absurd = threads_world_needs(1 << 30, 0, std::int64_t{1} << 62);
+  EXPECT_EQ(absurd.bytes, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(absurd.address_space, std::numeric_limits<std::int64_t>::max());
+}
+
+TEST(WorldFitTest, RanksWhoseDataCannotFitAreRefusedNamingTheData) {
+  MachineRoom room;
+  room.bytes_available = 1LL << 30;
+  // 8 ranks of 256 MiB: 2 GiB, twice the room; 2 ranks fit.
+  const std::string why = refusal(8, room, 0, 256LL << 20);
+  EXPECT_THAT(why, HasSubstr("a world of 8 rank threads needs about 2.0 GiB"));
+  EXPECT_THAT(why, HasSubstr("of which 256 MiB its data"));
+  EXPECT_THAT(why, HasSubstr("but this machine has 1.0 GiB available (MemAvailable)"));
+  EXPECT_THAT(why, HasSubstr("less data a rank"));
+  EXPECT_EQ(refusal(2, room, 0, 256LL << 20), "");
+}
+
+TEST(WorldFitTest, AnAddressSpaceLimitIsCheckedAndNamed) {
+  MachineRoom room;
+  room.address_space_left = 2LL << 30;
+  // 4096 fibers reserve 4 GiB of stacks, more than `ulimit -v` leaves.
+  const std::string why = refusal(4096, room, 2);
+  EXPECT_THAT(why, HasSubstr("a world of 4096 rank fibers needs about 4.0 GiB of address space"));
+  EXPECT_THAT(why, HasSubstr("the address-space limit (`ulimit -v`, RLIMIT_AS) leaves 2.0 GiB"));
+  EXPECT_EQ(refusal(1024, room, 2), "");
+  // The data counts too.
+  EXPECT_THAT(refusal(4, room, 2, 1LL << 30), HasSubstr("of address space"));
+}
+
+// RAII: lowers the soft RLIMIT_AS for one scope (the hard limit stays, so the
+// soft one can be restored).
+class ScopedAddressSpaceLimit {
+ public:
+  explicit ScopedAddressSpaceLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_AS, &old_);
+    rlimit lower = old_;
+    lower.rlim_cur = bytes;
+    ok_ = setrlimit(RLIMIT_AS, &lower) == 0;
+  }
+  ~ScopedAddressSpaceLimit() { setrlimit(RLIMIT_AS, &old_); }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit old_{};
+  bool ok_ = false;
+};
+
+TEST(WorldFitTest, LaunchReadsTheAddressSpaceLimitAndRefusesAWorldBeyondIt) {
+  const MachineRoom before = machine_room();
+  rlimit as{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &as), 0);
+  if (before.address_space_left >= 0 || as.rlim_max != RLIM_INFINITY)
+    GTEST_SKIP() << "this process runs under an address-space limit already";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer maps its shadow memory on demand: no address-space limit under it";
+#endif
+  // The process's mapped size now plus 512 MiB: 1024 rank fibers (1 GiB of
+  // stacks) cannot fit, and nothing is mapped to find that out.
+  std::int64_t mapped_kib = -1;
+  {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+      if (line.rfind("VmSize:", 0) == 0) mapped_kib = std::stoll(line.substr(7));
+  }
+  if (mapped_kib < 0) GTEST_SKIP() << "no /proc/self/status here";
+  bool ran = false;
+  std::string why;
+  MachineRoom room;
+  {
+    const ScopedAddressSpaceLimit limit(static_cast<rlim_t>(mapped_kib * 1024 + (512LL << 20)));
+    ASSERT_TRUE(limit.ok());
+    room = machine_room();
+    LaunchOptions options;
+    options.rank_mode = RankMode::kFibers;
+    try {
+      launch(1024, options, [&](Comm&) { ran = true; });
+    } catch (const OutOfMemory& e) {
+      why = e.what();
+    }
+  }
+  EXPECT_GT(room.address_space_left, 256LL << 20);
+  EXPECT_LE(room.address_space_left, 512LL << 20);
+  EXPECT_THAT(why, HasSubstr("a world of 1024 rank fibers needs about"));
+  EXPECT_THAT(why, HasSubstr("`ulimit -v`, RLIMIT_AS"));
+  EXPECT_FALSE(ran) << "a rank started before the refusal";
+  EXPECT_EQ(machine_room().address_space_left, -1) << "the limit was restored";
+}
+
+TEST(WorldFitTest, LaunchRefusesRanksWhoseDeclaredDataCannotFitBeforeStartingOne) {
+  if (machine_room().bytes_available < 0) GTEST_SKIP() << "no /proc/meminfo here";
+  // Two ranks of a pebibyte each: checked although the world is small.
+  LaunchOptions options;
+  options.bytes_per_rank = std::int64_t{1} << 50;
+  bool ran = false;
+  try {
+    launch(2, options, [&](Comm&) { ran = true; });
+    ADD_FAILURE() << "two ranks of 1 PiB each were not refused";
+  } catch (const OutOfMemory& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("a world of 2 rank threads needs about 2.0 PiB"));
+    EXPECT_THAT(std::string(e.what()), HasSubstr("of which 1.0 PiB its data"));
+  }
+  EXPECT_FALSE(ran);
+  options.bytes_per_rank = -1;
+  try {
+    launch_collecting(2, options, [&](Comm&) { ran = true; });
+    ADD_FAILURE() << "bytes_per_rank -1 was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("bytes per rank -1 must be >= 0"));
+  }
+  EXPECT_FALSE(ran);
+}
+
+// A rank that runs out of memory anyway (the estimate is an estimate) fails
+// with OutOfMemory naming the rank, the world and the estimate, not a bare
+// std::bad_alloc. The rank throws it itself: no test allocates for real.
+TEST(WorldFitTest, ARanksBadAllocIsOutOfMemoryNamingTheRankTheWorldAndTheEstimate) {
+  for (const RankMode mode : {RankMode::kThreads, RankMode::kFibers}) {
+    SCOPED_TRACE(mode == RankMode::kThreads ? "threads" : "fibers");
+    LaunchOptions options;
+    options.rank_mode = mode;
+    options.bytes_per_rank = 3 << 20;
+    const auto run_out = [](Comm& comm) {
+      if (comm.rank() == 1) throw std::bad_alloc();
+      comm.barrier();
+    };
+    try {
+      launch(3, options, run_out);
+      ADD_FAILURE() << "the bad_alloc was lost";
+    } catch (const OutOfMemory& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(e.rank(), 1);
+      EXPECT_THAT(what, HasSubstr("rank 1: out of memory (std::bad_alloc) in a world of 3 rank"));
+      EXPECT_THAT(what, HasSubstr(mode == RankMode::kThreads ? "rank threads" : "rank fibers"));
+      EXPECT_THAT(what, ContainsRegex("estimated at [0-9.]+ MiB"));
+      EXPECT_THAT(what, HasSubstr("of which 3.0 MiB the data each rank said it holds"));
+    }
+    // Without a declaration the message says what was not given.
+    options.bytes_per_rank = 0;
+    const Report report = launch_collecting(3, options, run_out);
+    ASSERT_FALSE(report.errors.empty());
+    EXPECT_EQ(report.errors[0].kind, "OutOfMemory");
+    EXPECT_THAT(report.errors[0].message, HasSubstr("LaunchOptions::bytes_per_rank"));
+    EXPECT_THAT(report.errors[0].message, HasSubstr("was not given"));
+  }
+}
+
+TEST(WorldFitTest, TheLimitsAStackFailureCanComeFromAreNamed) {
+  MachineRoom room;
+  EXPECT_EQ(stack_limits_hint(room), "the machine's limits");
+  room.address_space_left = 2LL << 20;
+  room.memory_maps_left = 10;
+  EXPECT_EQ(stack_limits_hint(room),
+            "the address-space limit (`ulimit -v`, 2.0 MiB left) or vm.max_map_count (10 maps "
+            "left)");
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ DemoOutcome run_demo(const Demo& demo, int ranks, const std::string& backend, bo
   options.backend = backend;
   options.timeout = timeout;
   options.trace = trace;
+  options.bytes_per_rank = demo.bytes_per_rank;
   // Each rank writes only its own slot, so no lock is needed.
   outcome.report = launch_collecting(ranks, options, [&](Comm& comm) {
     outcome.checks[static_cast<std::size_t>(comm.rank())] = demo.run(comm);

@@ -5,6 +5,7 @@
 /// A chapter registers its demos with DTW_REGISTER_DEMO in a demo source file;
 /// the dtw program runs them with the chapter's solution.
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ struct Demo {
   /// `dtw run pitfall NAME`; `dtw run pitfall` lists them. The description
   /// tells the story in a line and names its source.
   std::string catches;
+  /// The bytes of data each rank holds at its peak, when the demo knows it
+  /// (LaunchOptions::bytes_per_rank: the launch counts it in its memory
+  /// estimate and refuses a world that cannot hold it); 0 when it is small.
+  std::int64_t bytes_per_rank = 0;
   /// The code every rank runs; returns that rank's check of its result.
   std::function<DemoCheck(Comm&)> run;
 };

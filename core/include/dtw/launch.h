@@ -74,6 +74,16 @@ struct LaunchOptions {
   std::int64_t memory_cap = 0;
   /// Threads or fibers for the ranks of a threads-backend world (RankMode).
   RankMode rank_mode = RankMode::kAuto;
+  /// The bytes of data each rank will hold at its peak (its buffers, a
+  /// model's share), when the caller knows it; 0: not given. The threads
+  /// backend adds it to its estimate before launch (dtw/world_fit.h), which
+  /// it then checks for every world, not only those of 64 ranks or more, and
+  /// refuses a world whose ranks' data cannot fit with OutOfMemory naming the
+  /// need, the room and the limit. A rank that still runs out of memory
+  /// fails with OutOfMemory naming the rank, the world and the estimate. The
+  /// other backends ignore it (each rank is a process or a GPU of its own).
+  /// Must be >= 0.
+  std::int64_t bytes_per_rank = 0;
 };
 
 /// One rank's failure as the report lists it.

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <numeric>
 #include <thread>
 
@@ -80,6 +81,14 @@ std::shared_ptr<Job> run_rank(int world, const LaunchOptions& options, const Ran
       e.set_rank(me);
       record(part, me, e);
       own_error = std::current_exception();
+    } catch (const std::bad_alloc& e) {
+      // As on threads (rank_threads.h): out of memory names the job, not a bug.
+      OutOfMemory wrapped(std::string("out of memory (") + e.what() + ") in a process of an mpi " +
+                          "job of " + std::to_string(world) +
+                          " ranks: use fewer ranks a machine or less data a rank");
+      wrapped.set_rank(me);
+      record(part, me, wrapped);
+      own_error = std::make_exception_ptr(wrapped);
     } catch (const std::exception& e) {
       Error wrapped(std::string("uncaught std::exception: ") + e.what());
       wrapped.set_rank(me);

@@ -75,7 +75,8 @@ void run_threads(int world_size, World& world, detail::RankFailures& failures,
       // already running must not wait for ranks that will never start.
       OutOfMemory error("launch: could only start " + std::to_string(r) + " of " +
                         std::to_string(world_size) + " rank threads (" + e.what() +
-                        "): use fewer ranks");
+                        "): use fewer ranks, or raise the limit it hit: " +
+                        stack_limits_hint(machine_room()));
       error.set_rank(r);
       failures.add(r, error, std::make_exception_ptr(error));
       world.abort(r, error.kind());
@@ -94,7 +95,8 @@ void run_fibers(int world_size, World& world, detail::RankFailures& failures,
     // No rank has run yet: fail the launch before any starts.
     OutOfMemory error("launch: could map the stacks of only " + std::to_string(mapped) + " of " +
                       std::to_string(world_size) + " rank fibers (" + why +
-                      "): use fewer ranks or raise vm.max_map_count");
+                      "): use fewer ranks, or raise the limit it hit: " +
+                      stack_limits_hint(machine_room()));
     error.set_rank(mapped);
     failures.add(mapped, error, std::make_exception_ptr(error));
     return;
@@ -108,11 +110,13 @@ void run_fibers(int world_size, World& world, detail::RankFailures& failures,
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn,
               std::exception_ptr* first_error) {
   const bool fibers = ranks_run_as_fibers(world_size, options.rank_mode);
-  if (world_size >= kCheckFitFrom)
-    check_threads_world_fits(world_size, machine_room(), fibers ? worker_count() : 0);
+  const int workers = fibers ? worker_count() : 0;
+  if (world_size >= kCheckFitFrom || options.bytes_per_rank > 0)
+    check_threads_world_fits(world_size, machine_room(), workers, options.bytes_per_rank);
   auto world = std::make_shared<World>(world_size, options.timeout);
   const detail::RankRecorders recorders(world_size, options.trace, options.memory_cap);
   detail::RankFailures failures;
+  failures.set_memory_note(describe_world_estimate(world_size, workers, options.bytes_per_rank));
   const std::function<void(int)> body = [&](int r) {
     ThreadsComm comm(world, 0, r, recorders.members, recorders.traffic[r], recorders.tracers[r],
                      Exec::host().with_ledger(recorders.ledgers[r]));
