@@ -21,6 +21,7 @@
 namespace dtw {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::Finished;
@@ -174,6 +175,37 @@ TEST_F(DtwCliTest, ADemosDataIsCountedBeforeItsRanksStart) {
   EXPECT_THAT(ring.output, Not(HasSubstr("ranks: "))) << "no rank ran";
   const Finished token = limited({"run", "token-ring", "--ranks", "1024"});
   EXPECT_EQ(token.exit_code, 0) << token.output;
+}
+
+// dtw train's output does not grow with the world either: past 16 ranks the
+// timeline is the least, median and most of each column with the rank named
+// (the memory table was bounded already), and --json holds every rank's row.
+// 64 ranks print fewer lines than there are ranks (a row per rank printed 104).
+TEST_F(DtwCliTest, TrainingOutputOfSixtyFourRanksStaysShort) {
+  const Finished run = train({"--strategy", "dp-allreduce", "--ranks", "64", "--steps", "1",
+                              "--batch", "64", "--json", "run.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_LT(lines_of(run.output), 64u) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("timeline of 64 ranks"));
+  EXPECT_THAT(run.output, ContainsRegex("compute +least [^ ]+ [^ ]+ \\(rank [0-9]+\\), median "
+                                        "[^ ]+ [^ ]+, most [^ ]+ [^ ]+ \\(rank [0-9]+\\)"));
+  EXPECT_THAT(run.output, ContainsRegex("idle +least "));
+  std::ifstream json(dir_ / "run.json");
+  const nlohmann::json parsed = nlohmann::json::parse(json);
+  ASSERT_EQ(parsed["timeline"]["ranks"].size(), 64u);
+  for (int r = 0; r < 64; ++r) {
+    EXPECT_EQ(parsed["timeline"]["ranks"][r]["rank"], r);
+    EXPECT_GT(parsed["timeline"]["ranks"][r]["compute"].get<double>(), 0) << "rank " << r;
+  }
+  ASSERT_EQ(parsed["memory"].size(), 64u);
+  EXPECT_GT(parsed["memory"][63]["peak_total"].get<std::int64_t>(), 0);
+  EXPECT_EQ(parsed["losses"].size(), 1u);
+  EXPECT_EQ(parsed["strategy"], "dp-allreduce");
+  // Up to 16 ranks: a row per rank, as before.
+  const Finished small = train({"--strategy", "dp-allreduce", "--ranks", "3", "--steps", "1",
+                                "--batch", "6"});
+  ASSERT_EQ(small.exit_code, 0) << small.output;
+  EXPECT_THAT(small.output, ContainsRegex("\n  2 +[0-9.]+ [a-z]+ "));
 }
 
 TEST_F(DtwCliTest, OutputOfAThousandRanksStaysShort) {

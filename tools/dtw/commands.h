@@ -66,6 +66,7 @@ struct TrainCommandOptions {
   std::string fabric = "nvlink-8";  // the modeled cluster the timeline is replayed on
   bool list = false;               // list the strategies
   std::string out;  // file stem for .csv and .svg; empty: train-<model>
+  std::string json;  // --json FILE: losses, every rank's timeline and memory; empty: none
   bool lab = false;          // --lab: train with the learner's library of the strategy's chapter
   bool lab_program = false;  // this is a chapter's lab-run program (dtw_chNN_lab_run)
   std::vector<std::string> words;  // the arguments after `train`, as typed (--lab hands them over)

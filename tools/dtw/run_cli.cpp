@@ -80,6 +80,9 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
   train_cmd->add_option("--dtype", options.dtype, "float32 or float64")->capture_default_str();
   train_cmd->add_option("--out", options.out,
                         "File stem of the loss curve (STEM.csv, STEM.svg); default train-MODEL");
+  train_cmd->add_option("--json", options.json,
+                        "Write the losses and every rank's timeline and memory as JSON to this "
+                        "file; the terminal shows a summary beyond 16 ranks");
   return train_cmd;
 }
 

@@ -26,8 +26,8 @@
 #include "dtw/train/fabric.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
-#include "dtw/train/timeline.h"
 #include "style.h"
+#include "train_timeline.h"
 
 namespace dtw::cli {
 namespace {
@@ -125,44 +125,6 @@ void print_breakdown(const model::LayerTimes& times, double step_seconds) {
              human_seconds(total), human_seconds(step_seconds));
 }
 
-std::string percent(double x) { return std::isfinite(x) ? fmt::format("{:.0f}%", 100 * x) : "-"; }
-
-// Where the time went, measured and on the modeled fabric.
-void print_timeline(const Report& report, int ranks, const train::Cluster& fabric,
-                    std::int64_t steps) {
-  const train::Timeline t = train::analyze_timeline(report.trace, ranks);
-  const train::Replay r = train::replay_on(report.trace, ranks, fabric);
-  fmt::print("\n{}\n", paint(Paint::kBold, "timeline (compute / communication / idle per rank)"));
-  fmt::print("  {:<6} {:>10} {:>10} {:>10} {:>10}\n", "rank", "compute", "comm", "hidden", "idle");
-  for (const train::RankTimeline& rt : t.ranks)
-    fmt::print("  {:<6} {:>10} {:>10} {:>10} {:>10}\n", rt.rank, human_seconds(rt.compute),
-               human_seconds(rt.comm), human_seconds(rt.hidden), human_seconds(rt.idle));
-  fmt::print("  measured: bubble {}, overlap {}; on {}: step {} (modeled), bubble {}, overlap {}{}\n",
-             t.has_stages ? percent(t.bubble) : "-", percent(t.overlap), fabric.name,
-             human_seconds(r.seconds / static_cast<double>(steps)),
-             t.has_stages ? percent(r.timeline.bubble) : "-", percent(r.timeline.overlap),
-             r.unmodeled > 0 ? fmt::format(" ({} compute phases without FLOPs or bytes count 0)",
-                                           r.unmodeled)
-                             : std::string());
-}
-
-// The last three steps of the run (the whole run when it is that short).
-void write_timeline(const Report& report, int ranks, std::int64_t steps, const std::string& name,
-                    const std::string& path) {
-  double first = 1e300, last = -1e300;
-  for (const TraceEvent& e : report.trace) {
-    if (e.category != "compute" && e.category != "comm") continue;
-    first = std::min(first, e.start_us);
-    last = std::max(last, e.end_us);
-  }
-  const double from = steps > 3 ? last - (last - first) * 3.0 / static_cast<double>(steps) : first;
-  train::write_timeline_svg(report.trace, ranks,
-                            fmt::format("{} on {} rank(s), {}", name, ranks,
-                                        steps > 3 ? "the last 3 steps" : "every step"),
-                            path, from, last);
-  fmt::print("wrote {} (the timeline)\n", path);
-}
-
 void list_strategies() {
   fmt::print("{}\n", paint(Paint::kBold, "strategies (dtw train --strategy NAME)"));
   for (const train::Strategy& s : train::strategies()) {
@@ -226,6 +188,7 @@ int train_command(const TrainCommandOptions& options) {
   check_writable(stem + ".csv", "dtw train --out (the loss curve)");
   check_writable(stem + ".svg", "dtw train --out (the loss plot)");
   check_writable(stem + "-timeline.svg", "dtw train --out (the timeline)");
+  if (!options.json.empty()) check_writable(options.json, "dtw train --json");
 
   model::LayerTimes times;
   const bool gpt = config.kind == model::ModelKind::kGpt;
@@ -289,11 +252,18 @@ int train_command(const TrainCommandOptions& options) {
   fmt::print("\n{}\n{}", paint(Paint::kBold, "memory per rank (the ledger: peak by category)"),
              out.report.memory_table());
 
-  print_timeline(out.report, options.ranks, fabric, spec.steps);
+  const TimelineFigures timeline = timeline_figures(out.report, options.ranks, fabric, spec.steps);
+  print_timeline(timeline);
 
   write_timeline(out.report, options.ranks, spec.steps, strategy.name, stem + "-timeline.svg");
   write_csv(stem + ".csv", out.losses);
   fmt::print("\nwrote {}.csv (step,loss)\n", stem);
+  if (!options.json.empty()) {
+    write_train_json(options.json,
+                     {strategy.name, config.name, spec.hyperparameters(), out.seconds, out.losses},
+                     out.report, timeline);
+    fmt::print("wrote {} (losses, every rank's timeline and memory)\n", options.json);
+  }
   write_plot(stem + ".csv", stem + ".svg",
              fmt::format("{}, {} on {} rank(s), batch {}, {} data, {}", config.name,
                          strategy.name, options.ranks, spec.batch, data, options.optimizer));
