@@ -294,7 +294,8 @@ int main(int argc, char** argv) {
       }
     }
     DTW_CHECK_ARG(refused_rows == 0, refused_rows << " of " << plan.size()
-                                                  << " rows cannot run, so none was run:" << refused);
+                                                  << " rows cannot run, so none was run:"
+                                                  << refused);
     if (!svg_stem.empty())
       for (const Strategy* s : chosen)
         dtw::check_writable(svg_stem + "-" + s->name + "-p" +

@@ -48,8 +48,9 @@ TEST(BenchTrainTest, ARowThatCannotRunIsRefusedBeforeAnyRowRuns) {
        "--batch", "8", "--model", "mlp-tiny", "--steps", "1"});
   EXPECT_EQ(run.exit_code, 2) << run.output;  // bad usage (dtw --help)
   EXPECT_THAT(run.output, HasSubstr("1 of 4 rows cannot run, so none was run"));
-  EXPECT_THAT(run.output, HasSubstr("strategy ddp-accumulate on 8 ranks, mlp-tiny, batch 8: a "
-                                    "global batch of 8 rows cannot feed 8 ranks x 4 micro-batches"));
+  EXPECT_THAT(run.output,
+              HasSubstr("strategy ddp-accumulate on 8 ranks, mlp-tiny, batch 8: a global batch of "
+                        "8 rows cannot feed 8 ranks x 4 micro-batches"));
   expect_nothing_ran(run.output);
 }
 
@@ -82,7 +83,8 @@ TEST(BenchTrainTest, ARowThatFailsWhileRunningLeavesTheTableOfTheRowsBefore) {
       {DTW_BENCH_TRAIN, "--strategy", "single,ddp-bucketed,zero1,zero2", "--ranks", "2", "--model",
        "mlp-tiny", "--steps", "1", "--set", "resume=/nonexistent-dtw/checkpoint"});
   EXPECT_NE(run.exit_code, 0) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("zero1 on 2 rank(s): failed (the error is below); 1 row(s) not run"));
+  EXPECT_THAT(run.output,
+              HasSubstr("zero1 on 2 rank(s): failed (the error is below); 1 row(s) not run"));
   EXPECT_THAT(run.output, HasSubstr("cannot read checkpoint file /nonexistent-dtw/checkpoint"));
   const std::size_t table = run.output.find("tokens/s");
   ASSERT_NE(table, std::string::npos) << "no table: " << run.output;

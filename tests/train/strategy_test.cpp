@@ -168,7 +168,8 @@ TEST(StrategyTest, TheCheckHookRefusesBadKnobsBeforeAnyRankRuns) {
     FAIL() << "batch 0 was accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_EQ(std::string(e.what()).find("strategy test-checked"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("batch 0 must be at least 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("batch 0 must be at least 1"), std::string::npos)
+        << e.what();
   }
 }
 
