@@ -65,7 +65,7 @@ DdpOptions ddp_options(const train::Knobs& knobs, const train::RunSpec& spec, in
   // more likely a typo than a wish: refuse it, as PyTorch refuses bucket_cap_mb <= 0.
   DTW_CHECK_ARG(kib > 0 && kib <= (std::int64_t{1} << 40),
                 on_rank(rank) << "bucket_kib=" << kib
-                        << ": the bucket cap must be at least 1 KiB (and at most 2^40 KiB)");
+                              << ": the bucket cap must be at least 1 KiB (and at most 2^40 KiB)");
   o.bucket_bytes = kib * 1024;
   o.micro_batches = knobs.get_int("micro_batches", o.micro_batches);
   DTW_CHECK_ARG(o.micro_batches >= 1, on_rank(rank) << "micro_batches=" << o.micro_batches
