@@ -1,5 +1,6 @@
 // The threads backend's check before launch: does a world of p rank threads
-// (or rank fibers) fit in this machine's memory and thread limits?
+// (or rank fibers), with the data each rank says it holds, fit in this
+// machine's memory, address space, thread and memory-map limits?
 #include "dtw/world_fit.h"
 
 #include <pthread.h>
