@@ -2,11 +2,20 @@
 // The shared state of a threads-backend world: message queues, matching,
 // blocking with deadlock detection, and abort.
 //
-// One mutex guards all matching state. That keeps the deadlock detector exact
-// (it sees every rank's wait at one instant) and costs little: the lock is held
-// only to match and to flip states, never while bytes are copied. Nothing done
-// under it grows with the world: the detector keeps a count of stuck ranks and
-// looks at the whole world only when every live rank is stuck.
+// Each rank's state has its own lock. A send or receive between ranks a and b
+// takes the locks of a and b (the lower rank first), so two pairs of ranks
+// that share no rank never wait for each other: at a thousand ranks on a few
+// cores, one world-wide lock was the most contended thing in a run. The lock
+// is held only to match and to flip states, never while bytes are copied.
+// The deadlock detector keeps a count of stuck ranks; only when the count says
+// every live rank is stuck does it take every rank's lock and look at the whole
+// world at one instant, which keeps it exact. Nothing else done under a lock
+// grows with the world.
+//
+// Lock order: rank locks in increasing rank; fail_mu_ and contexts_mu_ are
+// leaves (nothing is taken while they are held), as are the fiber pool's.
+// A rank never parks its fiber or sleeps holding any lock but its own (and a
+// fiber not even that one).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -53,7 +62,8 @@ struct Op : detail::RequestState {
   ReduceOp reduce_op = ReduceOp::kSum;
   const char* call = "";  // the public call, for reports
 
-  // Guarded by World::mu_.
+  // Guarded by the owner's rank lock (World::RankState::mu); a change of
+  // `partner` or of a matched pair's states holds both owners' locks.
   enum class State { kPosted, kMatched, kDone } state = State::kPosted;
   std::shared_ptr<Op> partner;
   std::string error;  // set on both sides of a bad match
@@ -100,8 +110,11 @@ class World {
   int subgroup_context(int parent_context, std::uint64_t split_id, int color);
 
  private:
+  // Everything of one rank, guarded by its `mu` (the wait-for report and the
+  // deadlock check read every rank's with every lock held).
   struct RankState {
-    std::condition_variable cv;
+    std::mutex mu;
+    std::condition_variable cv;  // threads mode: the rank's thread sleeps here, on `mu`
     std::atomic<std::uint64_t> wake_seq{0};
     std::map<Key, std::deque<std::shared_ptr<Op>>> unexpected;  // sends to me, unmatched
     std::map<Key, std::deque<std::shared_ptr<Op>>> posted;      // my receives, unmatched
@@ -122,76 +135,109 @@ class World {
     // A rank polling with test() is running, not waiting: the detector never
     // counts it as stuck, but a poll that fails for longer than the timeout,
     // with nothing of this rank completing meanwhile, is a TimeoutError.
-    // Cleared whenever one of its ops completes or it blocks.
-    const Op* polled = nullptr;
+    // Cleared whenever one of its ops completes or it blocks. Atomic because
+    // complete()'s fast path reads it without the lock (only the rank itself
+    // sets it; others only clear it).
+    std::atomic<const Op*> polled{nullptr};
     Clock::time_point polling_since;
   };
 
-  // Wake-ups are collected under mu_ and sent once it is released: a rank
-  // notified while the waker still holds mu_ wakes only to block on mu_ again,
-  // which on an oversubscribed machine costs two more futex calls and a
-  // context switch per message.
-  // Sends the wake-ups a public call collected when it returns or throws.
-  class NotifyOnExit {
+  // The locks of two ranks (one when they are the same), lower rank first.
+  class PairLock {
    public:
-    NotifyOnExit(World& world, std::unique_lock<std::mutex>& lock) : world_(world), lock_(lock) {}
-    ~NotifyOnExit() {
-      if (!lock_.owns_lock()) lock_.lock();
-      world_.notify_pending(lock_, false);
-    }
-    NotifyOnExit(const NotifyOnExit&) = delete;
-    NotifyOnExit& operator=(const NotifyOnExit&) = delete;
+    PairLock(World& world, int a, int b);
+    ~PairLock() { unlock(); }
+    PairLock(const PairLock&) = delete;
+    PairLock& operator=(const PairLock&) = delete;
+    void lock();
+    void unlock();
+
+   private:
+    std::mutex* first_;
+    std::mutex* second_;  // nullptr when both ranks are one
+    bool held_ = false;
+  };
+  // Every rank's lock, in rank order: the world stands still while it is held.
+  class AllLocks {
+   public:
+    explicit AllLocks(World& world);
+    ~AllLocks();
+    AllLocks(const AllLocks&) = delete;
+    AllLocks& operator=(const AllLocks&) = delete;
 
    private:
     World& world_;
-    std::unique_lock<std::mutex>& lock_;
   };
-  // Releases `lock`, notifies the ranks collected by wake(), and leaves `lock`
-  // released (`relock`: takes it again).
-  void notify_pending(std::unique_lock<std::mutex>& lock, bool relock);
-  bool test_locked(int rank, Op& op, const char* call, bool polling);  // test() but the yield
+  // Wake-ups are collected while locks are held and sent once they are
+  // released: a rank notified while the waker still holds its lock wakes only
+  // to block on that lock again. Each public call sends its wake-ups when it
+  // returns or throws (the list is per OS thread; a fiber sends its own before
+  // it parks, so fibers sharing a worker never see each other's).
+  class WakeOnExit {
+   public:
+    explicit WakeOnExit(World& world) : world_(world) {}
+    ~WakeOnExit() { world_.send_wakes(); }
+    WakeOnExit(const WakeOnExit&) = delete;
+    WakeOnExit& operator=(const WakeOnExit&) = delete;
 
+   private:
+    World& world_;
+  };
+  void send_wakes();
+
+  bool test_locked(int rank, Op& op, const char* call, bool polling);  // test() but the yield
   void run_copy_jobs(int rank, std::unique_lock<std::mutex>& lock);
   static void throw_op_error(const Op& op);
+  // Both owners' locks are held (`locks`); released around a copy.
   void match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& recv, int by_rank,
-             std::unique_lock<std::mutex>& lock);
-  void transfer(Op& send, Op& recv);  // the copy (or reduction), outside the lock
-  void mark_done(Op& op);
-  void unqueue(const Op& op);  // takes a posted, unmatched op out of its queue
-  void wake(int rank);
+             PairLock& locks);
+  void transfer(Op& send, Op& recv);  // the copy (or reduction), outside the locks
+  void mark_done(Op& op);             // the locks of op's owner and of its partner's are held
+  void unqueue(const Op& op);  // takes a posted, unmatched op out of its queue (both locks held)
+  void wake(int rank);         // rank's lock is held
   bool can_progress(int rank) const;
   void stop_waiting(RankState& r);  // leaves the wait (and the stuck count)
   void unstick(RankState& r);       // something this rank waits for changed
-  bool all_live_stuck() const;      // the full check, run when the counts say so
-  void declare_deadlock();
+  bool all_live_stuck() const;      // the full check, every lock held
+  // When the counts say every live rank is stuck, takes every lock and looks;
+  // declares the deadlock if so. Called holding no lock. True if declared.
+  bool check_deadlock();
+  void declare_deadlock();  // every lock held
   // A rank timed out: the first one writes the report and fails the launch,
-  // so every other rank is cancelled with AbortedError naming it.
-  [[noreturn]] void fail_timeout(int rank, const char* headline);
+  // so every other rank is cancelled with AbortedError naming it. Called with
+  // `lock` (the rank's own) held; returns (with it held again) only when
+  // another failure came first, which the caller then reports.
+  void fail_timeout(int rank, const char* headline, std::unique_lock<std::mutex>& lock);
   void quiesce(int rank, std::unique_lock<std::mutex>& lock);
-  // Blocks `rank` until `done()` holds (checked under mu_): its thread on its
-  // condition variable, or its fiber parked with mu_ released.
+  // Blocks `rank` until `done()` holds (checked under the rank's lock): its
+  // thread on its condition variable, or its fiber parked with the lock released.
   void await(int rank, std::unique_lock<std::mutex>& lock, const std::function<bool()>& done);
   // Sleeps `rank` until its wake_seq moves past `seen` or `deadline` passes
-  // (or spuriously); mu_ is released meanwhile and held again on return.
+  // (or spuriously); its lock is released meanwhile and held again on return.
   void sleep(int rank, std::unique_lock<std::mutex>& lock, std::uint64_t seen,
              Clock::time_point deadline);
-  std::string wait_graph(const char* headline) const;  // in wait_graph.cpp
+  std::string wait_graph(const char* headline) const;  // in wait_graph.cpp; every lock held
   void throw_if_failed(int rank, std::unique_lock<std::mutex>& lock);
+  // The launch's first failure wins; later ones are consequences of it.
+  enum Failure : int { kRunning = 0, kAborted = 1, kDeadlocked = 2 };
+  bool set_failure(Failure failure, int rank, std::string text);
+  Failure failure() const { return static_cast<Failure>(failure_.load(std::memory_order_acquire)); }
 
   const int size_;
   const std::chrono::milliseconds timeout_;
   const bool oversubscribed_;
   FiberPool* fibers_ = nullptr;
-  mutable std::mutex mu_;
   std::vector<RankState> ranks_;
-  int live_;       // ranks not finished
-  int stuck_ = 0;  // live ranks waiting with nothing that can progress
-  std::vector<int> to_wake_;  // ranks wake() bumped; notified when mu_ is released
-  bool aborted_ = false;
+  std::atomic<int> live_;       // ranks not finished (changed under the rank's lock)
+  std::atomic<int> stuck_{0};   // live ranks waiting with nothing that can progress
+  // The failure, published by failure_ (release) once its text is written;
+  // never changed after.
+  std::mutex fail_mu_;
+  std::atomic<int> failure_{kRunning};
   int abort_rank_ = -1;
-  std::string abort_kind_;
-  bool deadlocked_ = false;
-  std::string deadlock_report_;
+  std::string abort_kind_;       // kAborted: the failed rank's error kind
+  std::string deadlock_report_;  // kDeadlocked: the wait-for report
+  std::mutex contexts_mu_;
   std::map<std::tuple<int, std::uint64_t, int>, int> contexts_;
   int next_context_ = 1;
 };
