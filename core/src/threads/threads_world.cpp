@@ -49,7 +49,14 @@ void World::PairLock::unlock() {
   first_->unlock();
 }
 
+namespace {
+std::atomic<std::int64_t> g_world_wide_visits{0};
+}  // namespace
+
+std::int64_t world_wide_rank_visits() { return g_world_wide_visits.load(); }
+
 World::AllLocks::AllLocks(World& world) : world_(world) {
+  g_world_wide_visits.fetch_add(world_.size_, std::memory_order_relaxed);
   for (RankState& r : world_.ranks_) r.mu.lock();
 }
 
@@ -321,7 +328,13 @@ void World::abandon(Op& op) noexcept {
 
 void World::abort(int rank, const std::string& kind) {
   const WakeOnExit wakes(*this);
-  set_failure(kAborted, rank, kind);
+  // Only the launch's first failure wakes everyone: a rank checks for a
+  // failure under its lock before it sleeps, so once every rank has been woken
+  // after the first, none can sleep through it. (Every rank that then fails as
+  // a consequence comes here too: waking the world again each time would cost
+  // p² at the end of every failed launch.)
+  if (!set_failure(kAborted, rank, kind)) return;
+  g_world_wide_visits.fetch_add(size_, std::memory_order_relaxed);
   // Under each rank's lock: a rank about to sleep reads wake_seq under it.
   for (int r = 0; r < size_; ++r) {
     const std::lock_guard lock(ranks_[r].mu);

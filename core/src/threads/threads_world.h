@@ -71,6 +71,13 @@ struct Op : detail::RequestState {
   std::atomic<bool> done{false};
 };
 
+// Rank states looked at by world-wide operations (the deadlock check and the
+// wait-for report, which lock every rank; an abort, which wakes every rank),
+// summed over every world of this process. A regression test reads it: a
+// world that runs without deadlock must cost O(p) of these in all, never
+// O(p) per blocking call.
+std::int64_t world_wide_rank_visits();
+
 struct Key {
   int context, source, tag;
   auto operator<=>(const Key&) const = default;
