@@ -139,13 +139,7 @@ void World::mark_done(Op& op) {
 
 void World::unqueue(const Op& op) {
   const int receiver = op.send ? op.peer_world : op.owner;
-  const Key key{op.context, op.send ? op.owner : op.peer_world, op.msg_tag};
-  auto& queues = op.send ? ranks_[receiver].unexpected : ranks_[receiver].posted;
-  auto it = queues.find(key);
-  if (it == queues.end()) return;
-  std::erase_if(it->second, [&](const std::shared_ptr<Op>& o) { return o.get() == &op; });
-  // post() reads front() of any queue it finds, so no empty queue may stay behind.
-  if (it->second.empty()) queues.erase(it);
+  (op.send ? ranks_[receiver].unexpected : ranks_[receiver].posted).remove(&op);
 }
 
 void World::transfer(Op& send, Op& recv) {
@@ -217,14 +211,13 @@ void World::post(const std::shared_ptr<Op>& op) {
   RankState& r = ranks_[receiver];
   auto& other = op->send ? r.posted : r.unexpected;
   auto& mine = op->send ? r.unexpected : r.posted;
-  auto it = other.find(key);
-  if (it == other.end()) {
-    mine[key].push_back(op);
+  Op* found = other.pop(key);
+  if (found == nullptr) {
+    mine.push(op.get(), key);
     return;
   }
-  std::shared_ptr<Op> peer = it->second.front();
-  it->second.pop_front();
-  if (it->second.empty()) other.erase(it);
+  // The queued op is alive: its owner's `owned` holds it until it is done.
+  std::shared_ptr<Op> peer = found->shared_from_this();
   if (op->send) match(op, peer, op->owner, locks);
   else match(peer, op, op->owner, locks);
 }

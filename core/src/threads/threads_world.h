@@ -20,7 +20,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -31,6 +30,7 @@
 #include <vector>
 
 #include "dtw/comm.h"
+#include "threads/op_queue.h"
 
 namespace dtw::threads {
 
@@ -40,8 +40,19 @@ using Clock = std::chrono::steady_clock;
 
 class World;
 
+// What a receive matches a send by: communicator, source rank, tag.
+struct Key {
+  int context = 0, source = 0, tag = 0;
+  auto operator<=>(const Key&) const = default;
+  // Ranks and tags are small integers: multiplying spreads them well enough.
+  std::size_t hash() const {
+    return (static_cast<std::size_t>(source) * 0x9E3779B1u) ^
+           (static_cast<std::size_t>(tag) * 0x85EBCA77u) ^ static_cast<std::size_t>(context);
+  }
+};
+
 // One posted send or receive.
-struct Op : detail::RequestState {
+struct Op : detail::RequestState, std::enable_shared_from_this<Op> {
   // Withdraws the operation when its Request is dropped while pending.
   void abandon() noexcept override;
   std::weak_ptr<World> world;
@@ -69,6 +80,9 @@ struct Op : detail::RequestState {
   std::string error;  // set on both sides of a bad match
   bool error_is_abort = false;  // the error is a consequence of another rank's failure
   std::atomic<bool> done{false};
+  // While unmatched: its place in the receiver's OpQueue.
+  Key queued_key;
+  Op* next_queued = nullptr;
 };
 
 // Rank states looked at by world-wide operations (the deadlock check and the
@@ -78,10 +92,6 @@ struct Op : detail::RequestState {
 // O(p) per blocking call.
 std::int64_t world_wide_rank_visits();
 
-struct Key {
-  int context, source, tag;
-  auto operator<=>(const Key&) const = default;
-};
 
 class World {
  public:
@@ -123,8 +133,8 @@ class World {
     std::mutex mu;
     std::condition_variable cv;  // threads mode: the rank's thread sleeps here, on `mu`
     std::atomic<std::uint64_t> wake_seq{0};
-    std::map<Key, std::deque<std::shared_ptr<Op>>> unexpected;  // sends to me, unmatched
-    std::map<Key, std::deque<std::shared_ptr<Op>>> posted;      // my receives, unmatched
+    OpQueue<Op, Key> unexpected;  // sends to me, unmatched
+    OpQueue<Op, Key> posted;      // my receives, unmatched
     std::vector<std::shared_ptr<Op>> copy_jobs;                 // matched receives I copy
     std::vector<std::shared_ptr<Op>> owned;                     // my ops not yet done
     std::string abandoned;  // descriptions of requests dropped while pending
