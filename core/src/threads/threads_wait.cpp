@@ -164,7 +164,7 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
     return 0;
   }
   const WakeOnExit wakes(*this);
-  std::unique_lock lock(me.mu);
+  std::unique_lock lock(lock_of(rank));
   me.polled = nullptr;
   // The clock is read only once the rank has to wait: most calls of a busy
   // world find their operations done already.
@@ -245,7 +245,7 @@ bool World::test(int rank, Op& op, const char* call, bool polling) {
 bool World::test_locked(int rank, Op& op, const char* call, bool polling) {
   const WakeOnExit wakes(*this);
   RankState& me = ranks_[rank];
-  std::unique_lock lock(me.mu);
+  std::unique_lock lock(lock_of(rank));
   run_copy_jobs(rank, lock);
   if (op.state == Op::State::kDone) {
     // A poll that completes is progress too (the op may have been done since
@@ -273,7 +273,7 @@ bool World::test_locked(int rank, Op& op, const char* call, bool polling) {
 
 void World::check_alive(int rank) {
   const WakeOnExit wakes(*this);
-  std::unique_lock lock(ranks_[rank].mu);
+  std::unique_lock lock(lock_of(rank));
   throw_if_failed(rank, lock);
 }
 

@@ -28,11 +28,13 @@ World::World(int size, std::chrono::milliseconds timeout)
       timeout_(timeout),
       oversubscribed_(size > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       ranks_(static_cast<std::size_t>(size)),
+      stripes_(static_cast<std::size_t>(std::min(size, kMaxStripes))),
       live_(size) {}
 
 World::PairLock::PairLock(World& world, int a, int b)
-    : first_(&world.ranks_[std::min(a, b)].mu),
-      second_(a == b ? nullptr : &world.ranks_[std::max(a, b)].mu) {
+    : first_(&world.lock_of(std::min(a, b))), second_(&world.lock_of(std::max(a, b))) {
+  // Stripes are contiguous blocks, so the lower rank's stripe is the lower one.
+  if (second_ == first_) second_ = nullptr;
   lock();
 }
 
@@ -57,11 +59,11 @@ std::int64_t world_wide_rank_visits() { return g_world_wide_visits.load(); }
 
 World::AllLocks::AllLocks(World& world) : world_(world) {
   g_world_wide_visits.fetch_add(world_.size_, std::memory_order_relaxed);
-  for (RankState& r : world_.ranks_) r.mu.lock();
+  for (Stripe& s : world_.stripes_) s.mu.lock();
 }
 
 World::AllLocks::~AllLocks() {
-  for (auto r = world_.ranks_.rbegin(); r != world_.ranks_.rend(); ++r) r->mu.unlock();
+  for (auto s = world_.stripes_.rbegin(); s != world_.stripes_.rend(); ++s) s->mu.unlock();
 }
 
 namespace {
@@ -198,7 +200,7 @@ void World::match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& re
 void World::post(const std::shared_ptr<Op>& op) {
   const WakeOnExit wakes(*this);
   if (failure() != kRunning) {
-    std::unique_lock mine(ranks_[op->owner].mu);
+    std::unique_lock mine(lock_of(op->owner));
     throw_if_failed(op->owner, mine);
   }
   PairLock locks(*this, op->owner, op->peer_world);
@@ -225,7 +227,7 @@ void World::post(const std::shared_ptr<Op>& op) {
 std::string World::finish_rank(int rank) {
   const WakeOnExit wakes(*this);
   RankState& me = ranks_[rank];
-  std::unique_lock mine(me.mu);
+  std::unique_lock mine(lock_of(rank));
   stop_waiting(me);
   std::vector<std::shared_ptr<Op>> left = me.owned;
   mine.unlock();
@@ -315,7 +317,7 @@ void World::abandon(Op& op) noexcept {
     return;
   }
   locks.unlock();
-  std::unique_lock mine(ranks_[op.owner].mu);
+  std::unique_lock mine(lock_of(op.owner));
   await(op.owner, mine, [&] { return op.state == Op::State::kDone; });
 }
 
@@ -327,12 +329,9 @@ void World::abort(int rank, const std::string& kind) {
   // a consequence comes here too: waking the world again each time would cost
   // p² at the end of every failed launch.)
   if (!set_failure(kAborted, rank, kind)) return;
-  g_world_wide_visits.fetch_add(size_, std::memory_order_relaxed);
-  // Under each rank's lock: a rank about to sleep reads wake_seq under it.
-  for (int r = 0; r < size_; ++r) {
-    const std::lock_guard lock(ranks_[r].mu);
-    wake(r);
-  }
+  // Under the locks: a rank about to sleep reads wake_seq under its own.
+  const AllLocks all(*this);
+  for (int r = 0; r < size_; ++r) wake(r);
 }
 
 int World::subgroup_context(int parent_context, std::uint64_t split_id, int color) {

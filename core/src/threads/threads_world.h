@@ -2,20 +2,25 @@
 // The shared state of a threads-backend world: message queues, matching,
 // blocking with deadlock detection, and abort.
 //
-// Each rank's state has its own lock. A send or receive between ranks a and b
-// takes the locks of a and b (the lower rank first), so two pairs of ranks
-// that share no rank never wait for each other: at a thousand ranks on a few
-// cores, one world-wide lock was the most contended thing in a run. The lock
-// is held only to match and to flip states, never while bytes are copied.
-// The deadlock detector keeps a count of stuck ranks; only when the count says
-// every live rank is stuck does it take every rank's lock and look at the whole
-// world at one instant, which keeps it exact. Nothing else done under a lock
-// grows with the world.
+// Each rank's state is guarded by a lock of its own stripe: the ranks are
+// cut into at most 32 contiguous blocks, each with one mutex. A send or
+// receive between ranks a and b takes the locks of a's and b's stripes (the
+// lower first), so exchanges in different stripes never wait for each other:
+// at a thousand ranks on a few cores, one world-wide lock was the most
+// contended thing in a run, and contiguous blocks match the fiber workers'
+// (fibers.h), so a worker's exchanges rarely meet another's. The locks are
+// held only to match and to flip states, never while a large message is
+// copied. The deadlock detector keeps a count of stuck ranks; only when the
+// count says every live rank is stuck does it take every stripe's lock and
+// look at the whole world at one instant, which keeps it exact. Nothing else
+// done under a lock grows with the world. (Why stripes and not a lock per
+// rank: taking a thousand locks at once for that look is slow, and more than
+// ThreadSanitizer can follow.)
 //
-// Lock order: rank locks in increasing rank; fail_mu_ and contexts_mu_ are
-// leaves (nothing is taken while they are held), as are the fiber pool's.
-// A rank never parks its fiber or sleeps holding any lock but its own (and a
-// fiber not even that one).
+// Lock order: stripe locks in increasing stripe; fail_mu_ and contexts_mu_
+// are leaves (nothing is taken while they are held), as are the fiber pool's.
+// A rank never parks its fiber or sleeps holding any lock but its own
+// stripe's (and a fiber not even that one).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -73,8 +78,8 @@ struct Op : detail::RequestState, std::enable_shared_from_this<Op> {
   ReduceOp reduce_op = ReduceOp::kSum;
   const char* call = "";  // the public call, for reports
 
-  // Guarded by the owner's rank lock (World::RankState::mu); a change of
-  // `partner` or of a matched pair's states holds both owners' locks.
+  // Guarded by the owner's lock (World::lock_of); a change of `partner` or
+  // of a matched pair's states holds both owners' locks.
   enum class State { kPosted, kMatched, kDone } state = State::kPosted;
   std::shared_ptr<Op> partner;
   std::string error;  // set on both sides of a bad match
@@ -127,11 +132,10 @@ class World {
   int subgroup_context(int parent_context, std::uint64_t split_id, int color);
 
  private:
-  // Everything of one rank, guarded by its `mu` (the wait-for report and the
-  // deadlock check read every rank's with every lock held).
+  // Everything of one rank, guarded by lock_of(rank) (the wait-for report and
+  // the deadlock check read every rank's with every lock held).
   struct RankState {
-    std::mutex mu;
-    std::condition_variable cv;  // threads mode: the rank's thread sleeps here, on `mu`
+    std::condition_variable cv;  // threads mode: the rank's thread sleeps here, on its lock
     std::atomic<std::uint64_t> wake_seq{0};
     OpQueue<Op, Key> unexpected;  // sends to me, unmatched
     OpQueue<Op, Key> posted;      // my receives, unmatched
@@ -159,7 +163,18 @@ class World {
     Clock::time_point polling_since;
   };
 
-  // The locks of two ranks (one when they are the same), lower rank first.
+  // One mutex per stripe, on a cache line of its own.
+  struct alignas(64) Stripe {
+    std::mutex mu;
+  };
+  static constexpr int kMaxStripes = 32;
+  std::mutex& lock_of(int rank) {
+    return stripes_[static_cast<std::size_t>(static_cast<std::int64_t>(rank) *
+                                             static_cast<std::int64_t>(stripes_.size()) / size_)]
+        .mu;
+  }
+
+  // The locks of two ranks (one when they share a stripe), lower stripe first.
   class PairLock {
    public:
     PairLock(World& world, int a, int b);
@@ -174,7 +189,7 @@ class World {
     std::mutex* second_;  // nullptr when both ranks are one
     bool held_ = false;
   };
-  // Every rank's lock, in rank order: the world stands still while it is held.
+  // Every stripe's lock, in order: the world stands still while it is held.
   class AllLocks {
    public:
     explicit AllLocks(World& world);
@@ -245,6 +260,7 @@ class World {
   const bool oversubscribed_;
   FiberPool* fibers_ = nullptr;
   std::vector<RankState> ranks_;
+  std::vector<Stripe> stripes_;
   std::atomic<int> live_;       // ranks not finished (changed under the rank's lock)
   std::atomic<int> stuck_{0};   // live ranks waiting with nothing that can progress
   // The failure, published by failure_ (release) once its text is written;
