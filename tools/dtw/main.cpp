@@ -91,7 +91,8 @@ int run_main(int argc, char** argv) {
       app.add_subcommand("bench", "Run benchmark NAME (build/bench/dtw_bench_NAME) with ARGS");
   bench_cmd->prefix_command();
   bench_cmd->footer(
-      "Usage: dtw bench NAME [ARGS...]; ARGS go to the Google Benchmark program as they are.");
+      "Usage: dtw bench NAME [ARGS...]; ARGS go to the benchmark program as they are\n"
+      "(dtw bench NAME --help lists its options). Every one ends with the exit statuses of dtw --help.");
   bench_cmd->callback([&] {
     action = [bench_cmd] { return bench_command(load_context(), bench_cmd->remaining()); };
   });
