@@ -3,7 +3,9 @@
 // memory per rank measured beside the strategy's formulas, the bubble and
 // overlap fractions measured and on a modeled fabric, and the largest
 // parameter difference from the reference. --json writes the rows with the
-// keys docs/architecture.md lists ("dtw bench train").
+// keys docs/architecture.md lists ("dtw bench train"). Every row is checked
+// (check_strategy) before the first runs; a row that still fails while
+// running ends the run after the table of the rows measured before it.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -221,6 +224,13 @@ int main(int argc, char** argv) {
                  "Train the model with this many blocks (GPT) or layers (MLP), widths unchanged");
   app.add_option("--json", json_path, "Write the rows as JSON to this file");
   app.add_option("--svg", svg_stem, "Write timeline SVGs STEM-<strategy>-p<P>[-<fabric>].svg");
+  app.footer(
+      "Every row (strategy, ranks, knobs) is checked against the run before the first row runs:\n"
+      "one a strategy cannot run (a batch too small for ranks x micro-batches, more stages than\n"
+      "the model has units, a bad knob) is named with its values and nothing runs (exit 2).\n"
+      "A row that still fails while running ends the run: the table of the rows measured\n"
+      "before it is printed, --json is not written, and the exit is 3 (2 for bad input that\n"
+      "only the run could see).");
   // dtw's exit-code convention (dtw --help): 0 ok, 2 bad usage, 3 a run failed.
   std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);  // rows reach a pipe as they are printed
   try {
@@ -257,6 +267,35 @@ int main(int argc, char** argv) {
     DTW_CHECK_ARG(!chosen.empty(), "dtw bench train: --strategy names no strategy");
     // The single-device reference is always the first row: the baseline.
     if (chosen.front()->name != "single") chosen.insert(chosen.begin(), &find_strategy("single"));
+    // Every row is checked before the first one runs (check_strategy: the
+    // strategy's ranks and knobs against the run), so a bad row is refused
+    // at once, not after minutes of measuring the rows before it.
+    struct Planned {
+      const Strategy* strategy;
+      int ranks;
+      Knobs knobs;
+      std::string label;  // " m=4" in a --micro-batches sweep
+    };
+    std::vector<Planned> plan;
+    std::string refused;
+    int refused_rows = 0;
+    for (const Strategy* s : chosen) {
+      const int p = s->name == "single" ? 1 : ranks;
+      for (const std::string& m : s->name == "single" ? std::vector<std::string>{""} : sweep) {
+        Knobs k = knobs;
+        if (!m.empty()) k.set("micro_batches", m);
+        try {
+          check_strategy(*s, spec, p, k);
+        } catch (const dtw::InvalidArgument& e) {
+          refused += fmt::format("\n  {}", e.what());
+          ++refused_rows;
+        }
+        plan.push_back({s, p, k, m.empty() ? "" : " m=" + m});
+      }
+    }
+    DTW_CHECK_ARG(refused_rows == 0, refused_rows << " of " << plan.size()
+                                                  << " rows cannot run, so none was run:"
+                                                  << refused);
     if (!svg_stem.empty())
       for (const Strategy* s : chosen)
         dtw::check_writable(svg_stem + "-" + s->name + "-p" +
@@ -270,20 +309,30 @@ int main(int argc, char** argv) {
       fmt::print("  this-machine links: alpha {:.2f} us, 1/beta {:.2f} GB/s\n", fabric.intra.alpha * 1e6,
                  1e-9 / fabric.intra.beta);
     std::vector<Row> rows;
-    for (const Strategy* s : chosen) {
-      const int p = s->name == "single" ? 1 : ranks;
-      for (const std::string& m : s->name == "single" ? std::vector<std::string>{""} : sweep) {
-        Knobs k = knobs;
-        if (!m.empty()) k.set("micro_batches", m);
-        rows.push_back(run_row(*s, spec, p, backend, k, fabric, svg_stem, m.empty() ? "" : " m=" + m));
-        fmt::print("  {}{} on {} rank(s): done\n", s->name, m.empty() ? "" : " m=" + m, p);
+    std::exception_ptr failure;  // a row that failed while running: the rows before it still print
+    for (const Planned& r : plan) {
+      try {
+        rows.push_back(
+            run_row(*r.strategy, spec, r.ranks, backend, r.knobs, fabric, svg_stem, r.label));
+      } catch (const std::exception&) {
+        failure = std::current_exception();
+        fmt::print("  {}{} on {} rank(s): failed (the error is below); {} row(s) not run\n",
+                   r.strategy->name, r.label, r.ranks, plan.size() - rows.size() - 1);
+        break;
       }
+      fmt::print("  {}{} on {} rank(s): done\n", r.strategy->name, r.label, r.ranks);
     }
-    print_table(rows);
-    fmt::print("tokens/s: median step after the first; x: ratio to single in this run. bytes/step: "
-               "busiest rank's sends. bubble: measured / on {} / formula. max|dθ|: vs the "
-               "reference.\n",
-               fabric.name);
+    if (!rows.empty()) {
+      print_table(rows);
+      fmt::print("tokens/s: median step after the first; x: ratio to single in this run. "
+                 "bytes/step: busiest rank's sends. bubble: measured / on {} / formula. max|dθ|: "
+                 "vs the reference.\n",
+                 fabric.name);
+    }
+    if (failure) {
+      if (!json_path.empty()) fmt::print("{} not written: a row failed\n", json_path);
+      std::rethrow_exception(failure);
+    }
     if (!json_path.empty()) {
       json out = json::array();
       for (const Row& r : rows) out.push_back(r.j);

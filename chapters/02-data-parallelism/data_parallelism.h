@@ -58,8 +58,17 @@ struct DdpOptions {
 std::int64_t default_bucket_kib(const train::RunSpec& spec);
 
 /// Reads the knobs. Throws InvalidArgument naming the rank, the knob and its
-/// value for a bucket cap ≤ 0, micro-batches < 1 or a negative check interval.
+/// value for a bucket cap ≤ 0, micro-batches < 1 or a negative check interval
+/// (rank −1, a check before any rank runs: the message names no rank).
 DdpOptions ddp_options(const train::Knobs& knobs, const train::RunSpec& spec, int rank);
+
+/// What dp_allreduce, ddp_bucketed and ddp_accumulate check first, on every
+/// rank and before any message, and what their registrations check before
+/// any rank runs (train::Strategy::check, rank −1): the knobs (ddp_options),
+/// and a global batch with a row for each of the `ranks` shards, or (with
+/// `accumulate`) for each of ranks × micro_batches (micro_batch_shards's rule).
+DdpOptions check_ddp_run(const train::Knobs& knobs, const train::RunSpec& spec, int ranks,
+                         int rank, bool accumulate);
 
 // ---- 02.5: shards of a batch that does not divide ------------------------------------
 

@@ -89,6 +89,9 @@ struct StageMap {
 /// not divisible by p·v.
 StageMap make_stage_map(const train::RunSpec& spec, Balance balance, int ranks,
                         int virtual_stages, int micro_batches, Comm* comm);
+/// The InvalidArgument checks of make_stage_map, which calls it first: no
+/// communicator and no measurement, so it also runs before any rank does.
+void check_stage_map(const train::RunSpec& spec, Balance balance, int ranks, int virtual_stages);
 
 /// Step 05.1: what `rank` holds: the units of its chunks (parameters,
 /// gradients and optimizer state), and, when the GPT's head is tied to the
@@ -162,6 +165,12 @@ PipelineSettings pipeline_settings(const train::Knobs& knobs, ScheduleKind kind,
 template <class T>
 void train_pipeline(train::RankRun<T>& run, const Schedule& schedule,
                     const PipelineSettings& settings);
+
+/// What the strategies refuse at their start, checked before any rank runs
+/// (their registrations' train::Strategy::check): pipeline_settings, then
+/// check_stage_map with the settings' balance and v on `ranks` ranks.
+void check_pipeline_run(const train::Knobs& knobs, ScheduleKind kind, const train::RunSpec& spec,
+                        int ranks);
 
 /// The registered strategies: pipeline_settings(run.knobs(), kind, …), then
 /// train_pipeline with make_schedule(kind, p, m, v).

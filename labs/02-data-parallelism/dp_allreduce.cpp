@@ -33,7 +33,7 @@ void dp_allreduce(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();
   const int p = comm.size(), r = comm.rank();
-  const DdpOptions options = ddp_options(run.knobs(), spec, r);
+  const DdpOptions options = check_ddp_run(run.knobs(), spec, p, r, false);
   check_same_run(comm, spec);
   // The shard's share of the batch (02.5): computed before any message, so a
   // batch smaller than the world fails on every rank at once.

@@ -26,6 +26,7 @@
 // the mean directly and no rank divides afterwards. (PyTorch divides after,
 // or before with gradient_predivide_factor to keep fp16 sums from overflowing.)
 #include <limits>
+#include <string>
 
 #include "data_parallelism.h"
 
@@ -41,21 +42,45 @@ std::int64_t default_bucket_kib(const train::RunSpec& spec) {
   return std::max<std::int64_t>(1, psi * 4 / 4 / 1024);
 }
 
+namespace {
+// "rank 2: " in a rank's messages; nothing before the run (rank −1).
+std::string on_rank(int rank) { return rank >= 0 ? "rank " + std::to_string(rank) + ": " : ""; }
+
+// The rule of every micro-batched split: each of ranks × m shards gets a row.
+void check_micro_batches(const train::RunSpec& spec, int rank, int ranks, std::int64_t m) {
+  DTW_CHECK_ARG(ranks >= 1, on_rank(rank) << "a world of " << ranks << " ranks");
+  DTW_CHECK_ARG(m >= 1, on_rank(rank) << "micro_batches=" << m
+                                      << ": a step needs at least one micro-batch");
+  DTW_CHECK_ARG(m <= spec.batch / ranks,
+                on_rank(rank) << "a global batch of " << spec.batch << " rows cannot feed "
+                              << ranks << " ranks x " << m << " micro-batches = " << ranks * m
+                              << " micro-batches of at least one row each");
+}
+}  // namespace
+
 DdpOptions ddp_options(const train::Knobs& knobs, const train::RunSpec& spec, int rank) {
   DdpOptions o;
   const std::int64_t kib = knobs.get_int("bucket_kib", default_bucket_kib(spec));
   // A cap of zero would make every tensor its own bucket anyway, so it is
   // more likely a typo than a wish: refuse it, as PyTorch refuses bucket_cap_mb <= 0.
   DTW_CHECK_ARG(kib > 0 && kib <= (std::int64_t{1} << 40),
-                "rank " << rank << ": bucket_kib=" << kib
-                        << ": the bucket cap must be at least 1 KiB (and at most 2^40 KiB)");
+                on_rank(rank) << "bucket_kib=" << kib
+                              << ": the bucket cap must be at least 1 KiB (and at most 2^40 KiB)");
   o.bucket_bytes = kib * 1024;
   o.micro_batches = knobs.get_int("micro_batches", o.micro_batches);
-  DTW_CHECK_ARG(o.micro_batches >= 1, "rank " << rank << ": micro_batches=" << o.micro_batches
-                                              << ": a step needs at least one micro-batch");
+  DTW_CHECK_ARG(o.micro_batches >= 1, on_rank(rank) << "micro_batches=" << o.micro_batches
+                                                    << ": a step needs at least one micro-batch");
   o.check_every = knobs.get_int("check_every", o.check_every);
-  DTW_CHECK_ARG(o.check_every >= 0, "rank " << rank << ": check_every=" << o.check_every
-                                            << " must be 0 (only at the start) or more");
+  DTW_CHECK_ARG(o.check_every >= 0, on_rank(rank) << "check_every=" << o.check_every
+                                                  << " must be 0 (only at the start) or more");
+  return o;
+}
+
+DdpOptions check_ddp_run(const train::Knobs& knobs, const train::RunSpec& spec, int ranks,
+                         int rank, bool accumulate) {
+  const DdpOptions o = ddp_options(knobs, spec, rank);
+  if (accumulate) check_micro_batches(spec, rank, ranks, o.micro_batches);
+  else train::shard_rows(spec, 0, ranks);  // the sampler's rule: a row for every rank
   return o;
 }
 
@@ -68,14 +93,9 @@ double shard_weight(const train::RunSpec& spec, std::int64_t shard, std::int64_t
 
 std::vector<std::int64_t> micro_batch_shards(const train::RunSpec& spec, int rank, int ranks,
                                              std::int64_t micro_batches) {
-  DTW_CHECK_ARG(micro_batches >= 1, "rank " << rank << ": micro_batches=" << micro_batches
-                                            << ": a step needs at least one micro-batch");
   DTW_CHECK_ARG(ranks >= 1 && rank >= 0 && rank < ranks,
                 "rank " << rank << " is outside a world of " << ranks);
-  DTW_CHECK_ARG(micro_batches <= spec.batch / ranks,
-                "rank " << rank << ": a global batch of " << spec.batch << " rows cannot feed "
-                        << ranks << " ranks x " << micro_batches << " micro-batches = "
-                        << ranks * micro_batches << " micro-batches of at least one row each");
+  check_micro_batches(spec, rank, ranks, micro_batches);
   // The reference's batch cut into p·m shards, rank r taking m consecutive
   // ones: together the ranks' micro-batches are exactly the batch, whether
   // or not it divides. (Cutting rank r's own shard into m pieces would do

@@ -89,7 +89,7 @@ ZeroOptions ZeroOptions::from_knobs(const train::Knobs& knobs, int stage, int de
 
 void ZeroOptions::validate(int rank, int ranks, const train::RunSpec& spec) const {
   // Every rank checks before any message, so bad options never hang a run.
-  const std::string who = "rank " + std::to_string(rank) + ": ZeRO: ";
+  const std::string who = (rank >= 0 ? "rank " + std::to_string(rank) + ": " : "") + "ZeRO: ";
   DTW_CHECK_ARG(stage >= 1 && stage <= 3, who << "stage " << stage << " is not 1, 2 or 3");
   DTW_CHECK_ARG(micro_batches >= 1, who << "micro_batches " << micro_batches << " must be at least 1");
   DTW_CHECK_ARG(prefetch >= 0, who << "prefetch depth " << prefetch << " must not be negative");

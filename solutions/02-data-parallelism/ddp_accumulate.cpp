@@ -37,7 +37,7 @@ void ddp_accumulate(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();
   const int p = comm.size(), r = comm.rank();
-  const DdpOptions options = ddp_options(run.knobs(), spec, r);
+  const DdpOptions options = check_ddp_run(run.knobs(), spec, p, r, true);
   check_same_run(comm, spec);
   const std::int64_t m = options.micro_batches;
   // The batch cut into p·m shards: this rank's m of them, and their weights.

@@ -38,7 +38,7 @@ void ddp_bucketed(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();
   const int p = comm.size(), r = comm.rank();
-  const DdpOptions options = ddp_options(run.knobs(), spec, r);
+  const DdpOptions options = check_ddp_run(run.knobs(), spec, p, r, false);
   check_same_run(comm, spec);
   const double weight = shard_weight(spec, r, p);
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::whole(spec));

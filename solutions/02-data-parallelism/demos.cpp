@@ -84,7 +84,10 @@ DTW_REGISTER_STRATEGY(
      .run = [](auto& run) { dp_server(run); },
      .bytes_formula = server_bytes,
      .peak_formula = replica_peak,
-     .bubble_formula = nullptr});
+     .bubble_formula = nullptr,
+     // Its one check: shard_weight's (a row for every rank); it reads no knobs.
+     .check = [](const train::RunSpec& spec, int ranks,
+                 const train::Knobs&) { train::shard_rows(spec, 0, ranks); }});
 DTW_REGISTER_STRATEGY(
     {.name = "dp-allreduce",
      .chapter = "02",
@@ -93,7 +96,9 @@ DTW_REGISTER_STRATEGY(
      .run = [](auto& run) { dp_allreduce(run); },
      .bytes_formula = ring_bytes,
      .peak_formula = replica_peak,
-     .bubble_formula = nullptr});
+     .bubble_formula = nullptr,
+     .check = [](const train::RunSpec& spec, int ranks,
+                 const train::Knobs& knobs) { check_ddp_run(knobs, spec, ranks, -1, false); }});
 DTW_REGISTER_STRATEGY(
     {.name = "ddp-bucketed",
      .chapter = "02",
@@ -102,7 +107,9 @@ DTW_REGISTER_STRATEGY(
      .run = [](auto& run) { ddp_bucketed(run); },
      .bytes_formula = ring_bytes,
      .peak_formula = replica_peak,
-     .bubble_formula = nullptr});
+     .bubble_formula = nullptr,
+     .check = [](const train::RunSpec& spec, int ranks,
+                 const train::Knobs& knobs) { check_ddp_run(knobs, spec, ranks, -1, false); }});
 DTW_REGISTER_STRATEGY(
     {.name = "ddp-accumulate",
      .chapter = "02",
@@ -112,7 +119,9 @@ DTW_REGISTER_STRATEGY(
      .run = [](auto& run) { ddp_accumulate(run); },
      .bytes_formula = ring_bytes,
      .peak_formula = accumulate_peak,
-     .bubble_formula = nullptr});
+     .bubble_formula = nullptr,
+     .check = [](const train::RunSpec& spec, int ranks,
+                 const train::Knobs& knobs) { check_ddp_run(knobs, spec, ranks, -1, true); }});
 
 // ---- demos: a strategy on gpt-tiny, checked against the reference --------------
 

@@ -70,6 +70,14 @@ train::MemoryFigures ps_peak(const FormulaInput& in, bool ssp) {
   return total(worker) >= total(server) ? worker : server;
 }
 
+// What every rank of the three strategies checks at its start (ps_options,
+// ps_layout) and each worker then (its rows, shard_rows), before any rank runs.
+void check_ps(const train::RunSpec& spec, int ranks, const Knobs& knobs) {
+  const PsLayout layout =
+      ps_layout(ranks, model::param_layout(spec.config()).size(), ps_options(knobs));
+  train::shard_rows(spec, 0, layout.workers);
+}
+
 int workers_of(int ranks, const Knobs& knobs) {
   const PsOptions o = ps_options(knobs);
   return o.workers > 0 ? o.workers : ranks - o.servers;
@@ -83,6 +91,7 @@ DTW_REGISTER_STRATEGY({
     .run = [](auto& run) { ps_sync(run); },
     .bytes_formula = ps_bytes,
     .peak_formula = [](const FormulaInput& in) { return ps_peak(in, false); },
+    .check = check_ps,
 });
 
 DTW_REGISTER_STRATEGY({
@@ -96,6 +105,7 @@ DTW_REGISTER_STRATEGY({
     // One worker is plain SGD on the whole batch; more apply pushes in arrival order.
     .reproduces_reference = [](int ranks,
                                const Knobs& knobs) { return workers_of(ranks, knobs) == 1; },
+    .check = check_ps,
 });
 
 DTW_REGISTER_STRATEGY({
@@ -111,6 +121,7 @@ DTW_REGISTER_STRATEGY({
         [](int ranks, const Knobs& knobs) {
           return ps_options(knobs).staleness == 0 || workers_of(ranks, knobs) == 1;
         },
+    .check = check_ps,
 });
 
 // ---- demos ---------------------------------------------------------------------

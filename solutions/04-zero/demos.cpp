@@ -89,13 +89,23 @@ MemoryFigures peak_figures(const FormulaInput& in, int stage, int prefetch) {
   return f;
 }
 
+// What ZeroRun checks on every rank at its start (the sharding, the
+// options), checked before any rank runs.
+auto check_stage(int stage, int default_prefetch = 0) {
+  return [=](const train::RunSpec& spec, int ranks, const train::Knobs& knobs) {
+    Sharding::of(spec, ranks);
+    ZeroOptions::from_knobs(knobs, stage, default_prefetch).validate(-1, ranks, spec);
+  };
+}
+
 DTW_REGISTER_STRATEGY({
     .name = "zero1",
     .chapter = "04",
     .description = "ZeRO-1: optimizer state sharded; reduce-scatter, step the shard, allgather",
     .run = [](auto& run) { zero1(run); },
     .bytes_formula = [](const FormulaInput& in) { return busiest_bytes(in, 1); },
-    .peak_formula = [](const FormulaInput& in) { return peak_figures(in, 1, 0); }});
+    .peak_formula = [](const FormulaInput& in) { return peak_figures(in, 1, 0); },
+    .check = check_stage(1)});
 
 DTW_REGISTER_STRATEGY({
     .name = "zero2",
@@ -103,7 +113,8 @@ DTW_REGISTER_STRATEGY({
     .description = "ZeRO-2: gradients sharded too, each unit reduce-scattered when backward ends it",
     .run = [](auto& run) { zero2(run); },
     .bytes_formula = [](const FormulaInput& in) { return busiest_bytes(in, 2); },
-    .peak_formula = [](const FormulaInput& in) { return peak_figures(in, 2, 0); }});
+    .peak_formula = [](const FormulaInput& in) { return peak_figures(in, 2, 0); },
+    .check = check_stage(2)});
 
 DTW_REGISTER_STRATEGY({
     .name = "zero3",
@@ -114,7 +125,8 @@ DTW_REGISTER_STRATEGY({
     .peak_formula =
         [](const FormulaInput& in) {
           return peak_figures(in, 3, static_cast<int>(in.knobs.get_int("prefetch", 0)));
-        }});
+        },
+    .check = check_stage(3)});
 
 // ZeRO-3 with the next units gathered while this one computes: the same
 // bytes as zero3, and up to `prefetch` more units whole at once.
@@ -128,7 +140,8 @@ DTW_REGISTER_STRATEGY({
     .peak_formula =
         [](const FormulaInput& in) {
           return peak_figures(in, 3, static_cast<int>(in.knobs.get_int("prefetch", 1)));
-        }});
+        },
+    .check = check_stage(3, /*default_prefetch=*/1)});
 
 // The run every demo here trains: gpt-tiny in double, so that it can be
 // compared with the single-device reference element by element.

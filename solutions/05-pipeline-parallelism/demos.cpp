@@ -111,7 +111,11 @@ double bubble(const FormulaInput& in, ScheduleKind kind) {
                          .run = [](auto& run) { FN(run); },                               \
                          .bytes_formula = [](const FormulaInput& in) { return busiest_bytes(in, KIND); }, \
                          .peak_formula = [](const FormulaInput& in) { return busiest_peak(in, KIND); },   \
-                         .bubble_formula = [](const FormulaInput& in) { return bubble(in, KIND); }})
+                         .bubble_formula = [](const FormulaInput& in) { return bubble(in, KIND); }, \
+                         .check = [](const train::RunSpec& spec, int ranks,                 \
+                                     const train::Knobs& knobs) {                            \
+                           check_pipeline_run(knobs, KIND, spec, ranks);                  \
+                         }})
 DTW_CH05_STRATEGY("pp-naive", ScheduleKind::kNaive, pp_naive,
                   "pipeline, one micro-batch in the pipe at a time (knobs: micro_batches, checkpoint)");
 DTW_CH05_STRATEGY("pp-gpipe", ScheduleKind::kGPipe, pp_gpipe,

@@ -51,8 +51,7 @@ PipelineSettings pipeline_settings(const train::Knobs& knobs, ScheduleKind kind,
   return s;
 }
 
-StageMap make_stage_map(const train::RunSpec& spec, Balance balance, int p, int v, int m,
-                        Comm* comm) {
+void check_stage_map(const train::RunSpec& spec, Balance balance, int p, int v) {
   const model::ModelConfig config = spec.config();
   const std::vector<model::Unit> units = model::model_units(config, model::param_layout(config));
   const int n = static_cast<int>(units.size()), chunks = p * v;
@@ -62,6 +61,19 @@ StageMap make_stage_map(const train::RunSpec& spec, Balance balance, int p, int 
   DTW_CHECK_ARG(chunks <= n, p << " ranks × " << v << " chunk(s) each need " << chunks
                                << " units, but " << config.name << " has " << n << " (" << names
                                << "): use fewer ranks or a deeper model");
+  const int blocks = config.kind == model::ModelKind::kGpt ? n - 2 : n;
+  DTW_CHECK_ARG(balance != Balance::kBlocks || blocks % chunks == 0,
+                "balance=blocks: the " << blocks << " blocks of " << config.name
+                                       << " do not divide into p·v = " << p << "·" << v << " = "
+                                       << chunks << " chunks");
+}
+
+StageMap make_stage_map(const train::RunSpec& spec, Balance balance, int p, int v, int m,
+                        Comm* comm) {
+  check_stage_map(spec, balance, p, v);
+  const model::ModelConfig config = spec.config();
+  const int n = static_cast<int>(model::model_units(config, model::param_layout(config)).size());
+  const int chunks = p * v;
   StageMap map;
   map.ranks = p;
   map.virtual_stages = v;
@@ -74,9 +86,6 @@ StageMap make_stage_map(const train::RunSpec& spec, Balance balance, int p, int 
   // the last.
   const bool gpt = config.kind == model::ModelKind::kGpt;
   const int blocks = gpt ? n - 2 : n, per = blocks / chunks, off = gpt ? 1 : 0;
-  DTW_CHECK_ARG(blocks % chunks == 0, "balance=blocks: the " << blocks << " blocks of " << config.name
-                                                             << " do not divide into p·v = " << p << "·"
-                                                             << v << " = " << chunks << " chunks");
   for (int c = 0; c < chunks; ++c)
     map.chunks.push_back({c == 0 ? 0 : off + c * per, c == chunks - 1 ? n : off + (c + 1) * per});
   return map;
@@ -137,6 +146,12 @@ std::int64_t activation_peak(const Schedule& schedule, const StageMap& map,
     }
   }
   return peak;
+}
+
+void check_pipeline_run(const train::Knobs& knobs, ScheduleKind kind, const train::RunSpec& spec,
+                        int ranks) {
+  const PipelineSettings s = pipeline_settings(knobs, kind, spec, ranks);
+  check_stage_map(spec, s.balance, ranks, s.virtual_stages);
 }
 
 namespace {

@@ -55,6 +55,26 @@ TEST(MicroBatchArgumentsTest, MoreMicroBatchesThanRowsIsAClearError) {
   testing::expect_error([&] { micro_batch_shards(spec, 0, 2, 0); }, {"micro_batches=0"});
 }
 
+TEST(MicroBatchArgumentsTest, TheRunCheckRefusesWhatTheRanksWouldBeforeAnyRuns) {
+  // check_ddp_run is what every rank checks first, and what the strategies'
+  // registrations check before any rank runs (rank -1: no rank to name).
+  const train::RunSpec spec = tiny("gpt-tiny", 1, 8);
+  const std::string before = testing::expect_error(
+      [&] { check_ddp_run(train::Knobs(), spec, 8, -1, true); },
+      {"a global batch of 8 rows cannot feed 8 ranks x 4 micro-batches = 32"});
+  EXPECT_EQ(before.rfind("a global batch", 0), 0u) << "names a rank before any runs: " << before;
+  testing::expect_error([&] { check_ddp_run(micro(3), spec, 3, 2, true); },
+                        {"rank 2: a global batch of 8 rows cannot feed 3 ranks x 3"});
+  testing::expect_error([&] { check_ddp_run(train::Knobs(), spec, 9, -1, false); },
+                        {"a global batch of 8 cannot be split over 9"});
+  testing::expect_error(
+      [&] { check_ddp_run(train::Knobs().set("bucket_kib", "0"), spec, 2, -1, false); },
+      {"bucket_kib=0"});
+  EXPECT_EQ(check_ddp_run(micro(2), spec, 4, -1, true).micro_batches, 2);
+  // Without accumulation the micro-batches are not read: a row per rank is enough.
+  EXPECT_NO_THROW(check_ddp_run(train::Knobs(), spec, 8, 0, false));
+}
+
 DTW_TEST_STEPS(DdpAccumulateTest, "02.2", "02.3", "02.4");
 TEST(DdpAccumulateTest, MatchesTheReferenceOnOneToFourRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"})

@@ -90,6 +90,18 @@ TEST(ZeroOptionsTest, BadOptionsAreClearErrorsNamingTheRank) {
   EXPECT_TRUE(std::regex_search(nine, std::regex("rank [0-2]: ZeRO: stage 9"))) << nine;
 }
 
+TEST(ZeroOptionsTest, BeforeAnyRankRunsTheSameChecksNameNoRank) {
+  // What the strategies' registrations check before a run (rank -1).
+  train::RunSpec spec = tiny("mlp-tiny", 1);
+  spec.batch = 8;
+  const std::string what =
+      error_of([&] { ZeroOptions{.stage = 3, .micro_batches = 3}.validate(-1, 4, spec); });
+  EXPECT_EQ(what.rfind("ZeRO: a global batch of 8 rows cannot be split over 4 ranks x 3", 0), 0u)
+      << what;
+  EXPECT_EQ(error_of([&] { ZeroOptions{.stage = 3, .micro_batches = 2}.validate(-1, 4, spec); }),
+            "(no error)");
+}
+
 TEST(ZeroOptionsTest, KnobsReachTheOptions) {
   const ZeroOptions o = ZeroOptions::from_knobs(
       train::Knobs::parse({"micro_batches=3", "prefetch=2", "save=d", "save_after=5", "resume=e"}), 3);

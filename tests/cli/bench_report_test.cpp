@@ -1,6 +1,8 @@
-// The collectives report's own output rules: one rank gets a note saying why
-// busbw is 0 (instead of a bare 0.000), and an output that cannot be written
-// is refused before anything is measured.
+// The reports' own output rules. The collectives report: one rank gets a
+// note saying why busbw is 0 (instead of a bare 0.000), and an output that
+// cannot be written is refused before anything is measured. The training
+// report: a row that cannot run is refused before any row runs, and a row
+// that fails while running still leaves the table of the rows before it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -27,6 +29,69 @@ TEST(BenchReportTest, AnUnwritableJsonFailsBeforeMeasuring) {
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("--json: cannot write /nonexistent-dtw/r.json"));
   EXPECT_EQ(run.output.find("busbw"), std::string::npos) << "measured first: " << run.output;
+}
+#endif
+
+#ifdef DTW_BENCH_TRAIN
+// Each measured row prints "NAME on P rank(s): done" as it ends, and the table
+// starts with its header; neither may appear when a row was refused.
+void expect_nothing_ran(const std::string& output) {
+  EXPECT_EQ(output.find(": done"), std::string::npos) << "a row ran: " << output;
+  EXPECT_EQ(output.find("tokens/s"), std::string::npos) << "a table was printed: " << output;
+}
+
+TEST(BenchTrainTest, ARowThatCannotRunIsRefusedBeforeAnyRowRuns) {
+  // ddp-accumulate's default of 4 micro-batches on 8 ranks needs 32 rows;
+  // the batch has 8. The three rows before it would run (and be lost) first.
+  const testing::Finished run = testing::run_program(
+      {DTW_BENCH_TRAIN, "--strategy", "single,ddp-bucketed,zero1,ddp-accumulate", "--ranks", "8",
+       "--batch", "8", "--model", "mlp-tiny", "--steps", "1"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;  // bad usage (dtw --help)
+  EXPECT_THAT(run.output, HasSubstr("1 of 4 rows cannot run, so none was run"));
+  EXPECT_THAT(run.output,
+              HasSubstr("strategy ddp-accumulate on 8 ranks, mlp-tiny, batch 8: a global batch of "
+                        "8 rows cannot feed 8 ranks x 4 micro-batches"));
+  expect_nothing_ran(run.output);
+}
+
+TEST(BenchTrainTest, EveryChaptersStrategiesCheckTheirRowsBeforeAnyRuns) {
+  // One refused row per training chapter, each named with what it lacks.
+  const testing::Finished run = testing::run_program(
+      {DTW_BENCH_TRAIN, "--strategy", "dp-server,ps-sync,zero3,pp-gpipe,pp-interleaved", "--ranks",
+       "12", "--model", "mlp-tiny", "--batch", "8", "--steps", "1", "--set", "balance=blocks"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("5 of 6 rows cannot run"));
+  for (const char* why :
+       {"strategy dp-server on 12 ranks, mlp-tiny, batch 8, balance=blocks: a global batch of 8 "
+        "cannot be split over 12 data shards",
+        "strategy ps-sync on 12 ranks, mlp-tiny, batch 8, balance=blocks: a global batch of 8 "
+        "cannot be split over 11 data shards",
+        "strategy zero3 on 12 ranks, mlp-tiny, batch 8, balance=blocks: ZeRO: a global batch of 8 "
+        "rows cannot be split over 12 ranks x 1 micro-batches",
+        "strategy pp-gpipe on 12 ranks, mlp-tiny, batch 8, balance=blocks: 12 ranks × 1 chunk(s) "
+        "each need 12 units, but mlp-tiny has 3",
+        "strategy pp-interleaved on 12 ranks, mlp-tiny, batch 8, balance=blocks: 12 ranks × 2 "
+        "chunk(s) each need 24 units"})
+    EXPECT_THAT(run.output, HasSubstr(why));
+  expect_nothing_ran(run.output);
+}
+
+TEST(BenchTrainTest, ARowThatFailsWhileRunningLeavesTheTableOfTheRowsBefore) {
+  // zero1 passes the check but cannot read the checkpoint it is told to
+  // resume from; single and ddp-bucketed ran before it, zero2 never runs.
+  const testing::Finished run = testing::run_program(
+      {DTW_BENCH_TRAIN, "--strategy", "single,ddp-bucketed,zero1,zero2", "--ranks", "2", "--model",
+       "mlp-tiny", "--steps", "1", "--set", "resume=/nonexistent-dtw/checkpoint"});
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("zero1 on 2 rank(s): failed (the error is below); 1 row(s) not run"));
+  EXPECT_THAT(run.output, HasSubstr("cannot read checkpoint file /nonexistent-dtw/checkpoint"));
+  const std::size_t table = run.output.find("tokens/s");
+  ASSERT_NE(table, std::string::npos) << "no table: " << run.output;
+  const std::string rows = run.output.substr(table);
+  EXPECT_THAT(rows, ::testing::ContainsRegex("\nsingle +1 "));
+  EXPECT_THAT(rows, ::testing::ContainsRegex("\nddp-bucketed +2 "));
+  EXPECT_THAT(rows, ::testing::Not(::testing::ContainsRegex("\nzero[12] ")));
 }
 #endif
 

@@ -2,6 +2,7 @@
 // reference; unknown names, bad worlds and bad knobs are named.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,8 @@ TEST(StrategyTest, WorldsOutsideTheStrategysRangeAreRefused) {
     run_strategy(find_strategy("test-noop"), standard_run("mlp-tiny"), o);
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("test-noop runs on 1 to 3 ranks, not 4"),
+    EXPECT_NE(std::string(e.what()).find("strategy test-noop on 4 ranks, mlp-tiny, batch 8: it "
+                                         "runs on 1 to 3 ranks, not 4"),
               std::string::npos)
         << e.what();
   }
@@ -111,6 +113,64 @@ TEST(StrategyTest, AStrategyThatDoesNotReproduceTheReferenceIsNotCompared) {
   EXPECT_FALSE(out.matches);
   EXPECT_NE(out.mismatch.find("rank 0"), std::string::npos) << out.mismatch;
   EXPECT_TRUE(find_strategy("single").reproduces(1, Knobs{}));
+}
+
+// A strategy whose knob `rows_per_rank` must fit the batch: its check hook
+// refuses what its rank function would, and the rank function counts its
+// calls (threads backend: one process), so a test can see that nothing ran.
+std::atomic<int> counted_runs{0};
+void check_rows(const RunSpec& spec, int ranks, const Knobs& knobs) {
+  const std::int64_t rows = knobs.get_int("rows_per_rank", 1);
+  DTW_CHECK_ARG(rows * ranks <= spec.batch, "rows_per_rank=" << rows << " x " << ranks
+                                                             << " ranks exceeds the batch of "
+                                                             << spec.batch);
+}
+template <class T>
+void counted(RankRun<T>& run) {
+  check_rows(run.spec(), run.comm().size(), run.knobs());
+  ++counted_runs;
+}
+DTW_REGISTER_STRATEGY({.name = "test-checked", .chapter = "95", .description = "checks its knob",
+                       .run = [](auto& run) { counted(run); },
+                       .check = check_rows});
+
+TEST(StrategyTest, TheCheckHookRefusesBadKnobsBeforeAnyRankRuns) {
+  RunSpec spec = standard_run("mlp-tiny");
+  spec.steps = 1;
+  spec.batch = 8;
+  const Strategy& s = find_strategy("test-checked");
+  HarnessOptions o;
+  o.ranks = 4;
+  o.compare = false;
+  o.knobs.set("rows_per_rank", "3");
+  counted_runs = 0;
+  try {
+    run_strategy(s, spec, o);
+    FAIL() << "rows_per_rank=3 on 4 ranks was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("strategy test-checked on 4 ranks, mlp-tiny, batch 8, "
+                                         "rows_per_rank=3: rows_per_rank=3 x 4 ranks exceeds "
+                                         "the batch of 8"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(counted_runs, 0) << "a rank ran before the check refused the knobs";
+  EXPECT_THROW(check_strategy(s, spec, 4, o.knobs), InvalidArgument);
+  // Where the check passes, every rank runs.
+  o.knobs.set("rows_per_rank", "2");
+  EXPECT_NO_THROW(check_strategy(s, spec, 4, o.knobs));
+  run_strategy(s, spec, o);
+  EXPECT_EQ(counted_runs, 4);
+  // A spec that is itself invalid is the run's fault: no strategy prefix.
+  spec.batch = 0;
+  try {
+    check_strategy(s, spec, 1, Knobs{});
+    FAIL() << "batch 0 was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()).find("strategy test-checked"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("batch 0 must be at least 1"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(StrategyTest, KnobsParseAndNameBadValues) {

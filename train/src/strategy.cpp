@@ -359,10 +359,24 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
   return out;
 }
 
+void check_strategy(const Strategy& strategy, const RunSpec& spec, int ranks, const Knobs& knobs) {
+  spec.validate();  // the run's own fault, not the strategy's: no prefix
+  try {
+    DTW_CHECK_ARG(ranks >= strategy.min_ranks && ranks <= strategy.max_ranks,
+                  "it runs on " << strategy.min_ranks << " to " << strategy.max_ranks
+                                << " ranks, not " << ranks);
+    if (strategy.check) strategy.check(spec, ranks, knobs);
+  } catch (const InvalidArgument& e) {
+    const std::string set = knobs.describe();
+    std::ostringstream who;
+    who << "strategy " << strategy.name << " on " << ranks << (ranks == 1 ? " rank, " : " ranks, ")
+        << spec.model << ", batch " << spec.batch << (set.empty() ? "" : ", " + set) << ": ";
+    throw InvalidArgument(who.str() + e.what());
+  }
+}
+
 RunOutcome run_strategy(const Strategy& strategy, const RunSpec& spec, const HarnessOptions& opts) {
-  DTW_CHECK_ARG(opts.ranks >= strategy.min_ranks && opts.ranks <= strategy.max_ranks,
-                "strategy " << strategy.name << " runs on " << strategy.min_ranks << " to "
-                            << strategy.max_ranks << " ranks, not " << opts.ranks);
+  check_strategy(strategy, spec, opts.ranks, opts.knobs);
   // A run that cannot reproduce the reference (asynchronous training) is not
   // compared with it; RunOutcome::checked says so.
   HarnessOptions o = opts;

@@ -201,6 +201,14 @@ struct Strategy {
   /// to synchronous training (one worker, a staleness bound of 0), and its
   /// tests check what it promises instead.
   std::function<bool(int ranks, const Knobs& knobs)> reproduces_reference;
+  /// Checks, before any rank runs, everything about `knobs` that the rank
+  /// function would refuse at its start: their values and how they fit `spec`
+  /// on `ranks` ranks (the batch against ranks × micro-batches, the model's
+  /// units against stages, ...). InvalidArgument naming the values. It calls
+  /// the very functions the rank function checks with, so the two cannot
+  /// disagree, and it is cheap: no message, no training. Null: nothing beyond
+  /// [min_ranks, max_ranks]. Called through check_strategy.
+  std::function<void(const RunSpec& spec, int ranks, const Knobs& knobs)> check;
 
   /// reproduces_reference(ranks, knobs), true when it is null.
   bool reproduces(int ranks, const Knobs& knobs) const {
@@ -214,6 +222,16 @@ const std::vector<Strategy>& strategies();
 bool register_strategy(Strategy strategy);
 /// The strategy called `name`; InvalidArgument listing the known names.
 const Strategy& find_strategy(std::string_view name);
+
+/// Checks, without running anything, that `strategy` can run `spec` on
+/// `ranks` ranks with `knobs`: spec.validate() (InvalidArgument as it raises
+/// it), then the world inside [min_ranks, max_ranks] and Strategy::check,
+/// whose InvalidArgument comes back prefixed with the strategy, the ranks, the
+/// model, the batch and the knobs: "strategy ddp-accumulate on 8 ranks,
+/// gpt-tiny, batch 8: a global batch of 8 rows cannot feed 8 ranks x 4
+/// micro-batches ...". run_strategy calls it first; `dtw bench train` calls it
+/// for every row before the first row runs.
+void check_strategy(const Strategy& strategy, const RunSpec& spec, int ranks, const Knobs& knobs);
 
 /// How the harness runs a strategy.
 struct HarnessOptions {
@@ -264,8 +282,9 @@ struct RunOutcome {
 template <class T>
 RunOutcome run_ranks(const RunSpec& spec, const HarnessOptions& opts,
                      const std::function<void(RankRun<T>&)>& fn);
-/// Runs a registered strategy in spec.dtype; InvalidArgument for an unknown
-/// name or a world outside [min_ranks, max_ranks].
+/// Runs a registered strategy in spec.dtype after check_strategy (which
+/// raises InvalidArgument, before any rank runs, for a world outside
+/// [min_ranks, max_ranks] or knobs that Strategy::check refuses).
 RunOutcome run_strategy(const Strategy& strategy, const RunSpec& spec, const HarnessOptions& opts);
 
 }  // namespace dtw::train
