@@ -230,14 +230,19 @@ TEST(FailureTest, DroppedMatchedSendFailsItsReceiver) {
 
 TEST(FailureTest, ExceptionWithPendingReceiveLeavesNoDanglingBuffer) {
   // Rank 0 throws while its irecv is posted; the buffer dies during unwinding.
-  // Rank 1's later send must not write into it (ASan/TSan builds would see it).
+  // Rank 1's send must not write into it (ASan/TSan builds would see it).
+  // The token orders the two without a clock: rank 1 sends only once the
+  // irecv is posted, so its send either matches it (and rank 0 throws before
+  // it copies) or arrives after rank 0 failed; it fails either way.
   const Report report = launch_collecting(2, {}, [](Comm& comm) {
+    std::int32_t token = 0;
     if (comm.rank() == 0) {
       auto in = std::make_unique<std::vector<float>>(1 << 16);
       Request r = comm.irecv(*in, 1, 0);
+      comm.send(std::span<const std::int32_t>(&token, 1), 1, 1);
       throw InvalidArgument("gave up");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    comm.recv(std::span<std::int32_t>(&token, 1), 0, 1);
     comm.send(std::vector<float>(1 << 16, 1.0f), 0, 0);
   });
   ASSERT_EQ(report.errors.size(), 2u);

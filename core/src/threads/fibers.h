@@ -9,7 +9,7 @@
 // The rules that keep this correct (docs/architecture.md, "Fiber mode"):
 // - a fiber never migrates: it runs on its worker from start to end, so
 //   thread_local state and the OS thread a mutex was locked on stay put;
-// - nothing holds a lock across a park or a yield (World releases mu_ first),
+// - nothing holds a lock across a park or a yield (World releases its rank locks first),
 //   so a fiber never blocks its worker on a lock another fiber of the same
 //   worker holds;
 // - a parked fiber re-checks its condition after every resume: park() may

@@ -27,21 +27,53 @@ bool World::can_progress(int rank) const {
 }
 
 void World::declare_deadlock() {
-  deadlocked_ = true;
-  deadlock_report_ = wait_graph("deadlock: every live rank is blocked and none can make progress");
+  set_failure(kDeadlocked, -1,
+              wait_graph("deadlock: every live rank is blocked and none can make progress"));
   for (int r = 0; r < size_; ++r) wake(r);
 }
 
-void World::fail_timeout(int rank, const char* headline) {
-  RankState& me = ranks_[rank];
-  std::string graph = wait_graph(headline);
-  stop_waiting(me);
-  me.polled = nullptr;
-  aborted_ = true;
-  abort_rank_ = rank;
-  abort_kind_ = "TimeoutError";
-  for (int r = 0; r < size_; ++r) wake(r);
-  throw TimeoutError(graph);
+bool World::counts_say_all_stuck(int rank) {
+  // Every change of a count is a read-modify-write, and every rank that changes
+  // one reads all of them after: of two ranks that get stuck (or finish) at
+  // once, the later one sees both. So the last rank to get stuck sees the
+  // world stuck, whichever stripes the others are in.
+  const Stripe& mine = stripe_of(rank);
+  if (mine.stuck.load() != mine.live.load()) return false;
+  bool any_live = false;
+  for (const Stripe& s : stripes_) {
+    const int live = s.live.load();
+    if (s.stuck.load() != live) return false;
+    any_live = any_live || live > 0;
+  }
+  return any_live;
+}
+
+bool World::check_deadlock(int rank) {
+  // The counts first, without a lock: the whole world is locked only when
+  // they say every live rank is stuck, which in a world that still moves
+  // happens at most for an instant.
+  if (!counts_say_all_stuck(rank)) return false;
+  const AllLocks all(*this);
+  if (failure() != kRunning || !all_live_stuck()) return false;
+  declare_deadlock();
+  return true;
+}
+
+void World::fail_timeout(int rank, const char* headline, std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  {
+    const AllLocks all(*this);
+    if (failure() == kRunning) {
+      std::string graph = wait_graph(headline);
+      RankState& me = ranks_[rank];
+      stop_waiting(me);
+      me.polled = nullptr;
+      set_failure(kAborted, rank, "TimeoutError");
+      for (int r = 0; r < size_; ++r) wake(r);
+      throw TimeoutError(graph);  // the locks are released as it leaves, then the wake-ups sent
+    }
+  }
+  lock.lock();  // another rank failed first: the caller reports that
 }
 
 bool World::all_live_stuck() const {
@@ -63,13 +95,14 @@ void World::quiesce(int rank, std::unique_lock<std::mutex>& lock) {
 void World::await(int rank, std::unique_lock<std::mutex>& lock,
                   const std::function<bool()>& done) {
   RankState& me = ranks_[rank];
-  notify_pending(lock, true);
+  if (done()) return;
+  send_wakes();  // whoever this rank woke must run while it waits
   if (!fibers_) {
     me.cv.wait(lock, done);
     return;
   }
-  // Whoever changes what `done` reads does so under mu_ and wakes this rank
-  // (mark_done), so reading wake_seq under mu_ first loses no wake-up.
+  // Whoever changes what `done` reads does so under this rank's lock and wakes
+  // it (mark_done), so reading wake_seq under the lock first loses no wake-up.
   while (!done())
     sleep(rank, lock, me.wake_seq.load(std::memory_order_acquire), Clock::time_point::max());
 }
@@ -77,21 +110,23 @@ void World::await(int rank, std::unique_lock<std::mutex>& lock,
 void World::sleep(int rank, std::unique_lock<std::mutex>& lock, std::uint64_t seen,
                   Clock::time_point deadline) {
   RankState& me = ranks_[rank];
+  send_wakes();
   if (!fibers_) {
     me.cv.wait_until(lock, deadline, [&] { return me.wake_seq.load() != seen; });
     return;
   }
-  // Never park holding mu_: the fibers run next on this worker need it.
-  notify_pending(lock, false);
+  // Never park holding a lock: the fibers run next on this worker may need it.
+  lock.unlock();
   fibers_->park(rank, me.wake_seq, seen, deadline);
   lock.lock();
 }
 
 void World::throw_if_failed(int rank, std::unique_lock<std::mutex>& lock) {
-  if (!aborted_ && !deadlocked_) return;
+  const Failure failed = failure();
+  if (failed == kRunning) return;
   stop_waiting(ranks_[rank]);
   quiesce(rank, lock);
-  if (deadlocked_) throw DeadlockError(deadlock_report_);
+  if (failed == kDeadlocked) throw DeadlockError(deadlock_report_);
   throw AbortedError("call cancelled because rank " + std::to_string(abort_rank_) +
                      " failed first (" + abort_kind_ + ")");
 }
@@ -103,29 +138,48 @@ void World::throw_op_error(const Op& op) {
 }
 
 // Copies of large messages into this rank's receive buffers: done by the
-// receiver, in its own wait or test, outside the lock.
+// receiver, in its own wait or test, outside the locks.
 void World::run_copy_jobs(int rank, std::unique_lock<std::mutex>& lock) {
   RankState& me = ranks_[rank];
-  if (me.copy_jobs.empty()) return;
-  std::vector<std::shared_ptr<Op>> jobs;
-  jobs.swap(me.copy_jobs);
-  for (auto& job : jobs) ++ranks_[job->partner->owner].copies_in_flight;
-  me.copies_in_flight += static_cast<int>(jobs.size());
-  lock.unlock();
-  for (auto& job : jobs) transfer(*job->partner, *job);
-  lock.lock();
-  for (auto& job : jobs) {
-    --ranks_[job->partner->owner].copies_in_flight;
-    --me.copies_in_flight;
-    mark_done(*job->partner);
-    mark_done(*job);
+  while (!me.copy_jobs.empty()) {
+    const std::shared_ptr<Op> job = me.copy_jobs.front();
+    const std::shared_ptr<Op> send = job->partner;
+    lock.unlock();
+    {
+      PairLock locks(*this, rank, send->owner);
+      // The sender may have returned or dropped its request while no lock was
+      // held; it then took the job back and failed it.
+      const auto it = std::find(me.copy_jobs.begin(), me.copy_jobs.end(), job);
+      if (it != me.copy_jobs.end()) {
+        me.copy_jobs.erase(it);
+        ++me.copies_in_flight;
+        ++ranks_[send->owner].copies_in_flight;
+        locks.unlock();
+        transfer(*send, *job);
+        locks.lock();
+        --me.copies_in_flight;
+        --ranks_[send->owner].copies_in_flight;
+        mark_done(*send);
+        mark_done(*job);
+      }
+    }
+    lock.lock();
   }
 }
 
 std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call, bool any) {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
   RankState& me = ranks_[rank];
+  // Without a lock when every op is done already (as an exchange's usually
+  // is) and the rank is not polling: `done` is set after everything else of
+  // the op is written. The locked path below gives the same answer.
+  if (!any && me.polled.load(std::memory_order_relaxed) == nullptr &&
+      std::all_of(ops.begin(), ops.end(),
+                  [](const Op* op) { return op->done.load(std::memory_order_acquire); })) {
+    for (const Op* op : ops) throw_op_error(*op);
+    return 0;
+  }
+  const WakeOnExit wakes(*this);
+  std::unique_lock lock(lock_of(rank));
   me.polled = nullptr;
   // The clock is read only once the rank has to wait: most calls of a busy
   // world find their operations done already.
@@ -165,22 +219,26 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
       if (!is_done(op)) me.waiting_on.push_back(op);
     if (!can_progress(rank)) {
       me.stuck = true;
-      ++stuck_;
-    }
-    if (stuck_ == live_ && all_live_stuck()) {
-      declare_deadlock();
-      continue;
+      stripe_of(rank).stuck.fetch_add(1);
+      if (counts_say_all_stuck(rank)) {
+        // Perhaps the last rank to get stuck: look at the whole world (with
+        // every lock, so not holding this one), then at this rank again.
+        lock.unlock();
+        check_deadlock(rank);
+        lock.lock();
+        continue;
+      }
     }
     const Clock::time_point deadline = *start + timeout_;
-    if (now >= deadline)
-      fail_timeout(rank, "timeout: a rank waited longer than the launch timeout");
+    if (now >= deadline) {
+      fail_timeout(rank, "timeout: a rank waited longer than the launch timeout", lock);
+      continue;  // another rank failed first
+    }
     const std::uint64_t seq = me.wake_seq.load(std::memory_order_acquire);
-    // Whoever this rank woke must run while it waits (a fiber's sleep()
-    // sends them as it releases mu_).
-    if (!to_wake_.empty() && !fibers_) notify_pending(lock, true);
     if (!oversubscribed_ && !fibers_) {
       // Spin briefly first: a wake-up through the condition variable costs
       // several microseconds, a message between two busy cores far less.
+      send_wakes();
       lock.unlock();
       const Clock::time_point spin_end = Clock::now() + kSpin;
       while (me.wake_seq.load(std::memory_order_acquire) == seq && Clock::now() < spin_end)
@@ -200,9 +258,9 @@ bool World::test(int rank, Op& op, const char* call, bool polling) {
 }
 
 bool World::test_locked(int rank, Op& op, const char* call, bool polling) {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
+  const WakeOnExit wakes(*this);
   RankState& me = ranks_[rank];
+  std::unique_lock lock(lock_of(rank));
   run_copy_jobs(rank, lock);
   if (op.state == Op::State::kDone) {
     // A poll that completes is progress too (the op may have been done since
@@ -219,15 +277,18 @@ bool World::test_locked(int rank, Op& op, const char* call, bool polling) {
     me.call = call;
     me.polling_since = now;
   } else if (now - me.polling_since >= timeout_) {
-    fail_timeout(rank, "timeout: a rank polled with test longer than the launch timeout while none "
-                       "of its operations completed");
+    fail_timeout(rank,
+                 "timeout: a rank polled with test longer than the launch timeout while none "
+                 "of its operations completed",
+                 lock);
+    throw_if_failed(rank, lock);  // another rank failed first
   }
   return false;
 }
 
 void World::check_alive(int rank) {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
+  const WakeOnExit wakes(*this);
+  std::unique_lock lock(lock_of(rank));
   throw_if_failed(rank, lock);
 }
 

@@ -18,6 +18,9 @@ namespace {
 // larger one is copied by its receiver, so that in an exchange each rank copies
 // its own incoming data and the two copies run in parallel.
 constexpr std::int64_t kEagerBytes = 64 * 1024;
+// A message this small is copied with both ranks' locks held: releasing and
+// taking them again would cost more than the copy.
+constexpr std::int64_t kCopyUnderLockBytes = 4 * 1024;
 }  // namespace
 
 World::World(int size, std::chrono::milliseconds timeout)
@@ -25,19 +28,81 @@ World::World(int size, std::chrono::milliseconds timeout)
       timeout_(timeout),
       oversubscribed_(size > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       ranks_(static_cast<std::size_t>(size)),
-      live_(size) {}
+      stripes_(static_cast<std::size_t>(std::min(size, kMaxStripes))) {
+  for (int r = 0; r < size; ++r) stripe_of(r).live.fetch_add(1);
+}
 
-// Called with mu_ held: the rank's predicate changes now, its thread is
-// notified by notify_pending once mu_ is released.
+World::PairLock::PairLock(World& world, int a, int b)
+    : first_(&world.lock_of(std::min(a, b))), second_(&world.lock_of(std::max(a, b))) {
+  // Stripes are contiguous blocks, so the lower rank's stripe is the lower one.
+  if (second_ == first_) second_ = nullptr;
+  lock();
+}
+
+void World::PairLock::lock() {
+  first_->lock();
+  if (second_) second_->lock();
+  held_ = true;
+}
+
+void World::PairLock::unlock() {
+  if (!held_) return;
+  held_ = false;
+  if (second_) second_->unlock();
+  first_->unlock();
+}
+
+namespace {
+std::atomic<std::int64_t> g_world_wide_visits{0};
+}  // namespace
+
+std::int64_t world_wide_rank_visits() { return g_world_wide_visits.load(); }
+
+World::AllLocks::AllLocks(World& world) : world_(world) {
+  g_world_wide_visits.fetch_add(world_.size_, std::memory_order_relaxed);
+  for (Stripe& s : world_.stripes_) s.mu.lock();
+}
+
+World::AllLocks::~AllLocks() {
+  for (auto s = world_.stripes_.rbegin(); s != world_.stripes_.rend(); ++s) s->mu.unlock();
+}
+
+namespace {
+// The ranks this OS thread's current call has woken (World::WakeOnExit).
+thread_local std::vector<int> t_to_wake;
+}  // namespace
+
+// Called with the rank's lock held: its predicate changes now, its thread or
+// fiber is notified by send_wakes once the locks are released.
 void World::wake(int rank) {
   ranks_[rank].wake_seq.fetch_add(1, std::memory_order_release);
-  if (std::find(to_wake_.begin(), to_wake_.end(), rank) == to_wake_.end()) to_wake_.push_back(rank);
+  t_to_wake.push_back(rank);
+}
+
+void World::send_wakes() {
+  if (t_to_wake.empty()) return;
+  // Swapping with a second per-thread list keeps both capacities: no
+  // allocation per call, and a wake() while notifying lands in the fresh list.
+  thread_local std::vector<int> ranks;
+  ranks.clear();
+  ranks.swap(t_to_wake);
+  if (ranks.size() > 8) {  // an abort wakes everyone: once each is enough
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  }
+  if (fibers_) {
+    for (int r : ranks) fibers_->wake(r);  // takes its worker's lock, a leaf
+  } else {
+    // The rank's own thread is the only waiter; its predicate changed under
+    // its lock, so notifying after the lock is released loses nothing.
+    for (int r : ranks) ranks_[r].cv.notify_one();
+  }
 }
 
 void World::unstick(RankState& r) {
   if (!r.stuck) return;
   r.stuck = false;
-  --stuck_;
+  stripe_of(rank_of(r)).stuck.fetch_sub(1);
 }
 
 void World::stop_waiting(RankState& r) {
@@ -45,29 +110,24 @@ void World::stop_waiting(RankState& r) {
   unstick(r);
 }
 
-void World::notify_pending(std::unique_lock<std::mutex>& lock, bool relock) {
-  // Swapping with a per-thread list keeps both capacities: no allocation per call.
-  thread_local std::vector<int> ranks;
-  ranks.clear();
-  ranks.swap(to_wake_);
-  lock.unlock();
-  if (fibers_) {
-    for (int r : ranks) fibers_->wake(r);  // no lock held: wake() takes its worker's
-  } else {
-    for (int r : ranks) ranks_[r].cv.notify_one();  // the rank's own thread is the only waiter
-  }
-  if (relock) lock.lock();
+bool World::set_failure(Failure kind, int rank, std::string text) {
+  std::lock_guard lock(fail_mu_);
+  if (failure_.load(std::memory_order_relaxed) != kRunning) return false;
+  abort_rank_ = rank;
+  (kind == kDeadlocked ? deadlock_report_ : abort_kind_) = std::move(text);
+  failure_.store(kind, std::memory_order_release);
+  return true;
 }
-
 
 void World::mark_done(Op& op) {
   op.state = Op::State::kDone;
   op.done.store(true, std::memory_order_release);
-  ranks_[op.owner].polled = nullptr;  // its poll (if any) is fresh again
+  RankState& owner = ranks_[op.owner];
+  owner.polled = nullptr;  // its poll (if any) is fresh again
   // Conservative: any completion may be one the owner waits for; if not, the
   // owner wakes, finds nothing, and counts itself stuck again.
-  unstick(ranks_[op.owner]);
-  auto& owned = ranks_[op.owner].owned;
+  unstick(owner);
+  auto& owned = owner.owned;
   owned.erase(std::remove_if(owned.begin(), owned.end(),
                              [&](const std::shared_ptr<Op>& o) { return o.get() == &op; }),
               owned.end());
@@ -82,13 +142,7 @@ void World::mark_done(Op& op) {
 
 void World::unqueue(const Op& op) {
   const int receiver = op.send ? op.peer_world : op.owner;
-  const Key key{op.context, op.send ? op.owner : op.peer_world, op.msg_tag};
-  auto& queues = op.send ? ranks_[receiver].unexpected : ranks_[receiver].posted;
-  auto it = queues.find(key);
-  if (it == queues.end()) return;
-  std::erase_if(it->second, [&](const std::shared_ptr<Op>& o) { return o.get() == &op; });
-  // post() reads front() of any queue it finds, so no empty queue may stay behind.
-  if (it->second.empty()) queues.erase(it);
+  (op.send ? ranks_[receiver].unexpected : ranks_[receiver].posted).remove(&op);
 }
 
 void World::transfer(Op& send, Op& recv) {
@@ -104,7 +158,7 @@ void World::transfer(Op& send, Op& recv) {
 }
 
 void World::match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& recv, int by_rank,
-                  std::unique_lock<std::mutex>& lock) {
+                  PairLock& locks) {
   std::string error;
   if (send->type != recv->type) {
     error = mismatch_message(*send, *recv, "type mismatch");
@@ -129,21 +183,28 @@ void World::match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& re
     wake(recv->owner);
     return;
   }
-  ++ranks_[send->owner].copies_in_flight;
-  ++ranks_[recv->owner].copies_in_flight;
-  lock.unlock();
-  transfer(*send, *recv);
-  lock.lock();
-  --ranks_[send->owner].copies_in_flight;
-  --ranks_[recv->owner].copies_in_flight;
+  if (bytes <= kCopyUnderLockBytes) {
+    transfer(*send, *recv);
+  } else {
+    ++ranks_[send->owner].copies_in_flight;
+    ++ranks_[recv->owner].copies_in_flight;
+    locks.unlock();
+    transfer(*send, *recv);
+    locks.lock();
+    --ranks_[send->owner].copies_in_flight;
+    --ranks_[recv->owner].copies_in_flight;
+  }
   mark_done(*send);
   mark_done(*recv);
 }
 
 void World::post(const std::shared_ptr<Op>& op) {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
-  throw_if_failed(op->owner, lock);
+  const WakeOnExit wakes(*this);
+  if (failure() != kRunning) {
+    std::unique_lock mine(lock_of(op->owner));
+    throw_if_failed(op->owner, mine);
+  }
+  PairLock locks(*this, op->owner, op->peer_world);
   ranks_[op->owner].polled = nullptr;  // a rank that posts is not stuck polling
   ranks_[op->owner].owned.push_back(op);
   // Receiver-side queues, keyed by (context, source, tag): FIFO per key is what
@@ -153,27 +214,29 @@ void World::post(const std::shared_ptr<Op>& op) {
   RankState& r = ranks_[receiver];
   auto& other = op->send ? r.posted : r.unexpected;
   auto& mine = op->send ? r.unexpected : r.posted;
-  auto it = other.find(key);
-  if (it == other.end()) {
-    mine[key].push_back(op);
+  Op* found = other.pop(key);
+  if (found == nullptr) {
+    mine.push(op.get(), key);
     return;
   }
-  std::shared_ptr<Op> peer = it->second.front();
-  it->second.pop_front();
-  if (it->second.empty()) other.erase(it);
-  if (op->send) match(op, peer, op->owner, lock);
-  else match(peer, op, op->owner, lock);
+  // The queued op is alive: its owner's `owned` holds it until it is done.
+  std::shared_ptr<Op> peer = found->shared_from_this();
+  if (op->send) match(op, peer, op->owner, locks);
+  else match(peer, op, op->owner, locks);
 }
 
 std::string World::finish_rank(int rank) {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
+  const WakeOnExit wakes(*this);
   RankState& me = ranks_[rank];
+  std::unique_lock mine(lock_of(rank));
   stop_waiting(me);
+  std::vector<std::shared_ptr<Op>> left = me.owned;
+  mine.unlock();
   std::string pending;
   // Anything this rank left unfinished can no longer complete: take it out of
-  // the queues, and fail a partner that was already matched with it.
-  for (auto& op : std::vector<std::shared_ptr<Op>>(me.owned)) {
+  // the queues, and say what it was.
+  for (auto& op : left) {
+    const PairLock locks(*this, rank, op->peer_world);
     if (op->state == Op::State::kDone) continue;
     pending += "\n  " + describe(*op);
     if (op->state == Op::State::kPosted) {
@@ -181,27 +244,42 @@ std::string World::finish_rank(int rank) {
       mark_done(*op);
     }
   }
+  mine.lock();
   pending += me.abandoned;
-  quiesce(rank, lock);
-  for (auto& op : std::vector<std::shared_ptr<Op>>(me.owned)) {
-    if (op->partner && op->partner->state != Op::State::kDone) {
-      // Matched, but the receiver has not copied yet: cancel that copy.
-      op->partner->error = "rank " + std::to_string(rank) + " returned before its " +
-                           std::string(op->call) + " completed";
-      op->partner->error_is_abort = aborted_ || deadlocked_;
-      std::erase(me.copy_jobs, op);
-      std::erase(ranks_[op->partner->owner].copy_jobs, op->partner);
-      mark_done(*op->partner);
+  // What is left is matched: fail a partner that has not copied yet. A copy
+  // that is running touches this rank's buffers, so it is waited out first
+  // (and again if another starts before this rank's pair lock is taken).
+  for (bool copying = true; copying;) {
+    quiesce(rank, mine);
+    left = me.owned;
+    mine.unlock();
+    copying = false;
+    for (auto& op : left) {
+      PairLock locks(*this, rank, op->peer_world);
+      if (me.copies_in_flight > 0) {
+        copying = true;
+        break;
+      }
+      if (op->state == Op::State::kDone) continue;
+      if (op->partner && op->partner->state != Op::State::kDone) {
+        op->partner->error = "rank " + std::to_string(rank) + " returned before its " +
+                             std::string(op->call) + " completed";
+        op->partner->error_is_abort = failure() != kRunning;
+        std::erase(me.copy_jobs, op);
+        std::erase(ranks_[op->partner->owner].copy_jobs, op->partner);
+        mark_done(*op->partner);
+      }
+      mark_done(*op);
     }
-    mark_done(*op);
+    mine.lock();
   }
   me.finished = true;
-  --live_;
+  stripe_of(rank).live.fetch_sub(1);
+  mine.unlock();
   // The ranks still running may have been waiting for this one. Those whose
   // operations it completed or cancelled were woken by mark_done; the rest
   // wait on, for a peer that may still come, until every live rank is stuck.
-  if (!deadlocked_ && !aborted_ && live_ > 0 && stuck_ == live_ && all_live_stuck())
-    declare_deadlock();
+  if (failure() == kRunning) check_deadlock(rank);
   return pending;
 }
 
@@ -210,12 +288,12 @@ void Op::abandon() noexcept {
 }
 
 void World::abandon(Op& op) noexcept {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
+  const WakeOnExit wakes(*this);
+  PairLock locks(*this, op.owner, op.peer_world);
   if (op.state == Op::State::kDone) return;
   // Dropped by unwinding, or after the launch failed: the failure is reported
   // already, and the dropped request is only a consequence of it.
-  const bool consequence = std::uncaught_exceptions() > 0 || aborted_ || deadlocked_;
+  const bool consequence = std::uncaught_exceptions() > 0 || failure() != kRunning;
   if (!consequence) ranks_[op.owner].abandoned += "\n  " + describe(op) + " (Request destroyed before wait)";
   if (op.state == Op::State::kPosted) {
     unqueue(op);
@@ -239,22 +317,26 @@ void World::abandon(Op& op) noexcept {
     mark_done(op);
     return;
   }
-  await(op.owner, lock, [&] { return op.state == Op::State::kDone; });
+  locks.unlock();
+  std::unique_lock mine(lock_of(op.owner));
+  await(op.owner, mine, [&] { return op.state == Op::State::kDone; });
 }
 
 void World::abort(int rank, const std::string& kind) {
-  std::unique_lock lock(mu_);
-  const NotifyOnExit notify(*this, lock);
-  if (!aborted_) {
-    aborted_ = true;
-    abort_rank_ = rank;
-    abort_kind_ = kind;
-  }
+  const WakeOnExit wakes(*this);
+  // Only the launch's first failure wakes everyone: a rank checks for a
+  // failure under its lock before it sleeps, so once every rank has been woken
+  // after the first, none can sleep through it. (Every rank that then fails as
+  // a consequence comes here too: waking the world again each time would cost
+  // p² at the end of every failed launch.)
+  if (!set_failure(kAborted, rank, kind)) return;
+  // Under the locks: a rank about to sleep reads wake_seq under its own.
+  const AllLocks all(*this);
   for (int r = 0; r < size_; ++r) wake(r);
 }
 
 int World::subgroup_context(int parent_context, std::uint64_t split_id, int color) {
-  std::lock_guard lock(mu_);
+  const std::lock_guard lock(contexts_mu_);
   auto [it, inserted] = contexts_.try_emplace({parent_context, split_id, color}, next_context_);
   if (inserted) ++next_context_;
   return it->second;

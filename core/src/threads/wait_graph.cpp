@@ -182,7 +182,7 @@ std::string World::wait_graph(const char* headline) const {
     }
     if (!s.waiting) {
       const double ms = std::chrono::duration<double, std::milli>(now - s.polling_since).count();
-      out += fmt::format("  rank {:>3}  {} for {:.1f} ms: {}\n", r, state, ms, describe(*s.polled));
+      out += fmt::format("  rank {:>3}  {} for {:.1f} ms: {}\n", r, state, ms, describe(*s.polled.load()));
       continue;
     }
     const double ms = std::chrono::duration<double, std::milli>(now - s.since).count();
