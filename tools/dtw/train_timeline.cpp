@@ -5,12 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "dtw/errors.h"
 #include "dtw/memory.h"
+#include "dtw/output_file.h"
 #include "style.h"
 
 namespace dtw::cli {
@@ -133,9 +132,7 @@ void write_train_json(const std::string& path, const TrainJson& run, const Repor
                               {"timeline", timeline_json(f.measured)},
                               {"modeled", modeled},
                               {"memory", memory}};
-  std::ofstream file(path);
-  file << out.dump() << '\n';
-  DTW_CHECK(file.good(), Error, "dtw train --json: could not write " << path);
+  write_file(path, out.dump() + "\n", "dtw train --json");
 }
 
 }  // namespace dtw::cli
