@@ -90,6 +90,7 @@ void off_by_one(RankRun<T>& run) {
   run.report_params(wrong, 0);
 }
 DTW_REGISTER_STRATEGY({.name = "test-inexact", .chapter = "96", .description = "not the reference",
+                       .knobs = {{.name = "exact", .default_value = "no", .help = "yes: claim to be"}},
                        .run = [](auto& run) { off_by_one(run); },
                        .reproduces_reference = [](int ranks, const Knobs& knobs) {
                          return ranks == 1 && knobs.get("exact", "no") == "yes";
@@ -131,6 +132,7 @@ void counted(RankRun<T>& run) {
   ++counted_runs;
 }
 DTW_REGISTER_STRATEGY({.name = "test-checked", .chapter = "95", .description = "checks its knob",
+                       .knobs = {{.name = "rows_per_rank", .default_value = "1", .help = "rows"}},
                        .run = [](auto& run) { counted(run); },
                        .check = check_rows});
 
