@@ -228,9 +228,9 @@ struct Strategy {
   /// [min_ranks, max_ranks]. Called through check_strategy.
   std::function<void(const RunSpec& spec, int ranks, const Knobs& knobs)> check;
 
-  /// reproduces_reference(ranks, knobs), true when it is null.
-  bool reproduces(int ranks, const Knobs& knobs) const {
-    return !reproduces_reference || reproduces_reference(ranks, knobs);
+  /// reproduces_reference(ranks, given), true when it is null.
+  bool reproduces(int ranks, const Knobs& given) const {
+    return !reproduces_reference || reproduces_reference(ranks, given);
   }
 };
 
