@@ -4,6 +4,7 @@
 #include "threads/fibers.h"
 
 #include <cxxabi.h>
+#include <immintrin.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -24,6 +25,12 @@ constexpr auto kScanEvery = 1ms;
 // sleeps until a wake-up arrives or the next deadline, at most kMaxSleep
 // (a safety net only: every wake-up of a sleeping worker notifies it).
 constexpr int kYieldPasses = 16;
+// Before that, it spins this many passes of about a microsecond each: a
+// worker whose fibers wait for another worker's usually has one woken within
+// microseconds, and a sched_yield on a busy machine can give the core away
+// for a whole time slice, stalling every fiber of this worker meanwhile.
+constexpr int kSpinPasses = 32;
+constexpr int kPausesPerSpinPass = 64;
 constexpr auto kMaxSleep = 100ms;
 
 // The C++ runtime's per-thread exception state (libstdc++'s and libc++abi's
@@ -199,9 +206,13 @@ void FiberPool::scan_deadlines(Worker& w, Clock::time_point now) {
 // No fiber of this worker is ready: every one is parked (waiting for a fiber
 // of another worker, or for its deadline) or finished.
 void FiberPool::idle(Worker& w, int empty_passes) {
+  if (empty_passes < kSpinPasses) {
+    for (int i = 0; i < kPausesPerSpinPass; ++i) _mm_pause();
+    return;
+  }
   const Clock::time_point now = Clock::now();
   scan_deadlines(w, now);
-  if (empty_passes < kYieldPasses) {
+  if (empty_passes < kSpinPasses + kYieldPasses) {
     sched_yield();
     return;
   }

@@ -32,12 +32,27 @@ void World::declare_deadlock() {
   for (int r = 0; r < size_; ++r) wake(r);
 }
 
-bool World::check_deadlock() {
+bool World::counts_say_all_stuck(int rank) {
+  // Every change of a count is a read-modify-write, and every rank that changes
+  // one reads all of them after: of two ranks that get stuck (or finish) at
+  // once, the later one sees both. So the last rank to get stuck sees the
+  // world stuck, whichever stripes the others are in.
+  const Stripe& mine = stripe_of(rank);
+  if (mine.stuck.load() != mine.live.load()) return false;
+  bool any_live = false;
+  for (const Stripe& s : stripes_) {
+    const int live = s.live.load();
+    if (s.stuck.load() != live) return false;
+    any_live = any_live || live > 0;
+  }
+  return any_live;
+}
+
+bool World::check_deadlock(int rank) {
   // The counts first, without a lock: the whole world is locked only when
   // they say every live rank is stuck, which in a world that still moves
   // happens at most for an instant.
-  const int live = live_.load();
-  if (live == 0 || stuck_.load() != live) return false;
+  if (!counts_say_all_stuck(rank)) return false;
   const AllLocks all(*this);
   if (failure() != kRunning || !all_live_stuck()) return false;
   declare_deadlock();
@@ -204,12 +219,12 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
       if (!is_done(op)) me.waiting_on.push_back(op);
     if (!can_progress(rank)) {
       me.stuck = true;
-      stuck_.fetch_add(1);
-      if (stuck_.load() == live_.load()) {
+      stripe_of(rank).stuck.fetch_add(1);
+      if (counts_say_all_stuck(rank)) {
         // Perhaps the last rank to get stuck: look at the whole world (with
         // every lock, so not holding this one), then at this rank again.
         lock.unlock();
-        check_deadlock();
+        check_deadlock(rank);
         lock.lock();
         continue;
       }

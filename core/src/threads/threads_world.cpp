@@ -28,8 +28,9 @@ World::World(int size, std::chrono::milliseconds timeout)
       timeout_(timeout),
       oversubscribed_(size > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       ranks_(static_cast<std::size_t>(size)),
-      stripes_(static_cast<std::size_t>(std::min(size, kMaxStripes))),
-      live_(size) {}
+      stripes_(static_cast<std::size_t>(std::min(size, kMaxStripes))) {
+  for (int r = 0; r < size; ++r) stripe_of(r).live.fetch_add(1);
+}
 
 World::PairLock::PairLock(World& world, int a, int b)
     : first_(&world.lock_of(std::min(a, b))), second_(&world.lock_of(std::max(a, b))) {
@@ -101,7 +102,7 @@ void World::send_wakes() {
 void World::unstick(RankState& r) {
   if (!r.stuck) return;
   r.stuck = false;
-  stuck_.fetch_sub(1);
+  stripe_of(rank_of(r)).stuck.fetch_sub(1);
 }
 
 void World::stop_waiting(RankState& r) {
@@ -273,12 +274,12 @@ std::string World::finish_rank(int rank) {
     mine.lock();
   }
   me.finished = true;
-  live_.fetch_sub(1);
+  stripe_of(rank).live.fetch_sub(1);
   mine.unlock();
   // The ranks still running may have been waiting for this one. Those whose
   // operations it completed or cancelled were woken by mark_done; the rest
   // wait on, for a peer that may still come, until every live rank is stuck.
-  if (failure() == kRunning) check_deadlock();
+  if (failure() == kRunning) check_deadlock(rank);
   return pending;
 }
 

@@ -145,7 +145,7 @@ class World {
     int copies_in_flight = 0;                                   // copies touching my buffers
     // The wait this rank is in (valid while waiting).
     bool waiting = false;
-    // Waiting and unable to progress: counted in World::stuck_, so that the
+    // Waiting and unable to progress: counted in its stripe's `stuck`, so that the
     // deadlock check costs O(1) per blocking call, not a scan of the world.
     bool stuck = false;
     bool finished = false;
@@ -163,16 +163,25 @@ class World {
     Clock::time_point polling_since;
   };
 
-  // One mutex per stripe, on a cache line of its own.
+  // One mutex per stripe, on a cache line of its own with the stripe's counts
+  // for the deadlock check (changed under `mu`; read by any rank without it).
+  // Counts per stripe, not per world: a world-wide count would be one cache
+  // line that every blocking call of every worker writes.
   struct alignas(64) Stripe {
     std::mutex mu;
+    std::atomic<int> live{0};   // its ranks not finished
+    std::atomic<int> stuck{0};  // its live ranks waiting with nothing that can progress
   };
   static constexpr int kMaxStripes = 32;
-  std::mutex& lock_of(int rank) {
+  Stripe& stripe_of(int rank) {
     return stripes_[static_cast<std::size_t>(static_cast<std::int64_t>(rank) *
-                                             static_cast<std::int64_t>(stripes_.size()) / size_)]
-        .mu;
+                                             static_cast<std::int64_t>(stripes_.size()) / size_)];
   }
+  std::mutex& lock_of(int rank) { return stripe_of(rank).mu; }
+  int rank_of(const RankState& r) const { return static_cast<int>(&r - ranks_.data()); }
+  // The counts say every live rank is stuck (read without locks: a hint that
+  // the exact check under every lock confirms). `rank`'s stripe is read first.
+  bool counts_say_all_stuck(int rank);
 
   // The locks of two ranks (one when they share a stripe), lower stripe first.
   class PairLock {
@@ -233,7 +242,7 @@ class World {
   bool all_live_stuck() const;      // the full check, every lock held
   // When the counts say every live rank is stuck, takes every lock and looks;
   // declares the deadlock if so. Called holding no lock. True if declared.
-  bool check_deadlock();
+  bool check_deadlock(int rank);
   void declare_deadlock();  // every lock held
   // A rank timed out: the first one writes the report and fails the launch,
   // so every other rank is cancelled with AbortedError naming it. Called with
@@ -261,8 +270,6 @@ class World {
   FiberPool* fibers_ = nullptr;
   std::vector<RankState> ranks_;
   std::vector<Stripe> stripes_;
-  std::atomic<int> live_;       // ranks not finished (changed under the rank's lock)
-  std::atomic<int> stuck_{0};   // live ranks waiting with nothing that can progress
   // The failure, published by failure_ (release) once its text is written;
   // never changed after.
   std::mutex fail_mu_;
