@@ -6,11 +6,14 @@
 // Without a GPU it says so and exits 0, so CI can run it.
 #include <cuda_runtime_api.h>
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <vector>
 
+#include "bench_main.h"
 #include "dtw/cuda_check.h"
 #include "gpu_bandwidth.h"
 
@@ -44,11 +47,8 @@ int run() {
 
 }  // namespace
 
-int main() {
-  try {
-    return run();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dtw_bench_gpu: %s\n", e.what());
-    return 1;
-  }
+int main(int argc, char** argv) {
+  CLI::App app{"dtw_bench_gpu: the CUDA reduce_into's bandwidth next to a device-to-device copy",
+               "dtw bench gpu"};
+  return dtw::cli::bench_main(app, argc, argv, run);  // dtw's exit statuses (dtw --help)
 }

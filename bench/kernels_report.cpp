@@ -19,6 +19,10 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_main.h"
+#include "cli_values.h"
+#include "dtw/errors.h"
+#include "exit_codes.h"
 #include "dtw/kernels/attention.h"
 #include "dtw/kernels/matmul.h"
 #include "dtw/model/config.h"
@@ -132,12 +136,8 @@ std::map<Gemm, std::int64_t> gpt_step_gemms(const dtw::model::ModelConfig& c, st
   return g;
 }
 
-int step_section(const std::string& name, std::int64_t batch, int steps) {
+void step_section(const std::string& name, std::int64_t batch, int steps) {
   const dtw::model::ModelConfig config = dtw::model::model_config(name);
-  if (config.kind != dtw::model::ModelKind::kGpt) {
-    fmt::print(stderr, "dtw_bench_kernels: --model must be a GPT (gpt-tiny, gpt-small), not {}\n", name);
-    return 2;
-  }
   const std::int64_t t = config.context;
   // GEMM floor: each distinct product timed alone, times how often the step does it.
   double floor = 0, gemm_flops = 0;
@@ -175,28 +175,31 @@ int step_section(const std::string& name, std::int64_t batch, int steps) {
     fmt::print("    {:<11} {:>9.1f} ms  {:>5.1f}%{}\n", e.kind, e.seconds * 1e3,
                total > 0 ? 100 * e.seconds / total : 0.0,
                e.flops > 0 ? fmt::format("  {:.1f} GFLOP/s", e.flops / e.seconds / 1e9) : "");
-  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"dtw_bench_kernels: matmul vs the BLAS, attention, and a training step vs its GEMM floor"};
+  using dtw::cli::add_int;
+  CLI::App app{"dtw_bench_kernels: matmul vs the BLAS, attention, and a training step vs its GEMM floor",
+               "dtw bench kernels"};
   std::int64_t size = 512, batch = 8;
   int repeats = 9, steps = 4;
   std::string model = "gpt-small";
-  app.add_option("--size", size, "matmul size n (n x n x n)")->capture_default_str();
-  app.add_option("--repeats", repeats, "timed runs per kernel (median)")->capture_default_str();
-  app.add_option("--model", model, "model of the training-step section")->capture_default_str();
-  app.add_option("--batch", batch, "sequences per step")->capture_default_str();
-  app.add_option("--steps", steps, "timed training steps (median)")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  try {
+  // Three n x n matrices of floats: 16384 needs 3 GiB.
+  add_int(app, "--size", size, "matmul size n (n x n x n)", {1, 16384});
+  add_int(app, "--repeats", repeats, "timed runs per kernel (median)", {1, 100000});
+  app.add_option("--model", model, "model of the training-step section (a GPT)")->capture_default_str();
+  add_int(app, "--batch", batch, "sequences per step", {1, 1 << 20});
+  add_int(app, "--steps", steps, "timed training steps (median)", {1, 100000});
+  return dtw::cli::bench_main(app, argc, argv, [&] {
+    // Every value is checked before the first section measures anything.
+    const dtw::model::ModelConfig config = dtw::model::model_config(model);
+    DTW_CHECK_ARG(config.kind == dtw::model::ModelKind::kGpt,
+                  "--model must be a GPT (gpt-tiny, gpt-small), not " << model);
     matmul_section(size, repeats);
     attention_section(repeats);
-    return step_section(model, batch, steps);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "dtw_bench_kernels: {}\n", e.what());
-    return 1;
-  }
+    step_section(model, batch, steps);
+    return dtw::cli::kExitOk;
+  });
 }

@@ -454,7 +454,7 @@ function(dtw_add_chapter name)
     set(bench_name "${topic}")
     add_executable(dtw_bench_${topic} ${bench_sources})
     target_link_libraries(dtw_bench_${topic} PRIVATE dtw_ch${id}_solution benchmark::benchmark
-      CLI11::CLI11 fmt::fmt)
+      dtw_cli_support CLI11::CLI11 fmt::fmt)
     if(demo_sources)
       target_link_libraries(dtw_bench_${topic} PRIVATE dtw_ch${id}_demos)
     endif()

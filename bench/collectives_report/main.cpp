@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <thread>
 #include <cctype>
+#include <limits>
 #include <cstdio>
 #include <iostream>
 
 #include "dtw/config.h"
 #include "dtw/errors.h"
+#include "bench_main.h"
+#include "cli_values.h"
 #include "dtw/output_file.h"
 #include "report.h"
 
@@ -37,6 +40,8 @@ std::int64_t parse_bytes(std::string s) {
   }
   DTW_CHECK_ARG(used == t.size() && !t.empty() && v >= 0,
                 "--sizes: '" << s << "' is not a size (examples: 8, 64K, 256M, 1G)");
+  DTW_CHECK_ARG(v <= std::numeric_limits<std::int64_t>::max() / scale,
+                "--sizes: '" << s << "' is too large");
   return v * scale;
 }
 
@@ -90,48 +95,45 @@ ReduceOp parse_op(const std::string& s) {
 // Builds without NCCL have no nccl_report.cpp: the option is there, and says why it cannot run.
 int nccl_main(Options, bool) {
   std::fprintf(stderr, "dtw_bench_collectives: --backend nccl: this build has no NCCL (see docs/gpu.md)\n");
-  return 1;
+  return 2;  // bad usage for this build, like --backend mpi without MPI
 }
 #endif
 }  // namespace dtw::bench
 
 int main(int argc, char** argv) {
   using namespace dtw::bench;
+  using dtw::cli::add_int;
   Options o;
   std::string algos = "all", sizes = "8:64M:x8", dtype = "float", op = "sum";
   bool no_peers = false, mpi_child = false;
   CLI::App app{"nccl-tests-style allreduce report: chapter 01's algorithms next to Gloo, MPI, memcpy "
-               "and an ideal hand-fused allreduce, with the alpha-beta-gamma model"};
-  app.add_option("--ranks", o.ranks, "ranks (default 2; with --backend nccl, one per GPU)")
-      ->check(CLI::Range(1, 256));
+               "and an ideal hand-fused allreduce, with the alpha-beta-gamma model",
+               "dtw bench collectives"};
+  add_int(app, "--ranks", o.ranks, "ranks (with --backend nccl, default one per GPU)", {1, 256});
   app.add_option("--algo", algos, "comma list of naive,binomial,ring,rabenseifner,direct, or all");
   app.add_option("--sizes", sizes, "bytes per rank: MIN:MAX[:xF] (K/M/G = 2^10/20/30) or a comma list");
-  app.add_option("--iters", o.iters, "timed calls per size (default: about 256 MiB worth, 5..2000)");
-  app.add_option("--warmup", o.warmup, "untimed calls per size (default: iters/5, 1..50)");
-  app.add_option("--trials", o.trials, "timed trials per size; the fastest is reported")->check(CLI::Range(1, 100));
+  // Given, they are used as they are; not given, they are chosen per size.
+  add_int(app, "--iters", o.iters, "timed calls per size (default: about 256 MiB worth, 5..2000)",
+          {1, 1000000})
+      ->default_str("");
+  add_int(app, "--warmup", o.warmup, "untimed calls per size (default: iters/5, 1..50)",
+          {0, 1000000})
+      ->default_str("");
+  add_int(app, "--trials", o.trials, "timed trials per size; the fastest is reported", {1, 100});
   app.add_option("--dtype", dtype, "float, double, int32 or int64");
   app.add_option("--op", op, "sum, prod, min, max or avg");
   app.add_option("--json", o.json_path, "write the results as JSON");
   app.add_option("--plot", o.plot_path, "write busbw vs size as SVG (needs gnuplot)");
   app.add_flag("--no-peers", no_peers, "only chapter 01's algorithms");
-  app.add_option("--backend", o.backend,
-                 "threads (default); mpi: also every algorithm over MPI point-to-point under "
-                 "mpirun, next to MPI_Allreduce and the threads figures, with their ratio; nccl: "
-                 "every algorithm on the GPUs (device memory) next to NCCL's allreduce")
-      ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
+  dtw::cli::add_name(app, "--backend", o.backend,
+                     "threads (default); mpi: also every algorithm over MPI point-to-point under "
+                     "mpirun, next to MPI_Allreduce and the threads figures, with their ratio; nccl: "
+                     "every algorithm on the GPUs (device memory) next to NCCL's allreduce",
+                     {"threads", "mpi", "nccl"});
   app.add_flag("--mpi-child", mpi_child, "internal: the MPI peer's body, started by mpirun")->group("");
   // dtw's exit-code convention (dtw --help): 0 ok, 2 bad usage, 3 a run failed.
-  std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);  // rows reach a pipe as they are printed
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "dtw_bench_collectives: %s (--help lists the options)\n", e.what());
-    return 2;
-  }
-  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
-  try {
+  return dtw::cli::bench_main(app, argc, argv, [&] {
+    for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
     o.dtype = parse_dtype(dtype);
     o.op = parse_op(op);
     o.sizes = parse_sizes(sizes);
@@ -197,12 +199,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "dtw_bench_collectives: %s: %s\n", s.name.c_str(), s.note.c_str());
         return 3;
       }
-  } catch (const dtw::InvalidArgument& e) {
-    std::fprintf(stderr, "dtw_bench_collectives: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dtw_bench_collectives: %s\n", e.what());
-    return 3;
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -6,10 +6,12 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "dtw/errors.h"
+#include "dtw/output_file.h"
 #include "process.h"
 #include "report.h"
 
@@ -234,9 +236,7 @@ void write_json(const Options& o, const Model& m, const std::vector<Series>& all
     }
     j["series"].push_back(js);
   }
-  std::ofstream out(o.json_path);
-  DTW_CHECK_ARG(out.good(), "--json: cannot write " << o.json_path);
-  out << j.dump(2) << "\n";
+  write_file(o.json_path, j.dump(2) + "\n", "--json");
   std::printf("# wrote %s\n", o.json_path.c_str());
 }
 
@@ -245,8 +245,7 @@ void write_plot(const Options& o, const std::vector<Series>& all) {
   std::string dat = o.plot_path;
   const auto dot = dat.rfind('.');
   dat = (dot == std::string::npos ? dat : dat.substr(0, dot)) + ".dat";
-  std::ofstream out(dat);
-  DTW_CHECK_ARG(out.good(), "--plot: cannot write " << dat);
+  std::ostringstream out;
   int blocks = 0;
   for (const auto& s : all) {
     if (s.samples.empty()) continue;
@@ -255,7 +254,7 @@ void write_plot(const Options& o, const std::vector<Series>& all) {
     out << "\n\n";
     ++blocks;
   }
-  out.close();
+  write_file(dat, out.str(), "--plot");
   const std::string title = std::to_string(o.ranks) + " ranks, " + type_name(o.dtype) + " " +
                             std::string(name_of(o.op));
   // gnuplot runs like every child process (process.h): no shell, so paths

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -29,6 +30,17 @@ void check_writable(const std::string& path, std::string_view what) {
   DTW_CHECK_ARG(fd >= 0, what << ": cannot write " << path << ": " << std::strerror(error));
   ::close(fd);
   if (!existed) ::unlink(path.c_str());
+}
+
+void write_file(const std::string& path, std::string_view contents, std::string_view what) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  const int open_error = errno;
+  DTW_CHECK(file != nullptr, Error, what << ": cannot write " << path << ": " << std::strerror(open_error));
+  const bool written = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
+  int error = errno;
+  const bool closed = std::fclose(file) == 0;
+  if (written) error = errno;
+  DTW_CHECK(written && closed, Error, what << ": writing " << path << " failed: " << std::strerror(error));
 }
 
 }  // namespace dtw

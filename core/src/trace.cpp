@@ -1,9 +1,9 @@
 #include "dtw/trace.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "dtw/errors.h"
+#include "dtw/output_file.h"
 
 namespace dtw {
 
@@ -60,9 +60,8 @@ void write_chrome_trace(const std::vector<TraceEvent>& events, const std::string
                             {"dur", e.end_us - e.start_us},
                             {"args", args}});
   }
-  std::ofstream out(path);
-  DTW_CHECK(out.good(), Error, "cannot write trace file '" << path << "'");
-  out << nlohmann::json{{"traceEvents", trace_events}, {"displayTimeUnit", "ns"}}.dump(1) << '\n';
+  write_file(path, nlohmann::json{{"traceEvents", trace_events}, {"displayTimeUnit", "ns"}}.dump(1) + '\n',
+             "the trace");
 }
 
 }  // namespace dtw

@@ -16,15 +16,20 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
+#include "cli_values.h"
 #include "data_parallelism_bench.h"
+#include "dtw/output_file.h"
+#include "exit_codes.h"
 
 namespace dtw::ch02::bench {
 
@@ -42,18 +47,18 @@ train::RunOutcome run(const std::string& strategy, const train::RunSpec& spec, i
 bool gnuplot(const std::string& script) {
   const std::filesystem::path path = std::filesystem::temp_directory_path() /
                                      ("dtw-dp-bench-" + std::to_string(::getpid()) + ".gp");
-  std::ofstream(path) << script;
-  const bool ok = std::system(("gnuplot '" + path.string() + "'").c_str()) == 0;
-  if (!ok) fmt::print("no plot: gnuplot failed or is missing (apt-get install gnuplot-nox)\n");
+  write_file(path.string(), script, "the gnuplot script");
+  // Like every child process (process.h): no shell, and how it ended is said.
+  const bool drawn = cli::draw_with_gnuplot({path.string()});
   std::filesystem::remove(path);
-  return ok;
+  return drawn;
 }
 
 namespace {
 
 void write_json(const std::string& stem, const std::vector<LinkRow>& links,
                 const std::vector<BucketRow>& buckets) {
-  std::ofstream json(stem + ".json");
+  std::ostringstream json;
   json << "{\n  \"server\": [";
   for (std::size_t i = 0; i < links.size(); ++i)
     json << (i ? ",\n    " : "\n    ")
@@ -72,6 +77,7 @@ void write_json(const std::string& stem, const std::vector<LinkRow>& links,
                 b.hidden_host);
   }
   json << "\n  ]\n}\n";
+  write_file(stem + ".json", json.str(), "--out");  // throws when the write fails
   fmt::print("\nwrote {}.json\n", stem);
 }
 
@@ -86,20 +92,29 @@ int main(int argc, char** argv) {
   using namespace dtw;
   using namespace dtw::ch02::bench;
   Options opt;
-  app.add_option("--part", opt.part, "server, buckets or all")->capture_default_str();
+  cli::add_name(app, "--part", opt.part, "Which sweep", {"server", "buckets", "all"});
   app.add_option("--model", opt.model, "Model of the bucket sweep")->capture_default_str();
-  app.add_option("--batch", opt.batch, "Global batch of the bucket sweep")->capture_default_str();
-  app.add_option("--steps", opt.steps, "Steps per run of the bucket sweep")->capture_default_str();
-  app.add_option("--caps", opt.caps, "Bucket caps in KiB")->delimiter(',')->capture_default_str();
+  cli::add_int(app, "--batch", opt.batch, "Global batch of the bucket sweep", {1, 1 << 20});
+  cli::add_int(app, "--steps", opt.steps, "Steps per run of the bucket sweep", {1, 100000});
+  cli::add_int_list(app, "--caps", opt.caps, "Bucket caps in KiB", {1, 1 << 30});
   app.add_option("--out", opt.out, "Write STEM.json, STEM-server.svg, STEM-buckets.svg");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    DTW_CHECK_ARG(opt.part == "all" || opt.part == "server" || opt.part == "buckets",
-                  "--part " << opt.part << ": server, buckets or all");
+  return cli::bench_main(app, argc, argv, [&] {
     train::RunSpec spec = train::standard_run(opt.model);
     spec.batch = opt.batch;
     spec.steps = opt.steps;
     spec.validate();
+    // Every run needs at least one row per rank: the server part's timed
+    // step has 8 ranks, the bucket sweep 16 (ib-2x8).
+    const std::int64_t most_ranks = opt.part == "server" ? 8 : 16;
+    DTW_CHECK_ARG(opt.batch >= most_ranks, "--batch " << opt.batch << " is too small for --part "
+                                                      << opt.part << ": it runs " << most_ranks
+                                                      << " ranks, each needs at least one row");
+    // Every output is checked before anything is measured.
+    if (!opt.out.empty()) {
+      check_writable(opt.out + ".json", "--out");
+      if (opt.part != "buckets") check_writable(opt.out + "-server.svg", "--out");
+      if (opt.part != "server") check_writable(opt.out + "-buckets.svg", "--out");
+    }
     std::vector<LinkRow> links;
     std::vector<BucketRow> buckets;
     if (opt.part != "buckets") {
@@ -112,9 +127,6 @@ int main(int argc, char** argv) {
       if (!links.empty()) plot_server(opt.out, links);
       if (!buckets.empty()) plot_buckets(opt.out, buckets);
     }
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "dtw bench data-parallelism: {}\n", e.what());
-    return 2;
-  }
-  return 0;
+    return cli::kExitOk;
+  });
 }

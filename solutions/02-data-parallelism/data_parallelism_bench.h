@@ -52,7 +52,8 @@ std::vector<BucketRow> bucket_part(const Options& opt, const train::RunSpec& spe
 /// The bucket sweep's plot: STEM-buckets.svg.
 void plot_buckets(const std::string& stem, const std::vector<BucketRow>& buckets);
 
-/// Runs gnuplot on `script`; false (and a note) when it fails or is missing.
+/// Runs gnuplot on `script`; false (and "no plot: ..." saying why) when it
+/// fails or is missing.
 bool gnuplot(const std::string& script);
 
 }  // namespace dtw::ch02::bench

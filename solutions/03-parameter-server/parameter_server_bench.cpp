@@ -20,10 +20,16 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
+#include "cli_values.h"
+#include "dtw/output_file.h"
 #include "dtw/train/strategy.h"
+#include "exit_codes.h"
 #include "parameter_server.h"
 #include "parameter_server_bench.h"
 
@@ -60,6 +66,13 @@ Run train_once(const std::string& name, const train::RunSpec& spec, int ranks,
   return r;
 }
 
+// The mean of the last `n` losses (of all of them when there are fewer).
+double mean_of_last(const std::vector<double>& losses, std::size_t n) {
+  const std::size_t k = std::min(n, losses.size());
+  return std::accumulate(losses.end() - static_cast<long>(k), losses.end(), 0.0) /
+         static_cast<double>(k);
+}
+
 // The first step whose mean loss over a window of 5 steps ending there is at
 // most `target` (−1: never).
 std::int64_t step_to(const std::vector<double>& losses, double target) {
@@ -75,27 +88,36 @@ int main(int argc, char** argv) {
   CLI::App app{"dtw bench parameter-server: stragglers, the server's link, loss curves",
                "dtw bench parameter-server"};
   std::string model = "gpt-tiny", json_path, plot_stem;
-  int workers = 4;
+  int workers = 4, repeats = 3;
   std::int64_t steps = 100, staleness = 2, batch = 32;
-  int repeats = 3;
-  double factor = 3, target = 0;
+  double factor = 3;
+  std::optional<double> given_target;
   app.add_option("--model", model, "mlp-tiny, gpt-tiny or gpt-small")->capture_default_str();
-  app.add_option("--workers", workers, "W")->capture_default_str()->check(CLI::Range(1, 64));
-  app.add_option("--steps", steps, "steps of each run")->capture_default_str();
-  app.add_option("--batch", batch, "global batch (rows; big enough that compute dominates)")
-      ->capture_default_str();
-  app.add_option("--factor", factor, "the stragglers' slowdown")->capture_default_str();
-  app.add_option("--staleness", staleness, "ps-ssp's bound")->capture_default_str();
-  app.add_option("--repeats", repeats, "runs of each row (the median is shown)")
-      ->capture_default_str()->check(CLI::Range(1, 99));
-  app.add_option("--target", target, "loss target (default: 70% of the first loss)");
+  cli::add_int(app, "--workers", workers, "W", {1, 64});
+  cli::add_int(app, "--steps", steps, "steps of each run", {1, 1000000});
+  cli::add_int(app, "--batch", batch, "global batch (rows; big enough that compute dominates)",
+               {1, 1 << 20});
+  cli::add_real(app, "--factor", factor, "the stragglers' slowdown", {.min = 1});
+  cli::add_int(app, "--staleness", staleness, "ps-ssp's bound", {0, 1000000});
+  cli::add_int(app, "--repeats", repeats, "runs of each row (the median is shown)", {1, 99});
+  cli::add_real(app, "--target", given_target, "loss target (default: 70% of the first loss)",
+                {.min = 0, .min_exclusive = true});
   app.add_option("--json", json_path, "write every figure as JSON");
   app.add_option("--plot", plot_stem, "write STEM.csv and STEM.svg: the loss curves");
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return cli::bench_main(app, argc, argv, [&] {
     train::RunSpec spec = train::standard_run(model);
     spec.steps = steps;
     spec.batch = batch;
+    spec.validate();
+    DTW_CHECK_ARG(batch >= workers, "--batch " << batch << " is too small for " << workers
+                                               << " workers: each needs at least one row");
+    // Every output is checked before anything is measured.
+    if (!json_path.empty()) check_writable(json_path, "--json");
+    if (!plot_stem.empty()) {
+      check_writable(plot_stem + ".csv", "--plot");
+      check_writable(plot_stem + ".svg", "--plot");
+    }
+    double target = given_target.value_or(0);
     const int ranks = 1 + workers;
     const std::string f = fmt::format("{:g}", factor);
     json out = {{"model", model}, {"workers", workers}, {"servers", 1}, {"steps", steps},
@@ -150,7 +172,7 @@ int main(int argc, char** argv) {
             name == "ps-sync" ? "1" : name == "ps-async" ? fmt::format("{:.2f}", slow.predicted_async)
                                                          : (slow.label == "jitter" ? "-" : "1");
         const std::int64_t at = step_to(r.losses, target);
-        const double last = std::accumulate(r.losses.end() - 5, r.losses.end(), 0.0) / 5;
+        const double last = mean_of_last(r.losses, 5);
         fmt::print("{:<13} {:<9} {:>9.0f} {:>7.2f} {:>8} {:>10.1f} {:>10} {:>9} {:>10.3f}\n",
                    slow.label, name, rate(r), rate(r) / sync_rate, model_ratio,
                    static_cast<double>(r.updates) / r.total,
@@ -179,23 +201,20 @@ int main(int argc, char** argv) {
 
     // 3. Loss curves with one straggler.
     if (!plot_stem.empty()) {
-      std::ofstream csv(plot_stem + ".csv");
+      std::ostringstream csv;
       csv << "strategy,step,seconds,loss\n";
       for (const Run& r : curves)
         for (std::size_t i = 0; i < r.losses.size(); ++i)
           csv << r.strategy << ',' << i << ',' << r.seconds[i] << ',' << r.losses[i] << '\n';
-      csv.close();
+      write_file(plot_stem + ".csv", csv.str(), "--plot");
       fmt::print("\nwrote {}.csv\n", plot_stem);
       dtw::ch03::bench::plot(plot_stem + ".csv", plot_stem + ".svg",
            fmt::format("{}, 1 server + {} workers, worker 0 {}x slower", model, workers, f));
     }
     if (!json_path.empty()) {
-      std::ofstream(json_path) << out.dump(2) << '\n';
+      write_file(json_path, out.dump(2) + "\n", "--json");
       fmt::print("wrote {}\n", json_path);
     }
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "dtw bench parameter-server: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+    return cli::kExitOk;
+  });
 }

@@ -15,7 +15,8 @@ namespace dtw::ch03::bench {
 void server_link_table(const train::RunSpec& spec, nlohmann::json& out);
 
 // Draws the loss curves of `csv` (strategy,step,seconds,loss) into `svg`
-// against steps and against wall seconds, through gnuplot when it is installed.
+// against steps and against wall seconds, through gnuplot when it is installed
+// ("no plot: ..." saying why when it is not drawn).
 void plot(const std::string& csv, const std::string& svg, const std::string& title);
 
 }  // namespace dtw::ch03::bench

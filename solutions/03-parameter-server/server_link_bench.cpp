@@ -12,15 +12,17 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "collectives.h"
 #include "dtw/launch.h"
+#include "dtw/output_file.h"
 #include "dtw/memory.h"
 #include "dtw/model/params.h"
 #include "dtw/train/strategy.h"
@@ -86,12 +88,7 @@ void server_link_table(const train::RunSpec& spec, nlohmann::json& out) {
 }
 
 void plot(const std::string& csv, const std::string& svg, const std::string& title) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    fmt::print("no plot: gnuplot not found (apt-get install gnuplot-nox)\n");
-    return;
-  }
-  const std::string script = svg + ".gp";
-  std::ofstream gp(script);
+  std::ostringstream gp;
   gp << "set terminal svg size 960,420 dynamic font 'sans,11' background '#ffffff'\n"
      << "set output '" << svg << "'\nset datafile separator ','\nset key top right\n"
      << "set grid\nset multiplot layout 1,2 title '" << title << "'\n"
@@ -101,9 +98,13 @@ void plot(const std::string& csv, const std::string& svg, const std::string& tit
      << "set xlabel 'wall seconds'\nset ylabel 'loss'\n"
      << "plot for [s in 'ps-sync ps-ssp ps-async'] '" << csv
      << "' using (strcol(1) eq s ? $3 : 1/0):4 with lines lw 2 title s\nunset multiplot\n";
-  gp.close();
-  if (std::system(("gnuplot '" + script + "'").c_str()) == 0) fmt::print("wrote {}\n", svg);
+  const std::string script = svg + ".gp";
+  write_file(script, gp.str(), "--plot");
+  // Like every child process (process.h): no shell, and how it ended is said
+  // ("no plot: gnuplot ended with ..."); the CSV is there either way.
+  const bool drawn = cli::draw_with_gnuplot({script});
   std::remove(script.c_str());
+  if (drawn) fmt::print("wrote {}\n", svg);
 }
 
 }  // namespace dtw::ch03::bench

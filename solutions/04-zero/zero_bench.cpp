@@ -11,14 +11,17 @@
 #include <CLI/CLI.hpp>
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
+#include "cli_values.h"
 #include "dtw/errors.h"
 #include "dtw/memory.h"
+#include "dtw/output_file.h"
 #include "dtw/train/strategy.h"
+#include "exit_codes.h"
 
 namespace {
 
@@ -37,14 +40,6 @@ struct Bar {
   std::array<double, kMemoryCategories> measured{};  // rank 0's peaks, MiB
   double formula = NAN;  // the formula's model state (parameters, gradients, optimizer), MiB
 };
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream s(list);
-  for (std::string item; std::getline(s, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 Bar measure(const Strategy& strategy, const RunSpec& spec, int ranks) {
   HarnessOptions o;
@@ -83,8 +78,7 @@ void write_svg(const std::vector<Bar>& bars, const std::vector<int>& worlds,
   const double left = 70, bottom = 360, height = 300, bar_w = 22, gap = 6, group_gap = 40;
   const double group_w = static_cast<double>(names.size()) * (bar_w + gap);
   const double width = left + static_cast<double>(worlds.size()) * (group_w + group_gap) + 190;
-  std::ofstream svg(path);
-  DTW_CHECK_ARG(svg.good(), "dtw bench zero: cannot write " << path);
+  std::ostringstream svg;
   svg << fmt::format(R"svg(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="440" font-family="sans-serif" font-size="12">)svg", width)
       << fmt::format(R"svg(<rect width="100%" height="100%" fill="white"/><text x="{}" y="24" font-size="15">{}</text>)svg", left, title);
   for (int t = 0; t <= 4; ++t) {  // the axis and its grid
@@ -118,33 +112,36 @@ void write_svg(const std::vector<Bar>& bars, const std::vector<int>& worlds,
     svg << fmt::format(R"svg(<rect x="{:.0f}" y="{}" width="14" height="14" fill="{}"/><text x="{:.0f}" y="{}">{}</text>)svg", lx, 60 + 22 * k, kColours[k], lx + 20, 72 + 22 * k, name_of(kDrawn[k]));
   svg << fmt::format(R"svg(<line x1="{:.0f}" x2="{:.0f}" y1="{}" y2="{}" stroke="black" stroke-width="2"/><text x="{:.0f}" y="{}">formula: model state</text>)svg", lx, lx + 14, 60 + 22 * 4 + 7, 60 + 22 * 4 + 7, lx + 20, 72 + 22 * 4);
   svg << "</svg>\n";
+  write_file(path, svg.str(), "--svg");  // throws when the write fails
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("dtw bench zero: per-rank memory by category against the world size");
-  std::string model = "gpt-small", strategies = "ddp-bucketed,zero1,zero2,zero3", worlds_arg = "1,2,4,8";
+  CLI::App app("dtw bench zero: per-rank memory by category against the world size",
+               "dtw bench zero");
+  std::string model = "gpt-small", strategies = "ddp-bucketed,zero1,zero2,zero3";
   std::string svg;
+  std::vector<int> worlds = {1, 2, 4, 8};
   std::int64_t steps = 1;
-  app.add_option("--model", model, "mlp-tiny, gpt-tiny or gpt-small");
-  app.add_option("--strategies", strategies, "comma-separated; unknown names are skipped");
-  app.add_option("--ranks", worlds_arg, "comma-separated world sizes");
-  app.add_option("--steps", steps, "steps per run (peaks do not change after the first)");
+  app.add_option("--model", model, "mlp-tiny, gpt-tiny or gpt-small")->capture_default_str();
+  app.add_option("--strategies", strategies, "comma-separated registered strategies")
+      ->capture_default_str();
+  cli::add_int_list(app, "--ranks", worlds, "comma-separated world sizes", {1, cli::kMaxRanks});
+  cli::add_int(app, "--steps", steps, "steps per run (peaks do not change after the first)",
+               {1, 1000000});
   app.add_option("--svg", svg, "write the stacked bar chart here");
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return cli::bench_main(app, argc, argv, [&] {
     RunSpec spec = standard_run(model);
     spec.steps = steps;
-    std::vector<int> worlds;
-    for (const std::string& w : split(worlds_arg)) worlds.push_back(std::stoi(w));
-    std::vector<std::string> names;
-    for (const std::string& n : split(strategies)) {
-      bool known = false;
-      for (const Strategy& s : dtw::train::strategies()) known = known || s.name == n;
-      if (known) names.push_back(n);
-      else fmt::print("(skipping {}: not registered in this build)\n", n);
-    }
+    spec.validate();
+    std::vector<std::string> known;
+    for (const Strategy& s : dtw::train::strategies()) known.push_back(s.name);
+    const std::vector<std::string> names = cli::parse_name_list("--strategies", strategies, known);
+    for (const int p : worlds)
+      DTW_CHECK_ARG(p <= spec.batch, "--ranks " << p << ": the batch of " << spec.batch
+                                                << " rows cannot be split over " << p << " ranks");
+    if (!svg.empty()) check_writable(svg, "--svg");  // before anything is measured
     fmt::print("per-rank peak memory (rank 0), {} {}, batch {}, MiB\n", model, name_of(spec.dtype), spec.batch);
     fmt::print("{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9}\n", "strategy", "ranks",
                "parameters", "gradients", "optimizer", "activations", "total", "state", "formula");
@@ -166,9 +163,6 @@ int main(int argc, char** argv) {
                 svg);
       fmt::print("wrote {}\n", svg);
     }
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "dtw bench zero: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+    return cli::kExitOk;
+  });
 }

@@ -20,6 +20,7 @@ namespace dtw {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 TEST(ChildFailureTest, SignalsAndMpirunStatusesAreDecoded) {
@@ -49,17 +50,21 @@ class DeadMpiRankTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("dtw-fake-mpirun-" + std::to_string(getpid()));
     fs::create_directories(dir_);
+    fake_mpirun("echo '--------------------------------------------------------------------------'\n"
+                "echo 'mpirun noticed that process rank 1 with PID 4242 on node testhost exited on "
+                "signal 9 (Killed).'\n"
+                "echo '--------------------------------------------------------------------------'\n"
+                "exit 137\n");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The stand-in mpirun: a shell script with `body`.
+  void fake_mpirun(const std::string& body) {
     std::ofstream script(dir_ / "mpirun");
-    script << "#!/bin/sh\n"
-              "echo '--------------------------------------------------------------------------'\n"
-              "echo 'mpirun noticed that process rank 1 with PID 4242 on node testhost exited on "
-              "signal 9 (Killed).'\n"
-              "echo '--------------------------------------------------------------------------'\n"
-              "exit 137\n";
+    script << "#!/bin/sh\n" << body;
     script.close();
     fs::permissions(dir_ / "mpirun", fs::perms::owner_all);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // Runs argv with the stand-in mpirun first on PATH.
   testing::Finished with_fake_mpirun(std::vector<std::string> argv) {
@@ -90,6 +95,34 @@ TEST_F(DeadMpiRankTest, FailsDtwRun) {
   EXPECT_EQ(run.exit_code, 3) << run.output;
   EXPECT_THAT(run.output, HasSubstr("process rank 1 with PID 4242"));
   EXPECT_THAT(run.output, HasSubstr("mpirun -np 2 ended with exit status 137 (128 + signal 9"));
+}
+
+TEST_F(DeadMpiRankTest, MpirunsOwnFailureIsDecodedNotPassedOnAsACheck) {
+  // mpirun's status 1 (it could not start the job) read as dtw's "a check failed".
+  fake_mpirun("echo 'Open RTE was unable to open the hostfile'\nexit 1\n");
+  const testing::Finished run =
+      with_fake_mpirun({DTW_PROGRAM, "run", "token-ring", "--backend", "mpi", "--ranks", "2"});
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("mpirun -np 2 ended with exit status 1"));
+}
+
+TEST_F(DeadMpiRankTest, ARanksOwnStatusPassesThrough) {
+  // A rank of dtw's mpirun leaves with 80 + its status, and is told so.
+  fake_mpirun("[ \"$DTW_RANK_OF_DTW_MPIRUN\" = 1 ] || exit 99\n"
+              "echo 'rank 0: demo result wrong'\nexit 81\n");
+  const testing::Finished run =
+      with_fake_mpirun({DTW_PROGRAM, "run", "token-ring", "--backend", "mpi", "--ranks", "2"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, Not(HasSubstr("ended with"))) << run.output;
+}
+
+TEST_F(DeadMpiRankTest, AMissingHostfileIsRefusedBeforeMpirunStarts) {
+  const testing::Finished run =
+      with_fake_mpirun({DTW_PROGRAM, "run", "token-ring", "--backend", "mpi", "--ranks", "2",
+                        "--hostfile", (dir_ / "no-hostfile").string()});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("no-hostfile: no such file"));
+  EXPECT_THAT(run.output, Not(HasSubstr("PID 4242"))) << "mpirun ran: " << run.output;
 }
 #endif
 

@@ -217,6 +217,15 @@ TEST_F(DtwCliTest, ProgressReachesAPipeAsItIsPrinted) {
   EXPECT_TRUE(run.alive());
 }
 
+TEST_F(DtwCliTest, ARunThatFailsWithAnErrorExitsWithTheRunStatus) {
+  // 3, "a run failed": a rank raised an error (here: more ranks than rows);
+  // 1 is kept for a wrong result. It was 1 for both.
+  const Finished run = dtw({"run", "dp-server", "--ranks", "16"});
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("cannot be split over 16 data shards"));
+  EXPECT_THAT(run.output, HasSubstr("demo 'dp-server' failed: a rank raised an error"));
+}
+
 std::size_t lines_of(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -11,6 +14,17 @@ namespace {
 [[noreturn]] void refuse(std::string message) { throw CLI::ValidationError(std::move(message)); }
 
 std::string shown(std::string_view text) { return text.empty() ? "''" : std::string(text); }
+
+// The items of a comma-separated list, empty ones included.
+std::vector<std::string_view> items_of(std::string_view text) {
+  std::vector<std::string_view> items;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos) return items;
+    start = comma + 1;
+  }
+}
 
 }  // namespace
 
@@ -62,6 +76,32 @@ double parse_real(std::string_view flag, std::string_view text, RealRange range)
   return value;
 }
 
+std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view text,
+                                         IntRange range) {
+  std::vector<std::int64_t> values;
+  for (const std::string_view item : items_of(text)) {
+    if (item.empty())
+      refuse(fmt::format("{} takes a comma-separated list of integers, got {}", flag, shown(text)));
+    values.push_back(parse_int(flag, item, range));
+  }
+  return values;
+}
+
+std::vector<std::string> parse_name_list(std::string_view flag, std::string_view text,
+                                         const std::vector<std::string>& known) {
+  std::vector<std::string> names;
+  for (const std::string_view item : items_of(text)) {
+    const std::string name(item);
+    if (std::ranges::find(known, name) == known.end())
+      refuse(fmt::format("{}: unknown name {}; the known ones: {}", flag, shown(name),
+                         fmt::join(known, ", ")));
+    if (std::ranges::find(names, name) != names.end())
+      refuse(fmt::format("{}: {} is named twice in {}", flag, name, text));
+    names.push_back(name);
+  }
+  return names;
+}
+
 CLI::Option* add_int(CLI::App& app, const std::string& flag, std::int64_t& target,
                      const std::string& help, IntRange range) {
   return app
@@ -104,6 +144,64 @@ CLI::Option* add_real(CLI::App& app, const std::string& flag, double& target,
           help)
       ->type_name("NUMBER")
       ->default_str(fmt::format("{}", target));
+}
+
+namespace {
+std::string joined(const std::vector<std::int64_t>& values) {
+  return fmt::format("{}", fmt::join(values, ","));
+}
+}  // namespace
+
+CLI::Option* add_int_list(CLI::App& app, const std::string& flag, std::vector<std::int64_t>& target,
+                          const std::string& help, IntRange range) {
+  return app
+      .add_option_function<std::string>(
+          flag, [&target, flag, range](const std::string& s) { target = parse_int_list(flag, s, range); },
+          help)
+      ->type_name("INT,...")
+      ->default_str(joined(target));
+}
+
+CLI::Option* add_int_list(CLI::App& app, const std::string& flag, std::vector<int>& target,
+                          const std::string& help, IntRange range) {
+  range.min = std::max<std::int64_t>(range.min, std::numeric_limits<int>::min());
+  range.max = std::min<std::int64_t>(range.max, std::numeric_limits<int>::max());
+  return app
+      .add_option_function<std::string>(
+          flag,
+          [&target, flag, range](const std::string& s) {
+            target.clear();
+            for (const std::int64_t v : parse_int_list(flag, s, range))
+              target.push_back(static_cast<int>(v));
+          },
+          help)
+      ->type_name("INT,...")
+      ->default_str(fmt::format("{}", fmt::join(target, ",")));
+}
+
+CLI::Option* add_name(CLI::App& app, const std::string& flag, std::string& target,
+                      const std::string& help, std::vector<std::string> known) {
+  const std::string names = fmt::format("{}", fmt::join(known, "|"));
+  return app
+      .add_option_function<std::string>(
+          flag,
+          [&target, flag, known = std::move(known)](const std::string& s) {
+            if (s.find(',') != std::string::npos)
+              refuse(fmt::format("{} takes one name, got {}", flag, s));
+            target = parse_name_list(flag, s, known).front();
+          },
+          help)
+      ->type_name(names)
+      ->default_str(target);
+}
+
+CLI::Option* add_int(CLI::App& app, const std::string& flag, std::optional<std::int64_t>& target,
+                     const std::string& help, IntRange range) {
+  return app
+      .add_option_function<std::string>(
+          flag, [&target, flag, range](const std::string& s) { target = parse_int(flag, s, range); },
+          help)
+      ->type_name("INT");
 }
 
 CLI::Option* add_real(CLI::App& app, const std::string& flag, std::optional<double>& target,

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtw::cli {
 
@@ -30,6 +31,15 @@ std::int64_t parse_int(std::string_view flag, std::string_view text, IntRange ra
 std::uint64_t parse_uint(std::string_view flag, std::string_view text);
 double parse_real(std::string_view flag, std::string_view text, RealRange range);
 
+// A comma-separated list ("1,2,4,8"), each item as parse_int reads it; an
+// empty list or an empty item is an error too.
+std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view text,
+                                         IntRange range);
+// A comma-separated list of names, each one of `known`; otherwise an error
+// naming the unknown one and listing the known ones. No name twice, none empty.
+std::vector<std::string> parse_name_list(std::string_view flag, std::string_view text,
+                                         const std::vector<std::string>& known);
+
 // Options that parse with the functions above; the help shows the default.
 CLI::Option* add_int(CLI::App& app, const std::string& flag, std::int64_t& target,
                      const std::string& help, IntRange range = {});
@@ -39,7 +49,16 @@ CLI::Option* add_uint(CLI::App& app, const std::string& flag, std::uint64_t& tar
                       const std::string& help);
 CLI::Option* add_real(CLI::App& app, const std::string& flag, double& target,
                       const std::string& help, RealRange range = {});
+CLI::Option* add_int_list(CLI::App& app, const std::string& flag, std::vector<std::int64_t>& target,
+                          const std::string& help, IntRange range = {});
+CLI::Option* add_int_list(CLI::App& app, const std::string& flag, std::vector<int>& target,
+                          const std::string& help, IntRange range = {});
+// One name of `known` (a single value; parse_name_list's message otherwise).
+CLI::Option* add_name(CLI::App& app, const std::string& flag, std::string& target,
+                      const std::string& help, std::vector<std::string> known);
 // Left empty unless given: the caller can tell "not given" from any value.
+CLI::Option* add_int(CLI::App& app, const std::string& flag, std::optional<std::int64_t>& target,
+                     const std::string& help, IntRange range = {});
 CLI::Option* add_real(CLI::App& app, const std::string& flag, std::optional<double>& target,
                       const std::string& help, RealRange range = {});
 

@@ -1,6 +1,6 @@
 #pragma once
 // The dtw program's one exit-code convention, shown by `dtw --help`. Every
-// subcommand returns one of these; a child program's own status is decoded
+// subcommand and every benchmark program (bench_main.h) returns one of these; a child program's own status is decoded
 // and reported, never passed through as if it were dtw's.
 namespace dtw::cli {
 
@@ -17,7 +17,9 @@ inline constexpr const char* kExitCodesHelp =
     "  0  success: everything ran and every check passed\n"
     "  1  a check failed: a test, a demo's result, a comparison with the reference\n"
     "  2  bad usage: an unknown option, a value out of range, an output that cannot be written\n"
-    "  3  a run failed: an error or deadlock in a run, a child process that crashed or was killed\n"
-    "     (also the MPI watchdog's status when it aborts a hung job)";
+    "  3  a run failed: an error or deadlock in a run, a write that failed, a child process that\n"
+    "     crashed or was killed, mpirun's own failure (also the MPI watchdog's status when it\n"
+    "     aborts a hung job)\n"
+    "The benchmark programs (dtw bench NAME) end with the same statuses.";
 
 }  // namespace dtw::cli

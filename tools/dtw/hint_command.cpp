@@ -12,6 +12,7 @@
 
 #include "check_cache.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "hints.h"
 #include "lab_results.h"
 #include "process.h"
@@ -161,7 +162,7 @@ int bench_command(const Context& context, const std::vector<std::string>& args) 
   argv.insert(argv.end(), args.begin() + 1, args.end());
   exec_program(argv);
   print_error(fmt::format("cannot run {}: {}", program.string(), std::strerror(errno)));
-  return 1;
+  return kExitRunFailed;
 }
 
 }  // namespace dtw::cli

@@ -9,10 +9,13 @@
 
 #include "dtw/errors.h"
 #include "exit_codes.h"
+#include "mpi_launch.h"
 #include "run_cli.h"
 #include "style.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int guarded_main(int argc, char** argv) {
   using dtw::cli::print_error;
   std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);  // progress reaches a pipe line by line
   try {
@@ -51,4 +54,11 @@ int main(int argc, char** argv) {
     print_error(e.what());
     return dtw::cli::kExitRunFailed;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A rank of `dtw run --backend mpi --lab` marks its status as dtw's (mpi_launch.h).
+  return dtw::cli::rank_process_status(guarded_main(argc, argv));
 }

@@ -12,6 +12,7 @@
 #include "cli_values.h"
 #include "commands.h"
 #include "exit_codes.h"
+#include "mpi_launch.h"
 #include "run_cli.h"
 #include "dtw/errors.h"
 #include "style.h"
@@ -90,7 +91,8 @@ int run_main(int argc, char** argv) {
       app.add_subcommand("bench", "Run benchmark NAME (build/bench/dtw_bench_NAME) with ARGS");
   bench_cmd->prefix_command();
   bench_cmd->footer(
-      "Usage: dtw bench NAME [ARGS...]; ARGS go to the Google Benchmark program as they are.");
+      "Usage: dtw bench NAME [ARGS...]; ARGS go to the benchmark program as they are\n"
+      "(dtw bench NAME --help lists its options). Every one ends with the exit statuses of dtw --help.");
   bench_cmd->callback([&] {
     action = [bench_cmd] { return bench_command(load_context(), bench_cmd->remaining()); };
   });
@@ -133,11 +135,10 @@ int run_main(int argc, char** argv) {
 }  // namespace
 }  // namespace dtw::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+int guarded_main(int argc, char** argv) {
   using namespace dtw::cli;
-  // Progress lines must reach a pipe (`dtw train ... | tee log`) as they are
-  // printed, not when a 4 KiB block fills or the program ends.
-  std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);
   try {
     return run_main(argc, argv);
   } catch (const UsageError& e) {
@@ -150,4 +151,14 @@ int main(int argc, char** argv) {
     print_error(e.what());
     return kExitRunFailed;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Progress lines must reach a pipe (`dtw train ... | tee log`) as they are
+  // printed, not when a 4 KiB block fills or the program ends.
+  std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);
+  // A rank of `dtw run --backend mpi` marks its status as dtw's (mpi_launch.h).
+  return dtw::cli::rank_process_status(guarded_main(argc, argv));
 }

@@ -87,6 +87,15 @@ std::vector<std::string> mpirun_command(const MpiRunRequest& request, std::vecto
     notes.emplace_back("running as root: added --allow-run-as-root (OpenMPI refuses root otherwise)");
   }
   if (!request.hostfile.empty()) {
+    // mpirun's own "unable to open the hostfile" would end it with status 1,
+    // which reads like dtw's "a check failed": refuse it here, as bad usage.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(request.hostfile, ec) ||
+        access(request.hostfile.c_str(), R_OK) != 0)
+      throw UsageError(fmt::format("--hostfile {}: {}", request.hostfile,
+                                   std::filesystem::exists(request.hostfile, ec)
+                                       ? "not a readable file"
+                                       : "no such file"));
     cmd.insert(cmd.end(), {"--hostfile", request.hostfile});
     notes.emplace_back(fmt::format("ranks placed by the hostfile {} (its slots= decide how many per host)",
                                    request.hostfile));
@@ -102,6 +111,9 @@ std::vector<std::string> mpirun_command(const MpiRunRequest& request, std::vecto
   // mpirun gives its local ranks a terminal of their own, so they would colour
   // their output even when dtw's is piped; tell them (on every host) not to.
   if (!color_enabled()) cmd.insert(cmd.end(), {"-x", "NO_COLOR=1"});
+  // Each rank leaves with kRankStatusBase + its status (rank_process_status),
+  // so dtw can tell the ranks' verdict from mpirun's own failures.
+  cmd.insert(cmd.end(), {"-x", std::string(kRanksOfDtwEnv) + "=1"});
   // Each process is this same program; it sees mpirun's environment and runs
   // its own rank instead of starting mpirun again.
   cmd.insert(cmd.end(), {self_path(), "run", request.demo, "--backend", "mpi", "--ranks",
@@ -119,13 +131,20 @@ int run_mpirun(const MpiRunRequest& request) {
   fmt::print("dtw: {}\n", line);
   std::fflush(stdout);
   // A child like every other (process.h), not an exec: mpirun's own status
-  // (137 when a rank was killed) must not become dtw's.
-  const ProcessResult result = run_process(cmd, {});
-  if (result.signal == 0 && !result.timed_out && result.exit_code >= kExitOk &&
-      result.exit_code <= kExitRunFailed)
-    return result.exit_code;
+  // (1 when it cannot start the job, 137 when a rank was killed) must not
+  // become dtw's; only a status a rank of dtw's left with passes through.
+  const ProcessResult result = run_process(cmd, {.env = {{kRanksOfDtwEnv, "1"}}});
+  if (result.ok()) return kExitOk;
+  if (result.signal == 0 && !result.timed_out && result.exit_code > kRankStatusBase &&
+      result.exit_code <= kRankStatusBase + kExitRunFailed)
+    return result.exit_code - kRankStatusBase;  // a rank said why; its status is dtw's
   print_error(fmt::format("mpirun -np {} ended with {}", request.ranks, result.describe()));
   return kExitRunFailed;
+}
+
+int rank_process_status(int status) {
+  if (status == kExitOk || std::getenv(kRanksOfDtwEnv) == nullptr || !inside_mpirun()) return status;
+  return kRankStatusBase + status;
 }
 
 void share_checks_over_mpi(std::vector<std::optional<DemoCheck>>& checks) {

@@ -24,12 +24,24 @@ bool inside_mpirun();
 /// dtw added on its own (run as root, more ranks than cores) and why.
 std::vector<std::string> mpirun_command(const MpiRunRequest& request, std::vector<std::string>& notes);
 
+/// Set (to 1) in the environment of the ranks run_mpirun starts.
+inline constexpr const char* kRanksOfDtwEnv = "DTW_RANK_OF_DTW_MPIRUN";
+/// Such a rank leaves with kRankStatusBase + its status 1-3 (0 stays 0):
+/// mpirun passes the first non-zero status of a rank on, and its own
+/// failures (a hostfile it cannot read: 1) are small numbers too.
+inline constexpr int kRankStatusBase = 80;
+
 /// Prints the notes and the command, runs mpirun (its output goes straight to
 /// the terminal, OpenMPI's lines naming a failed rank included) and returns
-/// dtw's exit status: the ranks' own (0-3, dtw's convention) when mpirun
-/// passed it on, else kExitRunFailed after saying how mpirun ended (a rank
-/// killed by a signal is decoded). Throws UsageError if mpirun is missing.
+/// dtw's exit status: a rank's own (1-3, dtw's convention) when mpirun passed
+/// one on, else kExitRunFailed after saying how mpirun ended (its own
+/// failure, a status a rank did not choose, a rank killed by a signal,
+/// decoded). Throws UsageError if mpirun is missing or the hostfile cannot be read.
 int run_mpirun(const MpiRunRequest& request);
+
+/// The status this process exits with for dtw's `status`: under an mpirun
+/// that run_mpirun started, kRankStatusBase + status (0 stays 0); else status.
+int rank_process_status(int status);
 
 /// Under mpirun: merges every process's demo checks (each fills only its own
 /// rank's slot). Collective: every process must call it. A no-op without MPI.

@@ -133,7 +133,8 @@ void write_json(const std::string& path, const Demo& demo, const DemoOutcome& ou
     else f << it.value().dump();
   }
   f << "}\n";
-  DTW_CHECK(f.good(), Error, "dtw run --json: could not write " << path);
+  f.close();  // a full disk may show only here
+  DTW_CHECK(!f.fail(), Error, "dtw run --json: could not write " << path);
 }
 
 // dtw run DEMO --lab: the same arguments, to the demo's chapter's lab-run program.
@@ -155,6 +156,15 @@ void print_not_implemented(const Demo& demo, const RankError& e) {
                       fmt::format("./dtw run {} runs the demo with the solution", demo.name));
   else
     fmt::print("\n{} {}\n", paint(Paint::kRed, "NotImplemented:"), e.message);
+}
+
+// dtw's exit status for an ordinary demo's outcome: 0 every rank's result
+// right; 3 the run failed (a rank raised an error, a deadlock, a lab step not
+// written); 1 it ran to the end but a result was wrong (a check failed).
+int status_of(const DemoOutcome& outcome) {
+  if (outcome.correct()) return kExitOk;
+  if (!outcome.failures.empty() || outcome.deadlock) return kExitRunFailed;
+  return kExitCheckFailed;
 }
 
 }  // namespace
@@ -231,7 +241,9 @@ int run_command(const RunOptions& options) {
   }
   DemoOutcome outcome = run_demo(demo, ranks, options.backend, !options.trace.empty(), timeout);
   if (on_mpi) share_checks_over_mpi(outcome.checks);
-  if (!printing) return outcome.correct() ? 0 : 1;
+  // Rank 0 judges pitfalls and deadlock demos (their other processes fail by
+  // design); for the rest every process ends with the same status as rank 0.
+  if (!printing) return demo.catches.empty() && !demo.expects_deadlock ? status_of(outcome) : 0;
 
   print_checks(outcome);
   if (outcome.deadlock) {
@@ -300,16 +312,17 @@ int run_command(const RunOptions& options) {
                paint(Paint::kDim, "(exit status 1: the program deadlocked, which is the point)"));
     return 1;
   }
-  if (!outcome.correct() && not_written && others.empty()) {
+  const int status = status_of(outcome);
+  if (status == kExitRunFailed && not_written && others.empty()) {
     // Like `dtw train --lab`: the run could not go on (exit 3), nothing was wrong yet.
     print_error(fmt::format("demo '{}' stopped at a step your lab has not written", demo.name));
-    return kExitRunFailed;
+  } else if (status == kExitRunFailed) {
+    print_error(fmt::format("demo '{}' failed: {}", demo.name,
+                            outcome.deadlock ? "it deadlocked" : "a rank raised an error"));
+  } else if (status != kExitOk) {
+    print_error(fmt::format("demo '{}' gave a wrong result", demo.name));
   }
-  if (!outcome.correct()) {
-    print_error(fmt::format("demo '{}' gave a wrong result or failed", demo.name));
-    return 1;
-  }
-  return 0;
+  return status;
 }
 
 }  // namespace dtw::cli

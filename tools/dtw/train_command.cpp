@@ -9,10 +9,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
+#include "bench_main.h"
 #include "commands.h"
 #include "exit_codes.h"
 #include "lab_run.h"
@@ -84,30 +85,19 @@ class Progress {
 };
 
 void write_csv(const std::string& path, const std::vector<double>& losses) {
-  std::ofstream out(path);
-  DTW_CHECK_ARG(out.good(), "dtw train: cannot write the loss curve to " << path);
+  std::ostringstream out;
   out << "step,loss\n";
   for (std::size_t i = 0; i < losses.size(); ++i) out << i + 1 << "," << losses[i] << "\n";
+  write_file(path, out.str(), "dtw train: the loss curve");
 }
 
 // gnuplot draws the CSV; without gnuplot the CSV alone is still useful. It
 // runs like every child process (process.h): no shell, its failure decoded.
 void write_plot(const std::string& csv, const std::string& svg, const std::string& title) {
-  const ProcessResult plot = run_process(
-      {"gnuplot", "-e",
-       fmt::format("datafile='{}'; outfile='{}'; plottitle='{}'", csv, svg, title),
-       DTW_LOSS_PLOT_SCRIPT},
-      {.output = Output::kCapture});
-  if (plot.exit_code == 127 && plot.output.find("cannot run gnuplot") != std::string::npos) {
-    fmt::print("no plot: gnuplot not found (apt-get install gnuplot-nox)\n");
-    return;
-  }
-  if (!plot.ok()) {
-    // The plot is an extra next to the CSV: say why it is missing, keep going.
-    fmt::print("no plot: gnuplot ended with {}: {}\n", plot.describe(), plot.failure_lines());
-    return;
-  }
-  fmt::print("wrote {} (the loss curve)\n", svg);
+  // The plot is an extra next to the CSV: without it, say why and keep going.
+  if (draw_with_gnuplot({"-e", fmt::format("datafile='{}'; outfile='{}'; plottitle='{}'", csv, svg, title),
+                         DTW_LOSS_PLOT_SCRIPT}))
+    fmt::print("wrote {} (the loss curve)\n", svg);
 }
 
 void print_breakdown(const model::LayerTimes& times, double step_seconds) {

@@ -1,12 +1,12 @@
 // The timeline as an SVG: a lane per rank, compute above, communication below.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "dtw/errors.h"
+#include "dtw/output_file.h"
 #include "dtw/train/timeline.h"
 
 namespace dtw::train {
@@ -140,9 +140,7 @@ void write_timeline_svg(const std::vector<TraceEvent>& all, int world, const std
         << "\" text-anchor=\"middle\">" << time_label(t) << "</text>\n";
   }
   svg << "</svg>\n";
-  std::ofstream out(path);
-  DTW_CHECK(out.good(), Error, "cannot write the timeline to '" << path << "'");
-  out << svg.str();
+  write_file(path, svg.str(), "the timeline");
 }
 
 }  // namespace dtw::train

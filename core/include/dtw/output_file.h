@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// Checking, before any work starts, that a program's output files can be written.
+/// Checking, before any work starts, that a program's output files can be
+/// written, and writing them with every failure reported.
 
 #include <string>
 #include <string_view>
@@ -14,5 +15,11 @@ namespace dtw {
 /// where the option enters, so a run never computes for an hour and then
 /// fails to save its result.
 void check_writable(const std::string& path, std::string_view what);
+
+/// Writes `contents` to `path`, replacing the file, and raises Error naming
+/// `what`, the path and the reason when opening, writing or closing fails (a
+/// full disk may show only at the close). A program says "wrote PATH" only
+/// after this returned, so a failed write is never reported as a success.
+void write_file(const std::string& path, std::string_view contents, std::string_view what);
 
 }  // namespace dtw

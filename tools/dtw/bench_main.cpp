@@ -1,0 +1,58 @@
+#include "bench_main.h"
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "dtw/errors.h"
+#include "exit_codes.h"
+#include "process.h"
+
+namespace dtw::cli {
+
+int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);
+  const std::string name = app.get_name().empty() ? std::string(argv[0]) : app.get_name();
+  // Errors go to stderr after what stdout already holds, in that order.
+  const auto refuse = [&](const std::string& message, int status) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}: {}\n", name, message);
+    return status;
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own codes (105, 109, ...) would break the one convention.
+    return refuse(fmt::format("{} ({} --help lists the options)", e.what(), name), kExitUsage);
+  }
+  try {
+    return body();
+  } catch (const CLI::ParseError& e) {
+    return refuse(e.what(), kExitUsage);  // a value the body parsed (cli_values.h)
+  } catch (const InvalidArgument& e) {
+    // A rank of a run has its number set: the run had started, so it failed.
+    return refuse(e.what(), e.rank() < 0 ? kExitUsage : kExitRunFailed);
+  } catch (const std::exception& e) {
+    return refuse(e.what(), kExitRunFailed);
+  }
+}
+
+bool draw_with_gnuplot(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"gnuplot"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const ProcessResult plot = run_process(argv, {.output = Output::kCapture});
+  if (plot.exit_code == 127 && plot.output.find("cannot run gnuplot") != std::string::npos) {
+    fmt::print("no plot: gnuplot not found (apt-get install gnuplot-nox)\n");
+    return false;
+  }
+  if (!plot.ok()) {
+    fmt::print("no plot: gnuplot ended with {}: {}\n", plot.describe(), plot.failure_lines());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace dtw::cli
