@@ -279,15 +279,19 @@ int main(int argc, char** argv) {
       std::string label;  // " m=4" in a --micro-batches sweep
     };
     // A knob (--set, --micro-batches) goes to the rows whose strategy declares
-    // it, so strategies with different knobs compare in one run; one that no
-    // chosen strategy declares goes to every row but single's, whose check
-    // then refuses it, naming the strategy's knobs.
+    // it, so strategies with different knobs compare in one run. One that no
+    // chosen strategy declares goes to every row but the baseline's (to
+    // single's too when it is the only one), whose checks then refuse it,
+    // each naming its strategy's knobs: a key is never dropped silently.
+    const bool only_single = std::all_of(chosen.begin(), chosen.end(),
+                                         [](const Strategy* c) { return c->name == "single"; });
     const auto declared = [&](const Strategy& s, const std::string& key) {
       const auto is = [&](const Strategy* c) {
         return std::any_of(c->knobs.begin(), c->knobs.end(),
                            [&](const Knob& k) { return k.name == key; });
       };
-      return s.name != "single" && (is(&s) || std::none_of(chosen.begin(), chosen.end(), is));
+      return is(&s) || ((s.name != "single" || only_single) &&
+                        std::none_of(chosen.begin(), chosen.end(), is));
     };
     std::vector<Planned> plan;
     std::string refused;

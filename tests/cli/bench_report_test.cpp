@@ -91,6 +91,22 @@ TEST(BenchTrainTest, AKnobNoChosenStrategyHasIsRefusedBeforeAnyRowRuns) {
   expect_nothing_ran(run.output);
 }
 
+TEST(BenchTrainTest, AKnobOrSweepGivenToTheBaselineAloneIsRefusedNotDropped) {
+  // single takes no knobs: alone, it must refuse them, not run without them.
+  for (const std::vector<std::string>& given :
+       {std::vector<std::string>{"--set", "bucket_kib=8"},
+        std::vector<std::string>{"--micro-batches", "2,4"}}) {
+    std::vector<std::string> args = {DTW_BENCH_TRAIN, "--strategy", "single", "--model",
+                                     "mlp-tiny", "--steps", "1"};
+    args.insert(args.end(), given.begin(), given.end());
+    const testing::Finished run = testing::run_program(args);
+    EXPECT_EQ(run.exit_code, 2) << given[0] << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr("rows cannot run, so none was run")) << given[0];
+    EXPECT_THAT(run.output, HasSubstr("single takes no knobs")) << given[0];
+    expect_nothing_ran(run.output);
+  }
+}
+
 TEST(BenchTrainTest, EachRowGetsTheKnobsItsStrategyHasAndNamesThemInForce) {
   // bucket_kib is ddp-bucketed's, micro_batches zero1's: one command
   // compares them, and each row says the knobs it ran with, defaults included.

@@ -60,7 +60,7 @@ class Knobs {
   double get_double(std::string_view key, double fallback) const;
   /// "bucket_kib=64 micro_batches=8" (empty when none).
   std::string describe() const;
-  /// The keys given, in order.
+  /// The keys given, in sorted order.
   std::vector<std::string> keys() const;
 
  private:
