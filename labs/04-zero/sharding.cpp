@@ -89,7 +89,7 @@ std::vector<train::Knob> ZeroOptions::knobs(int stage, int default_prefetch) {
                .help = "write a sharded checkpoint to this folder"});
   k.push_back({.name = "save_after",
                .default_value = "0",
-               .help = "... after this many steps (0: at the end)"});
+               .help = "with save: write it after this many steps (0: at the end)"});
   k.push_back({.name = "resume",
                .default_value = "none",
                .help = "start from the checkpoint in this folder"});
