@@ -217,7 +217,9 @@ int main(int argc, char** argv) {
   dtw::cli::add_int(app, "--steps", spec.steps, "Steps per strategy");
   dtw::cli::add_int(app, "--batch", spec.batch, "Global batch");
   app.add_option("--dtype", dtype, "float32 or float64")->capture_default_str();
-  app.add_option("--set", knob_args, "Strategy parameter key=value (repeatable)");
+  app.add_option("--set", knob_args,
+                 "Strategy knob key=value (repeatable): given to each strategy that has it "
+                 "(dtw train --list)");
   app.add_option("--micro-batches", micro_batches,
                  "Comma-separated m: one row per strategy and m (sets the knob micro_batches)");
   app.add_option("--layers", layers,
@@ -276,13 +278,31 @@ int main(int argc, char** argv) {
       Knobs knobs;
       std::string label;  // " m=4" in a --micro-batches sweep
     };
+    // A knob (--set, --micro-batches) goes to the rows whose strategy declares
+    // it, so strategies with different knobs compare in one run. One that no
+    // chosen strategy declares goes to every row but the baseline's (to
+    // single's too when it is the only one), whose checks then refuse it,
+    // each naming its strategy's knobs: a key is never dropped silently.
+    const bool only_single = std::all_of(chosen.begin(), chosen.end(),
+                                         [](const Strategy* c) { return c->name == "single"; });
+    const auto declared = [&](const Strategy& s, const std::string& key) {
+      const auto is = [&](const Strategy* c) {
+        return std::any_of(c->knobs.begin(), c->knobs.end(),
+                           [&](const Knob& k) { return k.name == key; });
+      };
+      return is(&s) || ((s.name != "single" || only_single) &&
+                        std::none_of(chosen.begin(), chosen.end(), is));
+    };
     std::vector<Planned> plan;
     std::string refused;
     int refused_rows = 0;
     for (const Strategy* s : chosen) {
       const int p = s->name == "single" ? 1 : ranks;
-      for (const std::string& m : s->name == "single" ? std::vector<std::string>{""} : sweep) {
-        Knobs k = knobs;
+      const bool swept = sweep.front().empty() || declared(*s, "micro_batches");
+      for (const std::string& m : swept ? sweep : std::vector<std::string>{""}) {
+        Knobs k;
+        for (const std::string& key : knobs.keys())
+          if (declared(*s, key)) k.set(key, knobs.get(key, ""));
         if (!m.empty()) k.set("micro_batches", m);
         try {
           check_strategy(*s, spec, p, k);
@@ -320,7 +340,9 @@ int main(int argc, char** argv) {
                    r.strategy->name, r.label, r.ranks, plan.size() - rows.size() - 1);
         break;
       }
-      fmt::print("  {}{} on {} rank(s): done\n", r.strategy->name, r.label, r.ranks);
+      const std::string in_force = knobs_in_force(*r.strategy, spec, r.ranks, r.knobs);
+      fmt::print("  {}{} on {} rank(s): done{}\n", r.strategy->name, r.label, r.ranks,
+                 in_force.empty() ? "" : " (knobs " + in_force + ")");
     }
     if (!rows.empty()) {
       print_table(rows);

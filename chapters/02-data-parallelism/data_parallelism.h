@@ -62,6 +62,13 @@ std::int64_t default_bucket_kib(const train::RunSpec& spec);
 /// (rank −1, a check before any rank runs: the message names no rank).
 DdpOptions ddp_options(const train::Knobs& knobs, const train::RunSpec& spec, int rank);
 
+/// The knobs a strategy of this chapter declares (train::Strategy::knobs):
+/// `check_every` for all three that keep replicas; `bucket_kib` with
+/// `buckets` (ddp_bucketed, ddp_accumulate); `micro_batches` with
+/// `accumulate` (ddp_accumulate). Their values are read and checked by
+/// ddp_options.
+std::vector<train::Knob> ddp_knobs(bool buckets, bool accumulate);
+
 /// What dp_allreduce, ddp_bucketed and ddp_accumulate check first, on every
 /// rank and before any message, and what their registrations check before
 /// any rank runs (train::Strategy::check, rank −1): the knobs (ddp_options),

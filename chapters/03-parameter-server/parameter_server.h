@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dtw/comm.h"
@@ -83,6 +84,11 @@ struct PsOptions {
 /// Parses the knobs; InvalidArgument naming the knob and its value for
 /// malformed ones, a negative staleness, a factor below 1.
 PsOptions ps_options(const train::Knobs& knobs);
+
+/// The knobs `strategy` ("ps-sync", "ps-async" or "ps-ssp") declares
+/// (train::Strategy::knobs): the table above, `staleness` for ps-ssp only and
+/// `lr_scale` for ps-async only. Their values are checked by ps_options.
+std::vector<train::Knob> ps_knobs(std::string_view strategy);
 
 /// Who is who, and which shard each server holds.
 struct PsLayout {

@@ -67,6 +67,10 @@ struct ZeroOptions {
   /// The options of stage `stage` from `knobs` (prefetch defaults to
   /// `default_prefetch`).
   static ZeroOptions from_knobs(const train::Knobs& knobs, int stage, int default_prefetch = 0);
+  /// The knobs a strategy of stage `stage` declares (train::Strategy::knobs):
+  /// micro_batches, prefetch (stage 3 only, default `default_prefetch`),
+  /// save, save_after and resume; from_knobs reads them, validate checks them.
+  static std::vector<train::Knob> knobs(int stage, int default_prefetch = 0);
   /// InvalidArgument naming `rank` and the value for a stage outside 1..3,
   /// m < 1, a negative prefetch depth, prefetch without ZeRO-3, a save_after
   /// outside [0, spec.steps], or a batch with fewer rows than ranks · m.

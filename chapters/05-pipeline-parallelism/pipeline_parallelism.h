@@ -157,6 +157,9 @@ struct PipelineSettings {
 /// value for m < 1, v < 1, a batch smaller than m, or an unknown value.
 PipelineSettings pipeline_settings(const train::Knobs& knobs, ScheduleKind kind,
                                    const train::RunSpec& spec, int ranks);
+/// The knobs `kind`'s strategy declares (train::Strategy::knobs), those
+/// pipeline_settings reads: virtual_stages only for the interleaved schedule.
+std::vector<train::Knob> pipeline_knobs(ScheduleKind kind);
 
 /// Trains run.spec() with `schedule` (made for this world) and `settings`:
 /// splits the model, checks the schedule (unless settings.check is false),

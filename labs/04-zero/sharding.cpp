@@ -76,6 +76,26 @@ int Sharding::unit_of(std::int64_t begin, std::int64_t end) const {
   return -1;
 }
 
+std::vector<train::Knob> ZeroOptions::knobs(int stage, int default_prefetch) {
+  // Declared beside from_knobs, which reads them, so the two agree.
+  std::vector<train::Knob> k = {
+      {.name = "micro_batches", .default_value = "1", .help = "micro-batches per step (>= 1)"}};
+  if (stage == 3)
+    k.push_back({.name = "prefetch",
+                 .default_value = std::to_string(default_prefetch),
+                 .help = "units gathered ahead of the one computing (>= 0)"});
+  k.push_back({.name = "save",
+               .default_value = "none",
+               .help = "write a sharded checkpoint to this folder"});
+  k.push_back({.name = "save_after",
+               .default_value = "0",
+               .help = "with save: write it after this many steps (0: at the end)"});
+  k.push_back({.name = "resume",
+               .default_value = "none",
+               .help = "start from the checkpoint in this folder"});
+  return k;
+}
+
 ZeroOptions ZeroOptions::from_knobs(const train::Knobs& knobs, int stage, int default_prefetch) {
   ZeroOptions o;
   o.stage = stage;

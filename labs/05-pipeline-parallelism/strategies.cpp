@@ -51,6 +51,33 @@ PipelineSettings pipeline_settings(const train::Knobs& knobs, ScheduleKind kind,
   return s;
 }
 
+std::vector<train::Knob> pipeline_knobs(ScheduleKind kind) {
+  // Declared beside pipeline_settings, which reads them, so the two agree.
+  const bool naive = kind == ScheduleKind::kNaive;
+  std::vector<train::Knob> k = {
+      {.name = "micro_batches",
+       .default_value = naive ? "1" : "min(2p, batch)",
+       .help = "micro-batches per step m, 1 to the batch",
+       .default_for = [naive](const train::RunSpec& spec, int ranks, const train::Knobs&) {
+         return std::to_string(naive ? 1 : std::min<std::int64_t>(2 * ranks, spec.batch));
+       }}};
+  if (kind == ScheduleKind::kInterleaved)
+    k.push_back({.name = "virtual_stages", .default_value = "2", .help = "chunks per rank v (>= 1)"});
+  k.push_back({.name = "balance",
+               .default_value = "params",
+               .help = "how units are split into stages: params, blocks or time"});
+  k.push_back({.name = "checkpoint",
+               .default_value = "0",
+               .help = "1: a forward keeps only its input, backward recomputes (0 or 1)"});
+  k.push_back({.name = "sends",
+               .default_value = "async",
+               .help = "async or blocking (blocking can deadlock: the pitfalls)"});
+  k.push_back({.name = "check",
+               .default_value = "1",
+               .help = "1: check_schedule proves the schedule first (0 or 1)"});
+  return k;
+}
+
 void check_stage_map(const train::RunSpec& spec, Balance balance, int p, int v) {
   const model::ModelConfig config = spec.config();
   const std::vector<model::Unit> units = model::model_units(config, model::param_layout(config));

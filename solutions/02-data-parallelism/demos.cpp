@@ -92,6 +92,7 @@ DTW_REGISTER_STRATEGY(
     {.name = "dp-allreduce",
      .chapter = "02",
      .description = "DP 1.1: replicas, one ring allreduce of the gradients after backward",
+     .knobs = ddp_knobs(false, false),
      .min_ranks = 1,
      .run = [](auto& run) { dp_allreduce(run); },
      .bytes_formula = ring_bytes,
@@ -102,7 +103,8 @@ DTW_REGISTER_STRATEGY(
 DTW_REGISTER_STRATEGY(
     {.name = "ddp-bucketed",
      .chapter = "02",
-     .description = "DDP: bucket allreduces overlapped with backward (--set bucket_kib=N)",
+     .description = "DDP: bucket allreduces overlapped with backward",
+     .knobs = ddp_knobs(true, false),
      .min_ranks = 1,
      .run = [](auto& run) { ddp_bucketed(run); },
      .bytes_formula = ring_bytes,
@@ -114,7 +116,8 @@ DTW_REGISTER_STRATEGY(
     {.name = "ddp-accumulate",
      .chapter = "02",
      .description =
-         "DDP + gradient accumulation: sync on the last of m micro-batches (--set micro_batches=m)",
+         "DDP + gradient accumulation: sync on the last of m micro-batches",
+     .knobs = ddp_knobs(true, true),
      .min_ranks = 1,
      .run = [](auto& run) { ddp_accumulate(run); },
      .bytes_formula = ring_bytes,

@@ -63,7 +63,9 @@ void server_time_part(const RunSpec& spec) {
   fmt::print("{:<14} {:>12} {:>18} {:>18}\n", "strategy", "step (us)", "worker computes",
              "rank 0 computes");
   for (const char* name : {"dp-server", "dp-allreduce"}) {
-    const RunOutcome out = run(name, spec, p, Knobs().set("check_every", "0"), true);
+    // dp-server keeps no replicas to compare: check_every is dp-allreduce's knob only.
+    const Knobs knobs = name == std::string("dp-server") ? Knobs() : Knobs().set("check_every", "0");
+    const RunOutcome out = run(name, spec, p, knobs, true);
     const Replay replay = replay_on(out.report.trace, p, fabric);
     const auto share = [&](int r) {
       return replay.timeline.ranks[static_cast<std::size_t>(r)].compute / replay.timeline.span;

@@ -58,6 +58,27 @@ void check_micro_batches(const train::RunSpec& spec, int rank, int ranks, std::i
 }
 }  // namespace
 
+std::vector<train::Knob> ddp_knobs(bool buckets, bool accumulate) {
+  // Declared here, beside the function that reads them, so the two agree.
+  std::vector<train::Knob> k;
+  if (buckets)
+    k.push_back({.name = "bucket_kib",
+                 .default_value = "Ψ/1024",
+                 .help = "largest gradient bucket in KiB (> 0); default: a quarter of the "
+                         "model's float32 gradients",
+                 .default_for = [](const train::RunSpec& spec, int, const train::Knobs&) {
+                   return std::to_string(default_bucket_kib(spec));
+                 }});
+  if (accumulate)
+    k.push_back({.name = "micro_batches",
+                 .default_value = std::to_string(DdpOptions{}.micro_batches),
+                 .help = "micro-batches per step (>= 1); gradients are allreduced in the last"});
+  k.push_back({.name = "check_every",
+               .default_value = std::to_string(DdpOptions{}.check_every),
+               .help = "compare the replicas every N steps and after the last (0: only at the start)"});
+  return k;
+}
+
 DdpOptions ddp_options(const train::Knobs& knobs, const train::RunSpec& spec, int rank) {
   DdpOptions o;
   const std::int64_t kib = knobs.get_int("bucket_kib", default_bucket_kib(spec));

@@ -86,7 +86,8 @@ int workers_of(int ranks, const Knobs& knobs) {
 DTW_REGISTER_STRATEGY({
     .name = "ps-sync",
     .chapter = "03",
-    .description = "parameter server: workers pull, compute, push; servers sum all W, step (servers=S)",
+    .description = "parameter server: workers pull, compute, push; servers sum all W, step",
+    .knobs = ps_knobs("ps-sync"),
     .min_ranks = 2,
     .run = [](auto& run) { ps_sync(run); },
     .bytes_formula = ps_bytes,
@@ -97,7 +98,8 @@ DTW_REGISTER_STRATEGY({
 DTW_REGISTER_STRATEGY({
     .name = "ps-async",
     .chapter = "03",
-    .description = "asynchronous PS: each push applied on arrival (wait_any), lr/W (straggler=w:f)",
+    .description = "asynchronous PS: each push applied on arrival (wait_any), lr/W",
+    .knobs = ps_knobs("ps-async"),
     .min_ranks = 2,
     .run = [](auto& run) { ps_async(run); },
     .bytes_formula = ps_bytes,
@@ -111,7 +113,8 @@ DTW_REGISTER_STRATEGY({
 DTW_REGISTER_STRATEGY({
     .name = "ps-ssp",
     .chapter = "03",
-    .description = "stale-synchronous PS: a step per clock, workers up to s clocks ahead (staleness=s)",
+    .description = "stale-synchronous PS: a step per clock, workers up to s clocks ahead",
+    .knobs = ps_knobs("ps-ssp"),
     .min_ranks = 2,
     .run = [](auto& run) { ps_ssp(run); },
     .bytes_formula = ps_bytes,

@@ -151,7 +151,10 @@ int main(int argc, char** argv) {
       std::map<std::string, std::vector<Run>> runs;
       for (int rep = 0; rep < repeats; ++rep)
         for (const std::string name : {"ps-sync", "ps-ssp", "ps-async"}) {
-          Run r = train_once(name, spec, ranks, {slow.knob, "staleness=" + std::to_string(staleness)});
+          // staleness is ps-ssp's knob only: the others refuse it.
+          std::vector<std::string> knobs{slow.knob};
+          if (name == "ps-ssp") knobs.push_back("staleness=" + std::to_string(staleness));
+          Run r = train_once(name, spec, ranks, knobs);
           r.slow = slow.label;
           runs[name].push_back(std::move(r));
         }

@@ -67,6 +67,46 @@ double PsOptions::factor(int w, std::int64_t step) const {
   return std::max(slowdown_of(w), slow ? jitter_factor : 1.0);
 }
 
+std::vector<train::Knob> ps_knobs(std::string_view strategy) {
+  // The table of parameter_server.h, beside the parser that reads it.
+  const auto workers = [](int ranks, const train::Knobs& knobs) {
+    return knobs.has("workers") ? knobs.get("workers", "")
+                                : std::to_string(ranks - knobs.get_int("servers", 1));
+  };
+  std::vector<train::Knob> k = {
+      {.name = "servers", .default_value = "1", .help = "server ranks S (ranks 0 ... S-1)"},
+      {.name = "workers",
+       .default_value = "ranks - S",
+       .help = "worker ranks W; must equal ranks - S",
+       .default_for = [=](const train::RunSpec&, int ranks,
+                          const train::Knobs& knobs) { return workers(ranks, knobs); }},
+      {.name = "ranges", .default_value = "even", .help = "server shards b-e,... covering [0, Ψ)"},
+      {.name = "straggler",
+       .default_value = "none",
+       .help = "w:f,...: worker w takes f x its compute time (sleeps f-1 x)"},
+      {.name = "jitter",
+       .default_value = "none",
+       .help = "f:p: every worker takes f x on a share p of its steps"},
+      {.name = "order",
+       .default_value = "arrival",
+       .help = "arrival (pushes as they come) or scripted (the order the factors imply)"},
+      {.name = "crash",
+       .default_value = "none",
+       .help = "w:k: worker w fails before its push of step k (a fault drill)"}};
+  if (strategy == "ps-ssp")
+    k.push_back({.name = "staleness",
+                 .default_value = "2",
+                 .help = "clocks a worker may run ahead of the slowest (0: ps-sync; inf: no bound)"});
+  if (strategy == "ps-async")
+    k.push_back({.name = "lr_scale",
+                 .default_value = "1/W",
+                 .help = "the servers' learning-rate factor (0: 1/W)",
+                 .default_for = [=](const train::RunSpec&, int ranks, const train::Knobs& knobs) {
+                   return "1/" + workers(ranks, knobs);
+                 }});
+  return k;
+}
+
 PsOptions ps_options(const train::Knobs& knobs) {
   PsOptions o;
   o.servers = static_cast<int>(knobs.get_int("servers", 1));

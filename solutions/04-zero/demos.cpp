@@ -102,6 +102,7 @@ DTW_REGISTER_STRATEGY({
     .name = "zero1",
     .chapter = "04",
     .description = "ZeRO-1: optimizer state sharded; reduce-scatter, step the shard, allgather",
+    .knobs = ZeroOptions::knobs(1),
     .run = [](auto& run) { zero1(run); },
     .bytes_formula = [](const FormulaInput& in) { return busiest_bytes(in, 1); },
     .peak_formula = [](const FormulaInput& in) { return peak_figures(in, 1, 0); },
@@ -111,6 +112,7 @@ DTW_REGISTER_STRATEGY({
     .name = "zero2",
     .chapter = "04",
     .description = "ZeRO-2: gradients sharded too, each unit reduce-scattered when backward ends it",
+    .knobs = ZeroOptions::knobs(2),
     .run = [](auto& run) { zero2(run); },
     .bytes_formula = [](const FormulaInput& in) { return busiest_bytes(in, 2); },
     .peak_formula = [](const FormulaInput& in) { return peak_figures(in, 2, 0); },
@@ -120,6 +122,7 @@ DTW_REGISTER_STRATEGY({
     .name = "zero3",
     .chapter = "04",
     .description = "ZeRO-3 / FSDP: parameters sharded too, each unit gathered just before it runs",
+    .knobs = ZeroOptions::knobs(3),
     .run = [](auto& run) { zero3(run); },
     .bytes_formula = [](const FormulaInput& in) { return busiest_bytes(in, 3); },
     .peak_formula =
@@ -133,8 +136,8 @@ DTW_REGISTER_STRATEGY({
 DTW_REGISTER_STRATEGY({
     .name = "zero3-prefetch",
     .chapter = "04",
-    .description = "ZeRO-3 with prefetch: the next units' gathers start while this one computes "
-                   "(knob prefetch=DEPTH, default 1)",
+    .description = "ZeRO-3 with prefetch: the next units' gathers start while this one computes",
+    .knobs = ZeroOptions::knobs(3, 1),
     .run = [](auto& run) { zero3_prefetch(run); },
     .bytes_formula = [](const FormulaInput& in) { return busiest_bytes(in, 3); },
     .peak_formula =

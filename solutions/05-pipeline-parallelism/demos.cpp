@@ -107,6 +107,7 @@ double bubble(const FormulaInput& in, ScheduleKind kind) {
   DTW_REGISTER_STRATEGY({.name = NAME,                                                    \
                          .chapter = "05",                                                 \
                          .description = DESCRIPTION,                                      \
+                         .knobs = pipeline_knobs(KIND),                                   \
                          .min_ranks = 1,                                                  \
                          .run = [](auto& run) { FN(run); },                               \
                          .bytes_formula = [](const FormulaInput& in) { return busiest_bytes(in, KIND); }, \
@@ -117,13 +118,13 @@ double bubble(const FormulaInput& in, ScheduleKind kind) {
                            check_pipeline_run(knobs, KIND, spec, ranks);                  \
                          }})
 DTW_CH05_STRATEGY("pp-naive", ScheduleKind::kNaive, pp_naive,
-                  "pipeline, one micro-batch in the pipe at a time (knobs: micro_batches, checkpoint)");
+                  "pipeline, one micro-batch in the pipe at a time");
 DTW_CH05_STRATEGY("pp-gpipe", ScheduleKind::kGPipe, pp_gpipe,
-                  "pipeline, GPipe: all forwards, then all backwards (micro_batches, checkpoint)");
+                  "pipeline, GPipe: all forwards, then all backwards");
 DTW_CH05_STRATEGY("pp-1f1b", ScheduleKind::kOneFOneB, pp_1f1b,
-                  "pipeline, 1F1B: at most p-s micro-batches in flight (micro_batches, checkpoint)");
+                  "pipeline, 1F1B: at most p-s micro-batches in flight");
 DTW_CH05_STRATEGY("pp-interleaved", ScheduleKind::kInterleaved, pp_interleaved,
-                  "pipeline, interleaved 1F1B over v chunks per rank (virtual_stages, micro_batches)");
+                  "pipeline, interleaved 1F1B over v chunks per rank");
 
 // gpt-tiny in double for a few steps, checked on every rank against the
 // reference; `knobs` picks the schedule's settings.

@@ -55,18 +55,19 @@ TEST(BenchTrainTest, ARowThatCannotRunIsRefusedBeforeAnyRowRuns) {
 }
 
 TEST(BenchTrainTest, EveryChaptersStrategiesCheckTheirRowsBeforeAnyRuns) {
-  // One refused row per training chapter, each named with what it lacks.
+  // One refused row per training chapter, each named with what it lacks;
+  // balance=blocks is a pipeline knob, given to the pipelines' rows only.
   const testing::Finished run = testing::run_program(
       {DTW_BENCH_TRAIN, "--strategy", "dp-server,ps-sync,zero3,pp-gpipe,pp-interleaved", "--ranks",
        "12", "--model", "mlp-tiny", "--batch", "8", "--steps", "1", "--set", "balance=blocks"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("5 of 6 rows cannot run"));
   for (const char* why :
-       {"strategy dp-server on 12 ranks, mlp-tiny, batch 8, balance=blocks: a global batch of 8 "
+       {"strategy dp-server on 12 ranks, mlp-tiny, batch 8: a global batch of 8 "
         "cannot be split over 12 data shards",
-        "strategy ps-sync on 12 ranks, mlp-tiny, batch 8, balance=blocks: a global batch of 8 "
+        "strategy ps-sync on 12 ranks, mlp-tiny, batch 8: a global batch of 8 "
         "cannot be split over 11 data shards",
-        "strategy zero3 on 12 ranks, mlp-tiny, batch 8, balance=blocks: ZeRO: a global batch of 8 "
+        "strategy zero3 on 12 ranks, mlp-tiny, batch 8: ZeRO: a global batch of 8 "
         "rows cannot be split over 12 ranks x 1 micro-batches",
         "strategy pp-gpipe on 12 ranks, mlp-tiny, batch 8, balance=blocks: 12 ranks × 1 chunk(s) "
         "each need 12 units, but mlp-tiny has 3",
@@ -74,6 +75,50 @@ TEST(BenchTrainTest, EveryChaptersStrategiesCheckTheirRowsBeforeAnyRuns) {
         "chunk(s) each need 24 units"})
     EXPECT_THAT(run.output, HasSubstr(why));
   expect_nothing_ran(run.output);
+}
+
+TEST(BenchTrainTest, AKnobNoChosenStrategyHasIsRefusedBeforeAnyRowRuns) {
+  const testing::Finished run = testing::run_program(
+      {DTW_BENCH_TRAIN, "--strategy", "ddp-bucketed,zero1", "--ranks", "2", "--model", "mlp-tiny",
+       "--steps", "1", "--set", "bucket_kb=8"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("2 of 3 rows cannot run, so none was run"));
+  EXPECT_THAT(run.output, HasSubstr("strategy ddp-bucketed on 2 ranks, mlp-tiny, batch 8, "
+                                    "bucket_kb=8: unknown knob 'bucket_kb' (did you mean "
+                                    "bucket_kib?); ddp-bucketed's knobs are bucket_kib, check_every"));
+  EXPECT_THAT(run.output, HasSubstr("strategy zero1 on 2 ranks, mlp-tiny, batch 8, bucket_kb=8: "
+                                    "unknown knob 'bucket_kb'"));
+  expect_nothing_ran(run.output);
+}
+
+TEST(BenchTrainTest, AKnobOrSweepGivenToTheBaselineAloneIsRefusedNotDropped) {
+  // single takes no knobs: alone, it must refuse them, not run without them.
+  for (const std::vector<std::string>& given :
+       {std::vector<std::string>{"--set", "bucket_kib=8"},
+        std::vector<std::string>{"--micro-batches", "2,4"}}) {
+    std::vector<std::string> args = {DTW_BENCH_TRAIN, "--strategy", "single", "--model",
+                                     "mlp-tiny", "--steps", "1"};
+    args.insert(args.end(), given.begin(), given.end());
+    const testing::Finished run = testing::run_program(args);
+    EXPECT_EQ(run.exit_code, 2) << given[0] << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr("rows cannot run, so none was run")) << given[0];
+    EXPECT_THAT(run.output, HasSubstr("single takes no knobs")) << given[0];
+    expect_nothing_ran(run.output);
+  }
+}
+
+TEST(BenchTrainTest, EachRowGetsTheKnobsItsStrategyHasAndNamesThemInForce) {
+  // bucket_kib is ddp-bucketed's, micro_batches zero1's: one command
+  // compares them, and each row says the knobs it ran with, defaults included.
+  const testing::Finished run = testing::run_program(
+      {DTW_BENCH_TRAIN, "--strategy", "ddp-bucketed,zero1", "--ranks", "2", "--model", "mlp-tiny",
+       "--steps", "1", "--set", "bucket_kib=8", "--set", "micro_batches=2"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("single on 1 rank(s): done\n"));
+  EXPECT_THAT(run.output,
+              HasSubstr("ddp-bucketed on 2 rank(s): done (knobs bucket_kib=8 check_every=1)"));
+  EXPECT_THAT(run.output, HasSubstr("zero1 on 2 rank(s): done (knobs micro_batches=2 save=none "
+                                    "save_after=0 resume=none)"));
 }
 
 TEST(BenchTrainTest, ARowThatFailsWhileRunningLeavesTheTableOfTheRowsBefore) {

@@ -132,6 +132,70 @@ TEST_F(DtwCliTest, HeaderNamesEveryHyperParameterInForce) {
     EXPECT_THAT(header, HasSubstr(part));
 }
 
+TEST_F(DtwCliTest, AnUnknownStrategyKnobExitsWithTheUsageStatusNamingTheKnownOnes) {
+  const Finished run = train({"--strategy", "ddp-bucketed", "--ranks", "2", "--set", "foo=bar"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unknown knob 'foo'; ddp-bucketed's knobs are bucket_kib, "
+                                    "check_every"));
+  EXPECT_THAT(run.output, Not(HasSubstr("training with"))) << "refused after the header";
+}
+
+TEST_F(DtwCliTest, ATypoedKnobIsRefusedForEveryChaptersStrategies) {
+  // One strategy per training chapter, each with a near miss of one of its
+  // knobs (which used to run the default silently), and a knob of a sibling
+  // strategy that this one does not read.
+  struct Case {
+    std::vector<std::string> args;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {{"--strategy", "ddp-bucketed", "--ranks", "2", "--set", "bucket_kb=8"},
+       "unknown knob 'bucket_kb' (did you mean bucket_kib?)"},
+      {{"--strategy", "dp-allreduce", "--ranks", "2", "--set", "bucket_kib=8"},
+       "unknown knob 'bucket_kib'; dp-allreduce's knobs are check_every"},
+      {{"--strategy", "ps-ssp", "--ranks", "3", "--set", "stalenes=1"},
+       "unknown knob 'stalenes' (did you mean staleness?)"},
+      {{"--strategy", "ps-sync", "--ranks", "3", "--set", "staleness=1"},
+       "unknown knob 'staleness'; ps-sync's knobs are servers, workers"},
+      {{"--strategy", "zero3-prefetch", "--ranks", "2", "--set", "prefech=2"},
+       "unknown knob 'prefech' (did you mean prefetch?)"},
+      {{"--strategy", "zero1", "--ranks", "2", "--set", "prefetch=2"},
+       "unknown knob 'prefetch'; zero1's knobs are micro_batches, save, save_after, resume"},
+      {{"--strategy", "pp-1f1b", "--ranks", "2", "--set", "micro_batch=4"},
+       "unknown knob 'micro_batch' (did you mean micro_batches?)"},
+      {{"--strategy", "pp-interleaved", "--ranks", "2", "--set", "virtual_stage=2"},
+       "unknown knob 'virtual_stage' (did you mean virtual_stages?)"}};
+  for (const Case& c : cases) {
+    const Finished run = train(c.args);
+    EXPECT_EQ(run.exit_code, 2) << c.args[1] << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr(c.why)) << c.args[1];
+    EXPECT_THAT(run.output, Not(HasSubstr("training with"))) << c.args[1];
+  }
+}
+
+TEST_F(DtwCliTest, TheHeaderNamesEveryKnobInForceDefaultsIncluded) {
+  const Finished defaults = train({"--strategy", "ddp-bucketed", "--ranks", "2", "--steps", "1"});
+  ASSERT_EQ(defaults.exit_code, 0) << defaults.output;
+  const std::string header = defaults.output.substr(0, defaults.output.find('\n'));
+  // mlp-tiny's default cap (default_bucket_kib: a quarter of its float32 gradients).
+  EXPECT_THAT(header, HasSubstr(", knobs bucket_kib=5 check_every=1")) << header;
+  const Finished given =
+      train({"--strategy", "ddp-bucketed", "--ranks", "2", "--steps", "1", "--set", "bucket_kib=64"});
+  ASSERT_EQ(given.exit_code, 0) << given.output;
+  EXPECT_THAT(given.output.substr(0, given.output.find('\n')),
+              HasSubstr(", knobs bucket_kib=64 check_every=1"));
+}
+
+TEST_F(DtwCliTest, TheListShowsEveryStrategysKnobsWithDefaultsAndHelp) {
+  const Finished run = dtw({"train", "--list"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("ddp-bucketed [^\n]*\n +bucket_kib=Ψ/1024 +largest "
+                                                   "gradient bucket in KiB"));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("\n +staleness=2 +clocks a worker may run ahead"));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("\n +prefetch=1 +units gathered ahead"));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("\n +virtual_stages=2 +chunks per rank"));
+}
+
 TEST_F(DtwCliTest, AnUnwritableOutputFailsBeforeTraining) {
   // A billion steps: if the check came after training, this would never end.
   const Finished run = dtw({"train", "--model", "mlp-tiny", "--steps", "1000000000", "--out",

@@ -90,6 +90,7 @@ void off_by_one(RankRun<T>& run) {
   run.report_params(wrong, 0);
 }
 DTW_REGISTER_STRATEGY({.name = "test-inexact", .chapter = "96", .description = "not the reference",
+                       .knobs = {{.name = "exact", .default_value = "no", .help = "yes: claim to be"}},
                        .run = [](auto& run) { off_by_one(run); },
                        .reproduces_reference = [](int ranks, const Knobs& knobs) {
                          return ranks == 1 && knobs.get("exact", "no") == "yes";
@@ -131,6 +132,7 @@ void counted(RankRun<T>& run) {
   ++counted_runs;
 }
 DTW_REGISTER_STRATEGY({.name = "test-checked", .chapter = "95", .description = "checks its knob",
+                       .knobs = {{.name = "rows_per_rank", .default_value = "1", .help = "rows"}},
                        .run = [](auto& run) { counted(run); },
                        .check = check_rows});
 
@@ -173,6 +175,70 @@ TEST(StrategyTest, TheCheckHookRefusesBadKnobsBeforeAnyRankRuns) {
   }
 }
 
+TEST(StrategyTest, AnUnknownKnobIsRefusedBeforeAnyRankRuns) {
+  RunSpec spec = standard_run("mlp-tiny");
+  spec.steps = 1;
+  const Strategy& s = find_strategy("test-checked");
+  HarnessOptions o;
+  o.ranks = 2;
+  o.compare = false;
+  o.knobs.set("rows_per_rnak", "1");  // a typo: it must not run the default
+  counted_runs = 0;
+  try {
+    run_strategy(s, spec, o);
+    FAIL() << "the unknown knob rows_per_rnak was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "strategy test-checked on 2 ranks, mlp-tiny, batch 8, rows_per_rnak=1: unknown "
+                  "knob 'rows_per_rnak' (did you mean rows_per_rank?); test-checked's knobs are "
+                  "rows_per_rank"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(counted_runs, 0) << "a rank ran before the unknown knob was refused";
+  // A key far from every knob gets no suggestion; a strategy without knobs says so.
+  try {
+    check_strategy(s, spec, 2, Knobs().set("foo", "bar"));
+    FAIL() << "foo=bar was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown knob 'foo'; test-checked's knobs are rows_per_rank"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    check_strategy(find_strategy("single"), spec, 1, Knobs().set("bucket_kib", "64"));
+    FAIL() << "single took bucket_kib";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown knob 'bucket_kib': single takes no knobs"),
+              std::string::npos)
+        << e.what();
+  }
+  // Declared knobs pass, and then every rank runs.
+  o.knobs = Knobs().set("rows_per_rank", "2");
+  run_strategy(s, spec, o);
+  EXPECT_EQ(counted_runs, 2);
+}
+
+// A strategy whose second knob's default depends on the run.
+DTW_REGISTER_STRATEGY({.name = "test-defaults", .chapter = "94", .description = "two knobs",
+                       .knobs = {{.name = "depth", .default_value = "3", .help = "a fixed default"},
+                                 {.name = "width",
+                                  .default_value = "2p",
+                                  .help = "twice the ranks",
+                                  .default_for = [](const RunSpec&, int ranks, const Knobs&) {
+                                    return std::to_string(2 * ranks);
+                                  }}},
+                       .run = [](auto& run) { noop(run); }});
+
+TEST(StrategyTest, KnobsInForceNameEveryKnobWithItsDefault) {
+  const RunSpec spec = standard_run("mlp-tiny");
+  const Strategy& s = find_strategy("test-defaults");
+  EXPECT_EQ(knobs_in_force(s, spec, 3, Knobs{}), "depth=3 width=6");
+  EXPECT_EQ(knobs_in_force(s, spec, 3, Knobs().set("width", "5")), "depth=3 width=5");
+  EXPECT_EQ(knobs_in_force(find_strategy("single"), spec, 1, Knobs{}), "");
+}
+
 TEST(StrategyTest, KnobsParseAndNameBadValues) {
   const Knobs k = Knobs::parse({"bucket_kib=64", "schedule=1f1b", "ratio=0.5"});
   EXPECT_EQ(k.get_int("bucket_kib", 0), 64);
@@ -182,6 +248,7 @@ TEST(StrategyTest, KnobsParseAndNameBadValues) {
   EXPECT_THROW(k.get_int("schedule", 0), InvalidArgument);
   EXPECT_THROW(Knobs::parse({"novalue"}), InvalidArgument);
   EXPECT_EQ(k.describe(), "bucket_kib=64 ratio=0.5 schedule=1f1b");
+  EXPECT_EQ(k.keys(), (std::vector<std::string>{"bucket_kib", "ratio", "schedule"}));
 }
 
 }  // namespace

@@ -48,13 +48,15 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
       "A chapter's strategy runs the chapter's solution; --lab runs it with your lab.");
   train_cmd->add_option("--strategy", options.strategy, "Strategy name (--list shows them)")
       ->capture_default_str();
-  train_cmd->add_flag("--list", options.list, "List the registered strategies");
+  train_cmd->add_flag("--list", options.list, "List the registered strategies and their knobs");
   train_cmd->add_flag("--lab", options.lab,
                       "Train with your own code (labs/NN-x of the strategy's chapter) instead of "
                       "the solution");
   add_int(*train_cmd, "--ranks", options.ranks, "World size", {1, kMaxRanks});
   train_cmd->add_option("--backend", options.backend, "threads")->capture_default_str();
-  train_cmd->add_option("--set", options.knobs, "Strategy parameter key=value (repeatable)");
+  train_cmd->add_option("--set", options.knobs,
+                        "Strategy knob key=value (repeatable; --list shows each strategy's knobs, "
+                        "any other key is refused)");
   add_int(*train_cmd, "--memory-cap", options.memory_cap,
           "Per-rank memory cap in bytes (0: none); past it, OutOfMemory", {0});
   train_cmd->add_option("--fabric", options.fabric,

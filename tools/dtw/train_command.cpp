@@ -124,7 +124,12 @@ void list_strategies() {
                                   : fmt::format("{}-{}", s.min_ranks, s.max_ranks);
     fmt::print("  {:<24} ch {:<3} ranks {:<6} {}\n", s.name, s.chapter.empty() ? "--" : s.chapter,
                ranks, s.description);
+    // Its knobs (--set KEY=VALUE), each with its default: any other key is refused.
+    for (const train::Knob& k : s.knobs)
+      fmt::print("      {:<28} {}\n", k.name + "=" + k.default_value, k.help);
   }
+  fmt::print("knobs: --set KEY=VALUE, shown with their defaults; a key the strategy does not "
+             "list is refused\n");
 }
 
 // dtw train --lab: the same arguments, to the lab-run program of the
@@ -197,8 +202,13 @@ int train_command(const TrainCommandOptions& options) {
   harness.trace = true;  // the timeline and the fabric replay
   harness.on_step = [&](const model::StepInfo& s) { progress.update(s); };
 
-  // The header names whose code runs and every hyper-parameter in force, so
-  // a log says exactly what ran.
+  // The strategy's knobs and ranks are checked before the header (run_strategy
+  // checks them again, cheaply): a refused run prints only why.
+  train::check_strategy(strategy, spec, options.ranks, harness.knobs);
+  const std::string knobs = train::knobs_in_force(strategy, spec, options.ranks, harness.knobs);
+
+  // The header names whose code runs and every hyper-parameter in force, the
+  // strategy's knobs with their defaults included, so a log says exactly what ran.
   const std::string whose =
       strategy.chapter.empty() ? ""
       : options.lab_program
@@ -208,7 +218,7 @@ int train_command(const TrainCommandOptions& options) {
              strategy.name, whose, options.ranks, options.ranks == 1 ? "" : "s", options.backend,
              options.memory_cap > 0 ? ", memory cap " + human_bytes(static_cast<double>(options.memory_cap)) : "",
              spec.hyperparameters(),
-             harness.knobs.describe().empty() ? "" : ", " + harness.knobs.describe());
+             knobs.empty() ? "" : ", knobs " + knobs);
   train::RunOutcome out;
   try {
     out = train::run_strategy(strategy, spec, harness);

@@ -1,9 +1,9 @@
-// The strategy registry, Knobs, RankRun and the harness (run_ranks).
+// The strategy registry, RankRun and the harness (run_ranks, run_strategy).
 #include "dtw/train/strategy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
-#include <sstream>
 
 #include "dtw/errors.h"
 #include "dtw/process_comm.h"
@@ -13,67 +13,6 @@
 #include "dtw/train/reference.h"
 
 namespace dtw::train {
-
-// ---- Knobs ------------------------------------------------------------------------
-
-Knobs Knobs::parse(const std::vector<std::string>& assignments) {
-  Knobs k;
-  for (const std::string& a : assignments) {
-    const std::size_t eq = a.find('=');
-    DTW_CHECK_ARG(eq != std::string::npos && eq > 0,
-                  "strategy parameter '" << a << "' must read key=value");
-    k.set(a.substr(0, eq), a.substr(eq + 1));
-  }
-  return k;
-}
-
-Knobs& Knobs::set(const std::string& key, const std::string& value) {
-  values_[key] = value;
-  return *this;
-}
-
-bool Knobs::has(std::string_view key) const { return values_.find(key) != values_.end(); }
-
-std::string Knobs::get(std::string_view key, std::string_view fallback) const {
-  const auto it = values_.find(key);
-  return it == values_.end() ? std::string(fallback) : it->second;
-}
-
-std::int64_t Knobs::get_int(std::string_view key, std::int64_t fallback) const {
-  const auto it = values_.find(key);
-  if (it == values_.end()) return fallback;
-  std::size_t used = 0;
-  std::int64_t v = 0;
-  try {
-    v = std::stoll(it->second, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  DTW_CHECK_ARG(used == it->second.size() && used > 0,
-                "strategy parameter " << key << "=" << it->second << " is not an integer");
-  return v;
-}
-
-double Knobs::get_double(std::string_view key, double fallback) const {
-  const auto it = values_.find(key);
-  if (it == values_.end()) return fallback;
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(it->second, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  DTW_CHECK_ARG(used == it->second.size() && used > 0,
-                "strategy parameter " << key << "=" << it->second << " is not a number");
-  return v;
-}
-
-std::string Knobs::describe() const {
-  std::string s;
-  for (const auto& [k, v] : values_) s += (s.empty() ? "" : " ") + k + "=" + v;
-  return s;
-}
 
 // ---- RankRun ----------------------------------------------------------------------
 
@@ -357,22 +296,6 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
       out.losses = o.losses;
   }
   return out;
-}
-
-void check_strategy(const Strategy& strategy, const RunSpec& spec, int ranks, const Knobs& knobs) {
-  spec.validate();  // the run's own fault, not the strategy's: no prefix
-  try {
-    DTW_CHECK_ARG(ranks >= strategy.min_ranks && ranks <= strategy.max_ranks,
-                  "it runs on " << strategy.min_ranks << " to " << strategy.max_ranks
-                                << " ranks, not " << ranks);
-    if (strategy.check) strategy.check(spec, ranks, knobs);
-  } catch (const InvalidArgument& e) {
-    const std::string set = knobs.describe();
-    std::ostringstream who;
-    who << "strategy " << strategy.name << " on " << ranks << (ranks == 1 ? " rank, " : " ranks, ")
-        << spec.model << ", batch " << spec.batch << (set.empty() ? "" : ", " + set) << ": ";
-    throw InvalidArgument(who.str() + e.what());
-  }
 }
 
 RunOutcome run_strategy(const Strategy& strategy, const RunSpec& spec, const HarnessOptions& opts) {

@@ -60,6 +60,8 @@ class Knobs {
   double get_double(std::string_view key, double fallback) const;
   /// "bucket_kib=64 micro_batches=8" (empty when none).
   std::string describe() const;
+  /// The keys given, in sorted order.
+  std::vector<std::string> keys() const;
 
  private:
   std::map<std::string, std::string, std::less<>> values_;
@@ -180,11 +182,27 @@ using MemoryFigures = std::array<double, kMemoryCategories>;
 /// A MemoryFigures of NaN everywhere.
 MemoryFigures no_memory_figures();
 
+/// A knob a strategy reads: a key `--set KEY=VALUE` may give it. Only the
+/// name is checked here (check_strategy refuses a key the strategy does not
+/// declare); the value is checked by the strategy's own check hook, with the
+/// function its rank function reads the knobs with.
+struct Knob {
+  std::string name;           ///< the key, e.g. "bucket_kib"
+  std::string default_value;  ///< the default as `dtw train --list` shows it: "1", "none", "2p"
+  std::string help;           ///< one line: what it sets, its unit, what it accepts
+  /// The default in force for a run where it depends on the run (the model,
+  /// the ranks, another knob); null: default_value. What the header prints.
+  std::function<std::string(const RunSpec& spec, int ranks, const Knobs& knobs)> default_for;
+};
+
 /// A registered strategy.
 struct Strategy {
   std::string name;         ///< what --strategy takes, e.g. "ddp-bucketed"
   std::string chapter;      ///< "02"; "" for the training layer's own
   std::string description;  ///< one line for `dtw train --list`
+  /// The knobs it reads, in the order `dtw train --list` and the run's header
+  /// show them; check_strategy refuses any other key (empty: it takes none).
+  std::vector<Knob> knobs;
   int min_ranks = 1;        ///< smallest world it accepts
   int max_ranks = 1 << 20;  ///< largest world it accepts
   RankFunctions run;        ///< the rank function
@@ -210,9 +228,9 @@ struct Strategy {
   /// [min_ranks, max_ranks]. Called through check_strategy.
   std::function<void(const RunSpec& spec, int ranks, const Knobs& knobs)> check;
 
-  /// reproduces_reference(ranks, knobs), true when it is null.
-  bool reproduces(int ranks, const Knobs& knobs) const {
-    return !reproduces_reference || reproduces_reference(ranks, knobs);
+  /// reproduces_reference(ranks, given), true when it is null.
+  bool reproduces(int ranks, const Knobs& given) const {
+    return !reproduces_reference || reproduces_reference(ranks, given);
   }
 };
 
@@ -225,13 +243,24 @@ const Strategy& find_strategy(std::string_view name);
 
 /// Checks, without running anything, that `strategy` can run `spec` on
 /// `ranks` ranks with `knobs`: spec.validate() (InvalidArgument as it raises
-/// it), then the world inside [min_ranks, max_ranks] and Strategy::check,
+/// it), then that every key of `knobs` is one of Strategy::knobs (an unknown
+/// key is named with the strategy's knobs, and the nearest one when it looks
+/// like a typo: "unknown knob 'bucket_kb' (did you mean bucket_kib?)"), the
+/// world inside [min_ranks, max_ranks] and Strategy::check,
 /// whose InvalidArgument comes back prefixed with the strategy, the ranks, the
 /// model, the batch and the knobs: "strategy ddp-accumulate on 8 ranks,
 /// gpt-tiny, batch 8: a global batch of 8 rows cannot feed 8 ranks x 4
 /// micro-batches ...". run_strategy calls it first; `dtw bench train` calls it
 /// for every row before the first row runs.
 void check_strategy(const Strategy& strategy, const RunSpec& spec, int ranks, const Knobs& knobs);
+
+/// Every knob of `strategy` in force for a run of `spec` on `ranks` ranks
+/// with `knobs`: the given value, else the default (Knob::default_for, else
+/// Knob::default_value), as "bucket_kib=25 check_every=1" in declaration
+/// order; "" for a strategy without knobs. For the run's header: a default
+/// may read "none", which is not a value the knob accepts.
+std::string knobs_in_force(const Strategy& strategy, const RunSpec& spec, int ranks,
+                           const Knobs& knobs);
 
 /// How the harness runs a strategy.
 struct HarnessOptions {
