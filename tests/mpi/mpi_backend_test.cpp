@@ -3,7 +3,9 @@
 // collectives over MPI's, and split over MPI communicators.
 #include <gtest/gtest.h>
 
+#include <new>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "dtw/chunks.h"
@@ -78,6 +80,25 @@ TEST(MpiBackendTest, AFailingRankAbortsThePeersWaitingForIt) {
                  c.barrier();
                }),
                InvalidArgument);
+}
+
+// A process that runs out of memory reports OutOfMemory naming the job, as
+// a rank thread does, not an uncaught std::exception. The rank throws it
+// itself: no test allocates for real.
+TEST(MpiBackendTest, ARanksBadAllocIsOutOfMemoryNamingTheJob) {
+  if (mpi::world_size() < 2) GTEST_SKIP() << "needs 2 processes";
+  const Report r = launch_collecting(2, mpi_options(), [](Comm& c) {
+    if (c.rank() == 1) throw std::bad_alloc();
+    c.barrier();
+  });
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0].kind, "AbortedError");
+  EXPECT_EQ(r.errors[1].kind, "OutOfMemory");
+  EXPECT_EQ(r.errors[1].rank, 1);
+  EXPECT_NE(r.errors[1].message.find("out of memory (std::bad_alloc) in a process of an mpi job "
+                                     "of 2 ranks"),
+            std::string::npos)
+      << r.errors[1].message;
 }
 
 TEST(MpiBackendTest, DroppedPendingRequestIsReported) {
