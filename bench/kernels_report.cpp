@@ -29,6 +29,7 @@
 #include "dtw/model/profile.h"
 #include "dtw/model/trainer.h"
 #include "dtw/train/run_spec.h"
+#include "dtw/world_fit.h"
 
 namespace {
 
@@ -177,6 +178,39 @@ void step_section(const std::string& name, std::int64_t batch, int steps) {
                e.flops > 0 ? fmt::format("  {:.1f} GFLOP/s", e.flops / e.seconds / 1e9) : "");
 }
 
+// Refuses, before anything is allocated, sizes whose largest section needs
+// more memory than the machine has available (or `ulimit -v` leaves): the
+// matmul's three n x n matrices, or the training step (its largest GEMM's
+// operands, and the run itself as train::rank_bytes_estimate counts it).
+std::string mib_or_gib(double bytes) {
+  return bytes >= (1 << 30) ? fmt::format("{:.1f} GiB", bytes / (1 << 30))
+                            : fmt::format("{:.1f} MiB", bytes / (1 << 20));
+}
+
+void check_memory(std::int64_t n, const std::string& model, std::int64_t batch) {
+  const double matmul = 3.0 * static_cast<double>(n) * static_cast<double>(n) * sizeof(float);
+  dtw::train::RunSpec spec = dtw::train::standard_run(model);
+  spec.batch = batch;
+  const dtw::model::ModelConfig config = spec.config();
+  double gemm = 0;
+  for (const auto& [g, times] : gpt_step_gemms(config, batch, config.context)) {
+    const auto [m, gn, k, ta, tb] = g;
+    gemm = std::max(gemm, static_cast<double>(m * k + k * gn + m * gn) * sizeof(float));
+  }
+  const double step = std::max(gemm, static_cast<double>(dtw::train::rank_bytes_estimate(spec, 1)));
+  const dtw::MachineRoom room = dtw::machine_room();
+  const auto check = [&](double need, const std::string& what) {
+    for (const auto& [left, limit] : {std::pair{room.bytes_available, "available memory"},
+                                      std::pair{room.address_space_left, "address space left by ulimit -v"}})
+      DTW_CHECK_ARG(left < 0 || need <= static_cast<double>(left),
+                    what << " needs an estimated " << mib_or_gib(need) << ", more than the "
+                         << mib_or_gib(static_cast<double>(left)) << " of " << limit
+                         << " (out of memory before it starts): use smaller sizes");
+  };
+  check(matmul, fmt::format("--size {} (three {}x{} float matrices)", n, n, n));
+  check(step, fmt::format("--batch {} with --model {} (the training step)", batch, model));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,6 +231,7 @@ int main(int argc, char** argv) {
     const dtw::model::ModelConfig config = dtw::model::model_config(model);
     DTW_CHECK_ARG(config.kind == dtw::model::ModelKind::kGpt,
                   "--model must be a GPT (gpt-tiny, gpt-small), not " << model);
+    check_memory(size, model, batch);
     matmul_section(size, repeats);
     attention_section(repeats);
     step_section(model, batch, steps);

@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
   spec.steps = 10;
   std::vector<std::string> knob_args;
   std::string micro_batches;
-  int layers = 0;
+  std::optional<std::int64_t> layers;
   app.add_option("--strategy", strategies, "Comma-separated strategy names")->capture_default_str();
   dtw::cli::add_int(app, "--ranks", ranks, "World size of every strategy but single",
                     {1, dtw::cli::kMaxRanks});
@@ -222,10 +222,11 @@ int main(int argc, char** argv) {
                  "(dtw train --list)");
   app.add_option("--micro-batches", micro_batches,
                  "Comma-separated m: one row per strategy and m (sets the knob micro_batches)");
-  app.add_option("--layers", layers,
-                 "Train the model with this many blocks (GPT) or layers (MLP), widths unchanged");
-  app.add_option("--json", json_path, "Write the rows as JSON to this file");
-  app.add_option("--svg", svg_stem, "Write timeline SVGs STEM-<strategy>-p<P>[-<fabric>].svg");
+  dtw::cli::add_int(app, "--layers", layers,
+                    "Train the model with this many blocks (GPT) or layers (MLP), widths unchanged",
+                    {1, 1 << 16});
+  dtw::cli::add_path(app, "--json", json_path, "Write the rows as JSON to this file");
+  dtw::cli::add_path(app, "--svg", svg_stem, "Write timeline SVGs STEM-<strategy>-p<P>[-<fabric>].svg");
   app.footer(
       "Every row (strategy, ranks, knobs) is checked against the run before the first row runs:\n"
       "one a strategy cannot run (a batch too small for ranks x micro-batches, more stages than\n"
@@ -245,13 +246,15 @@ int main(int argc, char** argv) {
   }
   try {
     spec.dtype = dtype_from_name(dtype);
-    if (layers > 0) {
+    // A run of no steps has no step time, no rate and no traffic to show.
+    DTW_CHECK_ARG(spec.steps >= 1, "--steps must be at least 1, got " << spec.steps);
+    if (layers) {
       // A deeper (or shallower) variant of the named model: pipelines need at
       // least p·v units, and the named models have 3 to 6.
       model::ModelConfig c = model::model_config(spec.model);
-      if (c.kind == model::ModelKind::kGpt) c.layers = layers;
-      else c.hidden.assign(static_cast<std::size_t>(std::max(layers - 1, 0)), c.hidden.front());
-      c.name = spec.model + "-l" + std::to_string(layers);
+      if (c.kind == model::ModelKind::kGpt) c.layers = *layers;
+      else c.hidden.assign(static_cast<std::size_t>(*layers - 1), c.hidden.front());
+      c.name = spec.model + "-l" + std::to_string(*layers);
       spec.model = c.name;
       spec.custom_config = c;
     }

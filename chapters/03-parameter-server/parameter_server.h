@@ -107,8 +107,8 @@ struct PsLayout {
 };
 
 /// The layout of a world of `world` ranks training a model of `model_size`
-/// parameters: S and W from `options` (InvalidArgument when S < 1, W < 1 or
-/// S + W ≠ world), shards from `options.ranges` (validated: S sorted,
+/// parameters: S and W from `options` (InvalidArgument when S < 1, W < 1,
+/// S + W ≠ world, or a straggler or crash names a worker w ≥ W), shards from `options.ranges` (validated: S sorted,
 /// disjoint ranges covering [0, model_size) exactly; a gap is named by its
 /// range) or, by default, [0, Ψ) split into S contiguous, nearly equal
 /// ranges (the first Ψ mod S one element longer). Step 03.4.

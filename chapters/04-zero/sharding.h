@@ -73,7 +73,8 @@ struct ZeroOptions {
   static std::vector<train::Knob> knobs(int stage, int default_prefetch = 0);
   /// InvalidArgument naming `rank` and the value for a stage outside 1..3,
   /// m < 1, a negative prefetch depth, prefetch without ZeRO-3, a save_after
-  /// outside [0, spec.steps], or a batch with fewer rows than ranks · m.
+  /// outside [0, spec.steps], a batch with fewer rows than ranks · m, or a
+  /// save folder that cannot be made or written (dtw::check_folder_writable).
   /// Every rank calls it first (ZeroRun); the strategies' registrations call
   /// it before any rank runs (train::Strategy::check) with rank −1, which
   /// the messages then leave out.

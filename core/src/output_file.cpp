@@ -32,6 +32,23 @@ void check_writable(const std::string& path, std::string_view what) {
   if (!existed) ::unlink(path.c_str());
 }
 
+void check_folder_writable(const std::string& dir, std::string_view what) {
+  namespace fs = std::filesystem;
+  DTW_CHECK_ARG(!dir.empty(), what << ": the folder name is empty");
+  std::error_code ec;
+  // The nearest part of the path that exists is where the folders get made.
+  fs::path at = fs::absolute(dir, ec);
+  while (!fs::exists(fs::symlink_status(at, ec)) && at.has_parent_path() && at != at.parent_path())
+    at = at.parent_path();
+  const std::string why = at == fs::absolute(dir, ec) ? "" : " (its part " + at.string() + ")";
+  DTW_CHECK_ARG(fs::is_directory(at, ec), what << ": cannot make the folder " << dir << ": "
+                                              << (why.empty() ? "it" : at.string())
+                                              << " exists and is not a folder");
+  DTW_CHECK_ARG(::access(at.c_str(), W_OK | X_OK) == 0,
+                what << ": cannot write into the folder " << dir << why << ": "
+                     << std::strerror(errno));
+}
+
 void write_file(const std::string& path, std::string_view contents, std::string_view what) {
   std::FILE* file = std::fopen(path.c_str(), "wb");
   const int open_error = errno;

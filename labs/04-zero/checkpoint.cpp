@@ -47,7 +47,15 @@ template <class T>
 void save_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& dir,
                      std::int64_t steps_done, std::span<const double> losses) {
   const int r = comm.rank(), p = comm.size();
-  if (r == 0) std::filesystem::create_directories(dir);
+  if (r == 0) {
+    // Checked before the run (ZeroOptions::validate), but the folder may have
+    // changed since: a dtw error naming the rank and the path, not a crash.
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    DTW_CHECK(!ec && std::filesystem::is_directory(dir), Error,
+              "rank " << r << ": cannot make the checkpoint folder " << dir << ": "
+                      << (ec ? ec.message() : "it exists and is not a folder"));
+  }
   ch01::barrier(comm);  // the folder exists before anyone writes into it
   const std::vector<char> bytes = ckpt::encode_shard(replica, r, p, steps_done);
   const ckpt::FileEntry mine{ckpt::shard_name(r, p, steps_done),

@@ -46,6 +46,18 @@ PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options)
   DTW_CHECK_ARG(layout.servers + layout.workers == world,
                 "ps: " << layout.servers << " servers + " << layout.workers << " workers = "
                        << layout.servers + layout.workers << " ranks, but the world has " << world);
+  // A knob naming a worker the world does not have would change nothing: refused.
+  const auto no_worker = [&](const char* knob, int w) {
+    const std::string s = std::to_string(layout.servers), p = std::to_string(world);
+    return "ps: " + std::string(knob) + " names worker " + std::to_string(w) + ", but a world of " +
+           p + " ranks with " + s + " server(s) has " + std::to_string(layout.workers) +
+           " workers (0 ... " + std::to_string(layout.workers - 1) + ", ranks " + s + " ... " +
+           std::to_string(world - 1) + ")";
+  };
+  // slowdown ends at the highest worker a straggler= item names.
+  const int highest = static_cast<int>(options.slowdown.size()) - 1;
+  DTW_CHECK_ARG(highest < layout.workers, no_worker("straggler", highest));
+  DTW_CHECK_ARG(options.crash_worker < layout.workers, no_worker("crash", options.crash_worker));
 
   if (!options.ranges.empty()) {
     // Shards given by hand: they must tile [0, Ψ) exactly, one per server.

@@ -48,7 +48,10 @@ void write_atomically(const std::string& path, const char* bytes, std::size_t n,
   out.write(bytes, static_cast<std::streamsize>(n));
   out.close();
   DTW_CHECK_ARG(out.good(), "rank " << rank << ": could not write checkpoint file " << tmp);
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  DTW_CHECK(!ec, Error, "rank " << rank << ": could not rename " << tmp << " to " << path << ": "
+                                << ec.message());
   // @end
 }
 
@@ -58,7 +61,15 @@ template <class T>
 void save_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& dir,
                      std::int64_t steps_done, std::span<const double> losses) {
   const int r = comm.rank(), p = comm.size();
-  if (r == 0) std::filesystem::create_directories(dir);
+  if (r == 0) {
+    // Checked before the run (ZeroOptions::validate), but the folder may have
+    // changed since: a dtw error naming the rank and the path, not a crash.
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    DTW_CHECK(!ec && std::filesystem::is_directory(dir), Error,
+              "rank " << r << ": cannot make the checkpoint folder " << dir << ": "
+                      << (ec ? ec.message() : "it exists and is not a folder"));
+  }
   ch01::barrier(comm);  // the folder exists before anyone writes into it
   const std::vector<char> bytes = ckpt::encode_shard(replica, r, p, steps_done);
   const ckpt::FileEntry mine{ckpt::shard_name(r, p, steps_done),

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "dtw/errors.h"
+#include "dtw/output_file.h"
 #include "dtw/model/params.h"
 #include "zero.h"
 
@@ -118,6 +119,8 @@ void ZeroOptions::validate(int rank, int ranks, const train::RunSpec& spec) cons
                     << "gathers; stage " << stage << " holds them all");
   DTW_CHECK_ARG(save_after >= 0 && save_after <= spec.steps,
                 who << "save_after " << save_after << " is outside [0, " << spec.steps << "] steps");
+  // The checkpoint's folder is checked before any step, not after the last.
+  if (!save_dir.empty()) check_folder_writable(save_dir, who + "save=" + save_dir);
   const std::int64_t shards = static_cast<std::int64_t>(ranks) * micro_batches;
   DTW_CHECK_ARG(spec.batch >= shards, who << "a global batch of " << spec.batch << " rows cannot be split over "
                                           << ranks << " ranks x " << micro_batches

@@ -96,6 +96,36 @@ TEST_F(BenchCliTest, KernelsRefusesBadSizesInsteadOfCrashing) {
                  "--model must be a GPT (gpt-tiny, gpt-small), not mlp-tiny");
 }
 
+// --batch 100000 printed only "std::bad_alloc": the sizes' memory is now
+// checked before anything is allocated, naming the need and the room.
+TEST_F(BenchCliTest, KernelsRefusesSizesThatCannotFitBeforeAllocating) {
+  if (!fs::exists(bench("kernels"))) GTEST_SKIP() << bench("kernels") << " is not built";
+  const Finished r = testing::run_program({"/bin/sh", "-c", "ulimit -v 4000000 && exec \"$@\"",
+                                           "sh", bench("kernels"), "--batch", "100000", "--size",
+                                           "8", "--repeats", "1"},
+                                          dir_.string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--batch 100000 with --model gpt-small (the training step) "
+                                  "needs an estimated"));
+  EXPECT_THAT(r.output, HasSubstr("out of memory before it starts"));
+  EXPECT_EQ(lines_of(r.output), 1u) << "measured before refusing: " << r.output;
+}
+
+// --steps 0 printed -nan, inf and -9223372036854775808 B with exit 0, and
+// --layers 0 or -1 ran; empty paths were "not given".
+TEST_F(BenchCliTest, TrainRefusesNoStepsNoLayersAndEmptyPaths) {
+  const std::vector<std::string> small = {"--model", "mlp-tiny"};
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), small.begin(), small.end());
+    return args;
+  };
+  expect_refused("train", with({"--steps", "0"}), "--steps must be at least 1, got 0");
+  expect_refused("train", with({"--layers", "0"}), "--layers must be between 1 and 65536, got 0");
+  expect_refused("train", with({"--layers", "-1"}), "--layers must be between 1 and 65536, got -1");
+  expect_refused("train", with({"--json", ""}), "--json: the path is empty");
+  expect_refused("train", with({"--svg", ""}), "--svg: the path is empty");
+}
+
 TEST_F(BenchCliTest, CollectivesRefusesCountsItUsedToReplaceWithDefaults) {
   const std::vector<std::string> small = {"--sizes", "64", "--no-peers", "--algo", "ring"};
   const auto with = [&](std::vector<std::string> args) {

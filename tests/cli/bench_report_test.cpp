@@ -6,12 +6,32 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <new>
+
+#include "bench_main.h"
+#include "cli_values.h"
 #include "program.h"
 
 namespace dtw {
 namespace {
 
 using ::testing::HasSubstr;
+
+// A std::bad_alloc no estimate caught printed "dtw bench kernels:
+// std::bad_alloc": now it says out of memory, with the options in force.
+TEST(BenchMainTest, BadAllocSaysOutOfMemoryWithTheOptions) {
+  CLI::App app{"a probe", "dtw bench probe"};
+  std::int64_t size = 1;
+  cli::add_int(app, "--size", size, "n");
+  std::string words[] = {"probe", "--size", "8"};
+  char* argv[] = {words[0].data(), words[1].data(), words[2].data()};
+  ::testing::internal::CaptureStderr();
+  const int status = cli::bench_main(app, 3, argv, []() -> int { throw std::bad_alloc(); });
+  const std::string error = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(status, 3);
+  EXPECT_THAT(error, HasSubstr("dtw bench probe: out of memory (std::bad_alloc) with the "
+                               "options --size 8"));
+}
 
 #ifdef DTW_BENCH_COLLECTIVES
 TEST(BenchReportTest, OneRankSaysWhyBusbwIsZero) {

@@ -208,6 +208,74 @@ TEST_F(DtwCliTest, AnUnwritableOutputFailsBeforeTraining) {
   EXPECT_THAT(folder.output, HasSubstr("it is a folder"));
 }
 
+// --out is a stem: a folder or a device there is refused (--out /tmp wrote
+// /tmp.csv), and an empty --out or --json is refused rather than read as "not
+// given" (a default stem; no JSON at all).
+TEST_F(DtwCliTest, EmptyPathsAndAFolderAsTheStemAreRefused) {
+  const Finished folder = dtw({"train", "--model", "mlp-tiny", "--steps", "1000000000", "--out",
+                               dir_.string()});
+  EXPECT_EQ(folder.exit_code, 2) << folder.output;
+  EXPECT_THAT(folder.output, HasSubstr("that is a folder, and --out takes a file stem"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.string() + ".csv"));
+  const Finished device = dtw({"train", "--model", "mlp-tiny", "--out", "/dev/null"});
+  EXPECT_EQ(device.exit_code, 2) << device.output;
+  EXPECT_THAT(device.output, HasSubstr("a device or other special file"));
+  for (const char* flag : {"--out", "--json"}) {
+    const Finished empty = dtw({"train", "--model", "mlp-tiny", "--steps", "1000000000", flag, ""});
+    EXPECT_EQ(empty.exit_code, 2) << flag << ": " << empty.output;
+    EXPECT_THAT(empty.output, HasSubstr(std::string(flag) + ": the path is empty"));
+  }
+}
+
+// A checkpoint folder that cannot be made was found after 20 steps (an
+// uncaught filesystem_error on rank 0, exit 3): refused before any step now.
+TEST_F(DtwCliTest, ACheckpointFolderThatCannotBeMadeIsRefusedBeforeTraining) {
+  const std::string file = (dir_ / "a-file").string();
+  std::ofstream(file) << "not a folder";
+  for (const std::string& save : {file, file + "/below"}) {
+    const Finished run = train({"--strategy", "zero1", "--ranks", "2", "--steps", "1000000000",
+                                "--set", "save=" + save});
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("save=" + save + ": cannot make the folder " + save));
+    EXPECT_THAT(run.output, HasSubstr("exists and is not a folder"));
+    EXPECT_THAT(run.output, Not(HasSubstr("/1000000000 [")));
+  }
+}
+
+// A straggler or a crash of a worker the world does not have changed nothing
+// and the run passed (exit 0); a knob given twice kept the last silently.
+TEST_F(DtwCliTest, KnobsNamingAWorkerThatIsNotThereOrGivenTwiceAreRefused) {
+  for (const char* knob : {"straggler=9:2", "straggler=0:2,3:2", "crash=7:1"}) {
+    const Finished run = train({"--strategy", "ps-sync", "--ranks", "4", "--set", knob});
+    EXPECT_EQ(run.exit_code, 2) << knob << ": " << run.output;
+    EXPECT_THAT(run.output, ContainsRegex("names worker [379], but a world of 4 ranks with 1 "
+                                          "server\\(s\\) has 3 workers"))
+        << knob;
+  }
+  const Finished twice = train({"--strategy", "ddp-bucketed", "--ranks", "2", "--set",
+                                "check_every=1", "--set", "check_every=2"});
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_THAT(twice.output, HasSubstr("check_every is given twice"));
+}
+
+// The training data is declared to the launch (train::rank_bytes_estimate),
+// so a batch the machine cannot hold is refused before a rank starts, with
+// the need and the room; it was std::bad_alloc "... none of it data", or the
+// system's OOM killer. Under a 4 GiB address-space limit, whatever the machine.
+TEST_F(DtwCliTest, TrainingDataIsCountedBeforeTheRanksStart) {
+  for (const char* batch : {"2000000", "100000000"}) {
+    const Finished run = run_program({"/bin/sh", "-c", "ulimit -v 4000000 && exec \"$@\"", "sh",
+                                      program(), "train", "--model", "mlp-tiny", "--steps", "1",
+                                      "--batch", batch, "--out", (dir_ / "curve").string()},
+                                     dir_.string());
+    EXPECT_EQ(run.exit_code, 3) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("a world of 1 rank"));
+    EXPECT_THAT(run.output, ContainsRegex("of which [0-9.]+ [GT]iB its data"));
+    EXPECT_THAT(run.output, Not(HasSubstr("bad_alloc")));
+    EXPECT_THAT(run.output, Not(HasSubstr("step 1/1")));
+  }
+}
+
 TEST_F(DtwCliTest, ProgressReachesAPipeAsItIsPrinted) {
   // A run far too long to finish: the first progress line must arrive while it
   // is still running, not when a block buffer fills or the program exits.

@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "dtw/errors.h"
+#include "dtw/model/gpt.h"
+#include "dtw/model/mlp.h"
+#include "dtw/model/params.h"
 #include "dtw/train/run_spec.h"
 
 namespace dtw::train {
@@ -167,6 +170,38 @@ TEST(RunSpecTest, ShardsConcatenateToTheWholeBatch) {
       EXPECT_DOUBLE_EQ(weight, 1.0);
     }
   }
+}
+
+// The memory a rank is declared to hold (LaunchOptions::bytes_per_rank) is
+// five copies of the parameters and twice the activations the model itself
+// says its forward keeps for the rank's shard (Gpt/Mlp::activation_bytes):
+// the two counts cannot drift apart.
+TEST(RunSpecTest, ARanksBytesAreItsModelAndItsShardsActivations) {
+  for (const char* name : {"mlp-tiny", "gpt-tiny"}) {
+    RunSpec spec = standard_run(name);
+    spec.batch = 12;
+    const model::ModelConfig c = spec.config();
+    const auto params = static_cast<std::int64_t>(model::param_layout(c).size());
+    const auto activations = [&](std::int64_t rows) -> std::int64_t {
+      if (c.kind == model::ModelKind::kGpt) {
+        const model::Gpt<float> gpt(c);
+        const int units = static_cast<int>(gpt.units().size());
+        return gpt.activation_bytes({0, units}, rows, spec.sequence());
+      }
+      const model::Mlp<float> mlp(c);
+      return mlp.activation_bytes({0, static_cast<int>(mlp.units().size())}, rows);
+    };
+    EXPECT_EQ(rank_bytes_estimate(spec, 1), 4 * 5 * params + 2 * activations(12)) << name;
+    // 12 rows on 5 ranks: the largest shard has 3.
+    EXPECT_EQ(rank_bytes_estimate(spec, 5), 4 * 5 * params + 2 * activations(3)) << name;
+    spec.dtype = DType::kFloat64;
+    EXPECT_GT(rank_bytes_estimate(spec, 1), 4 * 5 * params + 2 * activations(12)) << name;
+  }
+  // A batch no machine holds saturates instead of overflowing.
+  RunSpec huge = standard_run("gpt-tiny");
+  huge.batch = std::numeric_limits<std::int64_t>::max() / 2;
+  EXPECT_EQ(rank_bytes_estimate(huge, 1), std::numeric_limits<std::int64_t>::max());
+  EXPECT_THROW(rank_bytes_estimate(huge, 0), InvalidArgument);
 }
 
 }  // namespace

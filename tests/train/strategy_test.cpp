@@ -247,6 +247,16 @@ TEST(StrategyTest, KnobsParseAndNameBadValues) {
   EXPECT_EQ(k.get_double("ratio", 0), 0.5);
   EXPECT_THROW(k.get_int("schedule", 0), InvalidArgument);
   EXPECT_THROW(Knobs::parse({"novalue"}), InvalidArgument);
+  // A key given twice was the last one silently: refused, naming both values.
+  try {
+    Knobs::parse({"check_every=1", "bucket_kib=4", "check_every=2"});
+    ADD_FAILURE() << "a key given twice was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("check_every is given twice (check_every=1 and "
+                                         "check_every=2)"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_EQ(k.describe(), "bucket_kib=64 ratio=0.5 schedule=1f1b");
   EXPECT_EQ(k.keys(), (std::vector<std::string>{"bucket_kib", "ratio", "schedule"}));
 }

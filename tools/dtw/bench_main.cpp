@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <string>
 
 #include "dtw/errors.h"
 #include "exit_codes.h"
@@ -28,6 +30,9 @@ int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>&
     // CLI11's own codes (105, 109, ...) would break the one convention.
     return refuse(fmt::format("{} ({} --help lists the options)", e.what(), name), kExitUsage);
   }
+  // The options as given, for an error that did not name them.
+  std::string given;
+  for (int i = 1; i < argc; ++i) given += fmt::format("{}{}", i > 1 ? " " : "", argv[i]);
   try {
     return body();
   } catch (const CLI::ParseError& e) {
@@ -35,6 +40,12 @@ int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>&
   } catch (const InvalidArgument& e) {
     // A rank of a run has its number set: the run had started, so it failed.
     return refuse(e.what(), e.rank() < 0 ? kExitUsage : kExitRunFailed);
+  } catch (const std::bad_alloc& e) {
+    // An allocation no estimate refused: say so, and with which options.
+    return refuse(fmt::format("out of memory ({}) with {}: use smaller sizes", e.what(),
+                              given.empty() ? std::string("the default options")
+                                            : "the options " + given),
+                  kExitRunFailed);
   } catch (const std::exception& e) {
     return refuse(e.what(), kExitRunFailed);
   }

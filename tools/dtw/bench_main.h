@@ -27,7 +27,9 @@ namespace dtw::cli {
 // `body`: its status; CLI::ParseError (cli_values.h's parse_* called there),
 // or dtw::InvalidArgument raised before any rank ran (a bad value, an output
 // that cannot be written): 2; any other exception (an error,
-// a deadlock, a failed write, InvalidArgument from inside a run): 3. Every
+// a deadlock, a failed write, InvalidArgument from inside a run): 3, and
+// std::bad_alloc as "out of memory (std::bad_alloc) with the options
+// --batch 100000 --size 8: use smaller sizes", also 3. Every
 // message starts with the app's name ("dtw bench zero: ...").
 int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
 

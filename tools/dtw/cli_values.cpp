@@ -213,4 +213,17 @@ CLI::Option* add_real(CLI::App& app, const std::string& flag, std::optional<doub
       ->type_name("NUMBER");
 }
 
+CLI::Option* add_path(CLI::App& app, const std::string& flag, std::string& target,
+                      const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          flag,
+          [&target, flag](const std::string& s) {
+            if (s.empty()) refuse(fmt::format("{}: the path is empty (give a file name)", flag));
+            target = s;
+          },
+          help)
+      ->type_name("PATH");
+}
+
 }  // namespace dtw::cli

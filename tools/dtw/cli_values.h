@@ -62,4 +62,9 @@ CLI::Option* add_int(CLI::App& app, const std::string& flag, std::optional<std::
 CLI::Option* add_real(CLI::App& app, const std::string& flag, std::optional<double>& target,
                       const std::string& help, RealRange range = {});
 
+// A path (a file, a folder or a file stem): any text but the empty one, which
+// is refused ("--json: the path is empty") rather than read as "not given".
+CLI::Option* add_path(CLI::App& app, const std::string& flag, std::string& target,
+                      const std::string& help);
+
 }  // namespace dtw::cli

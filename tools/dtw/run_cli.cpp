@@ -80,11 +80,12 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
   add_int(*train_cmd, "--warmup", spec.warmup_steps, "Steps of linear learning-rate warm-up");
   add_uint(*train_cmd, "--seed", spec.seed, "Seed of the initial weights and the data");
   train_cmd->add_option("--dtype", options.dtype, "float32 or float64")->capture_default_str();
-  train_cmd->add_option("--out", options.out,
-                        "File stem of the loss curve (STEM.csv, STEM.svg); default train-MODEL");
-  train_cmd->add_option("--json", options.json,
-                        "Write the losses and every rank's timeline and memory as JSON to this "
-                        "file; the terminal shows a summary beyond 16 ranks");
+  add_path(*train_cmd, "--out", options.out,
+           "File stem of the loss curve (STEM.csv, STEM.svg, STEM-timeline.svg), not a folder; "
+           "default train-MODEL");
+  add_path(*train_cmd, "--json", options.json,
+           "Write the losses and every rank's timeline and memory as JSON to this file; the "
+           "terminal shows a summary beyond 16 ranks");
   return train_cmd;
 }
 

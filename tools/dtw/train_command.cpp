@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -180,6 +181,16 @@ int train_command(const TrainCommandOptions& options) {
     throw UsageError("dtw train runs on the threads backend for now (got --backend " +
                      options.backend + ")");
   const std::string stem = options.out.empty() ? "train-" + config.name : options.out;
+  // --out is a stem that names are made from: a folder or a device there
+  // would not be written, STEM.csv beside it would (--out /tmp: /tmp.csv).
+  std::error_code ec;
+  const std::filesystem::file_status is = std::filesystem::status(stem, ec);
+  if (std::filesystem::exists(is) && !std::filesystem::is_regular_file(is))
+    throw UsageError(fmt::format(
+        "dtw train --out {}: that is {}, and --out takes a file stem: it writes STEM.csv, "
+        "STEM.svg and STEM-timeline.svg{}",
+        stem, std::filesystem::is_directory(is) ? "a folder" : "a device or other special file",
+        std::filesystem::is_directory(is) ? fmt::format(" (e.g. --out {}/run)", stem) : ""));
   check_writable(stem + ".csv", "dtw train --out (the loss curve)");
   check_writable(stem + ".svg", "dtw train --out (the loss plot)");
   check_writable(stem + "-timeline.svg", "dtw train --out (the timeline)");

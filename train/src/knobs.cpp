@@ -16,7 +16,11 @@ Knobs Knobs::parse(const std::vector<std::string>& assignments) {
     const std::size_t eq = a.find('=');
     DTW_CHECK_ARG(eq != std::string::npos && eq > 0,
                   "strategy parameter '" << a << "' must read key=value");
-    k.set(a.substr(0, eq), a.substr(eq + 1));
+    const std::string key = a.substr(0, eq);
+    DTW_CHECK_ARG(!k.has(key), "strategy parameter " << key << " is given twice (" << key << "="
+                                                     << k.get(key, "") << " and " << a
+                                                     << "); give it once");
+    k.set(key, a.substr(eq + 1));
   }
   return k;
 }

@@ -2,9 +2,11 @@
 #include "dtw/train/run_spec.h"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "dtw/errors.h"
+#include "dtw/model/params.h"
 
 namespace dtw::train {
 
@@ -107,6 +109,41 @@ void RunSpec::validate() const {
   DTW_CHECK_ARG(warmup_steps >= 0,
                 "RunSpec: warmup_steps " << warmup_steps << " must not be negative");
   check_real(clip_norm, clip_norm >= 0, "clip_norm", ">= 0 (0: no clipping)");
+}
+
+namespace {
+// Values (not bytes) of the activations a forward over the whole model keeps
+// for `rows` rows of the batch: the same count as Gpt::activation_bytes and
+// Mlp::activation_bytes over every unit, without building a model. Doubles:
+// a batch from the command line can be as large as int64 allows.
+double activation_values(const model::ModelConfig& c, double rows, double seq) {
+  if (c.kind == model::ModelKind::kGpt) {
+    const double n = rows * seq, dim = static_cast<double>(c.dim);
+    const double w = static_cast<double>(c.heads * c.head_dim());
+    const double heads = static_cast<double>(c.heads), f = static_cast<double>(c.mlp_hidden);
+    const double per_block = 3 * n * dim + 4 * n + 8 * n * w + rows * heads * seq * seq + 2 * n * f;
+    const double layers = static_cast<double>(c.layers);
+    return (layers + 1) * n * dim + layers * per_block + n * dim + 3 * n +
+           2 * n * static_cast<double>(c.vocab) + 2 * n;  // the head; tokens and targets
+  }
+  double per_row = static_cast<double>(c.features) + static_cast<double>(c.classes);  // x[0], x[n]
+  for (const std::int64_t h : c.hidden) per_row += 2 * static_cast<double>(h);  // x and pre
+  per_row += static_cast<double>(c.classes) + 2;  // probs, losses, labels
+  return rows * per_row;
+}
+}  // namespace
+
+std::int64_t rank_bytes_estimate(const RunSpec& spec, int ranks) {
+  DTW_CHECK_ARG(ranks >= 1, "rank_bytes_estimate: ranks " << ranks << " must be at least 1");
+  const model::ModelConfig c = spec.config();
+  const double value = spec.dtype == DType::kFloat64 ? 8 : 4;
+  const double params = static_cast<double>(model::param_layout(c).size());
+  const double rows = std::ceil(static_cast<double>(spec.batch) / ranks);
+  const double seq = static_cast<double>(spec.sequence());
+  const double bytes = value * (5 * params + 2 * activation_values(c, rows, seq));
+  constexpr double kMax = static_cast<double>(std::numeric_limits<std::int64_t>::max());
+  return bytes >= kMax ? std::numeric_limits<std::int64_t>::max()
+                       : static_cast<std::int64_t>(bytes);
 }
 
 std::string RunSpec::hyperparameters() const {

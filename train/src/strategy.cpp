@@ -205,6 +205,9 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
   lo.timeout = opts.timeout;
   lo.trace = opts.trace;
   lo.memory_cap = opts.memory_cap;
+  // The ranks' data, estimated, so that a run the machine cannot hold is
+  // refused before any rank starts (world_fit.h) rather than killed midway.
+  lo.bytes_per_rank = rank_bytes_estimate(spec, opts.ranks);
   RunOutcome out;
   out.checked = opts.compare;
   std::mutex mutex;

@@ -16,6 +16,12 @@ namespace dtw {
 /// fails to save its result.
 void check_writable(const std::string& path, std::string_view what);
 
+/// Raises InvalidArgument naming `what`, the path and the reason unless files
+/// can be written into the folder `dir`, making it if need be: `dir` is a
+/// writable folder, or it does not exist and its nearest existing ancestor is
+/// a writable folder. Nothing is created. For an output folder (a checkpoint),
+/// checked before any work starts.
+void check_folder_writable(const std::string& dir, std::string_view what);
 /// Writes `contents` to `path`, replacing the file, and raises Error naming
 /// `what`, the path and the reason when opening, writing or closing fails (a
 /// full disk may show only at the close). A program says "wrote PATH" only

@@ -91,6 +91,23 @@ RunSpec standard_run(std::string_view model);
 RunSpec run_from_options(const model::ModelConfig& config, std::int64_t steps,
                          const model::TrainOptions& options, DType dtype);
 
+/// A conservative estimate, in bytes, of the memory one rank of a run of
+/// `spec` on `ranks` ranks holds, which the harness declares to the launch
+/// (LaunchOptions::bytes_per_rank) so that a run that cannot fit is refused
+/// before any rank starts, with the need and the machine's room, instead of
+/// failing in a rank with `std::bad_alloc` or being killed by the system. It
+/// counts the whole model on every rank (no strategy shards less than that):
+/// five copies of the parameters (the parameters, their gradients, two
+/// AdamW moments or SGD's momentum, and the copy a rank reports for the
+/// comparison with the reference), and the activations of the rank's largest
+/// data-parallel shard of the batch (ceil(batch / ranks) rows, whole
+/// sequences), twice over (the forward keeps them, the backward's gradients
+/// are as large), in spec.dtype. It leaves out the reference's own
+/// single-device run, computed once per process when the harness compares,
+/// and a strategy's message buffers. Saturates at INT64_MAX; InvalidArgument
+/// when `ranks` < 1 or spec's model is unknown.
+std::int64_t rank_bytes_estimate(const RunSpec& spec, int ranks);
+
 /// Rows [begin, end) of the global batch that data shard `shard` of `shards`
 /// reads: the batch split into `shards` contiguous, nearly equal parts (the
 /// first batch % shards shards get one more), so the shards concatenated are

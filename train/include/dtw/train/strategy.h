@@ -45,7 +45,9 @@ namespace dtw::train {
 class Knobs {
  public:
   Knobs() = default;
-  /// From "key=value" strings; InvalidArgument for one without '='.
+  /// From "key=value" strings; InvalidArgument for one without '=' and for a
+  /// key given twice (`--set check_every=1 --set check_every=2`: which one
+  /// was meant?), naming the key and both values.
   static Knobs parse(const std::vector<std::string>& assignments);
   /// Sets `key` to `value`.
   Knobs& set(const std::string& key, const std::string& value);
