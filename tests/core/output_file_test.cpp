@@ -70,5 +70,23 @@ TEST_F(OutputFileTest, AMissingFolderIsAnErrorNamingIt) {
               HasSubstr("it is a folder"));
 }
 
+// An output folder (a checkpoint's): one that exists or can be made is
+// accepted and nothing is created; a file in the way is named.
+TEST_F(OutputFileTest, AFolderThatCannotBeMadeIsNamedAndNothingIsCreated) {
+  EXPECT_NO_THROW(check_folder_writable(dir_.string(), "save"));
+  const fs::path deep = dir_ / "a" / "b";
+  EXPECT_NO_THROW(check_folder_writable(deep.string(), "save"));
+  EXPECT_FALSE(fs::exists(dir_ / "a")) << "the check made a folder";
+  const std::string file = (dir_ / "file").string();
+  write_file(file, "x", "test");
+  EXPECT_THAT(message_of<InvalidArgument>([&] { check_folder_writable(file, "save=" + file); }),
+              HasSubstr("save=" + file + ": cannot make the folder " + file +
+                        ": it exists and is not a folder"));
+  EXPECT_THAT(message_of<InvalidArgument>([&] { check_folder_writable(file + "/sub", "save"); }),
+              HasSubstr("exists and is not a folder"));
+  EXPECT_THAT(message_of<InvalidArgument>([&] { check_folder_writable("", "save"); }),
+              HasSubstr("save: the folder name is empty"));
+}
+
 }  // namespace
 }  // namespace dtw

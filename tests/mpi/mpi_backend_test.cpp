@@ -3,6 +3,7 @@
 // collectives over MPI's, and split over MPI communicators.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <new>
 #include <numeric>
 #include <string>
@@ -99,6 +100,30 @@ TEST(MpiBackendTest, ARanksBadAllocIsOutOfMemoryNamingTheJob) {
                                      "of 2 ranks"),
             std::string::npos)
       << r.errors[1].message;
+}
+
+// A watchdog setting that is not a number of seconds (it fell back to the
+// launch's timeout silently) is refused by every process before any rank runs,
+// naming the variable and the value. Each process sets and restores its own.
+TEST(MpiBackendTest, ABadWatchdogSettingIsRefusedNamingIt) {
+  for (const char* value : {"abc", "-3", "0", "5s", ""}) {
+    ::setenv("DTW_MPI_WATCHDOG_SECONDS", value, 1);
+    bool ran = false;
+    try {
+      launch(0, mpi_options(), [&](Comm&) { ran = true; });
+      ADD_FAILURE() << "DTW_MPI_WATCHDOG_SECONDS='" << value << "' was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("DTW_MPI_WATCHDOG_SECONDS='" + std::string(value) +
+                                           "' is not a number of seconds"),
+                std::string::npos)
+          << e.what();
+    }
+    ::unsetenv("DTW_MPI_WATCHDOG_SECONDS");
+    EXPECT_FALSE(ran) << value;
+  }
+  ::setenv("DTW_MPI_WATCHDOG_SECONDS", "2.5", 1);
+  EXPECT_NO_THROW(launch(0, mpi_options(), [](Comm&) {}));
+  ::unsetenv("DTW_MPI_WATCHDOG_SECONDS");
 }
 
 TEST(MpiBackendTest, DroppedPendingRequestIsReported) {

@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -40,13 +42,22 @@ void finalize_at_exit() {
   if (!finalized) MPI_Finalize();
 }
 
-// DTW_MPI_WATCHDOG_SECONDS overrides the launch's own timeout.
+// DTW_MPI_WATCHDOG_SECONDS overrides the launch's own timeout. A value that
+// is not a number of seconds in range is refused, naming it, by every process
+// alike before any rank runs, never replaced by the launch's own timeout.
 std::chrono::milliseconds watchdog_timeout(const LaunchOptions& options) {
-  if (const char* env = std::getenv("DTW_MPI_WATCHDOG_SECONDS")) {
-    const double s = std::atof(env);
-    if (s > 0) return std::chrono::milliseconds(static_cast<long>(s * 1000));
-  }
-  return options.timeout;
+  const char* env = std::getenv("DTW_MPI_WATCHDOG_SECONDS");
+  if (env == nullptr) return options.timeout;
+  char* end = nullptr;
+  errno = 0;
+  const double s = std::strtod(env, &end);
+  const double most = std::chrono::duration<double>(kMaxLaunchTimeout).count();
+  DTW_CHECK_ARG(*env != '\0' && end != nullptr && *end == '\0' && errno == 0 &&
+                    std::isfinite(s) && s > 0 && s <= most,
+                "DTW_MPI_WATCHDOG_SECONDS='" << env << "' is not a number of seconds in (0, "
+                                             << most << "] (unset it for the launch's timeout, "
+                                             << options.timeout.count() << " ms)");
+  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
 }
 
 void record(PartialReport& part, int rank, const Error& e) {
@@ -55,7 +66,8 @@ void record(PartialReport& part, int rank, const Error& e) {
 }
 
 // Runs `fn` on this process as rank `me` of a `world`-rank launch.
-std::shared_ptr<Job> run_rank(int world, const LaunchOptions& options, const RankFunction& fn,
+std::shared_ptr<Job> run_rank(int world, const LaunchOptions& options,
+                              std::chrono::milliseconds watchdog, const RankFunction& fn,
                               MPI_Comm job, PartialReport& part, std::exception_ptr& own_error) {
   const int me = process().rank;
   auto state = std::make_shared<Job>(job, me);
@@ -66,7 +78,7 @@ std::shared_ptr<Job> run_rank(int world, const LaunchOptions& options, const Ran
   std::vector<int> members(static_cast<std::size_t>(world));
   std::iota(members.begin(), members.end(), 0);
   auto ledger = std::make_shared<MemoryLedger>(me, options.memory_cap);
-  Watchdog::instance().arm(me, watchdog_timeout(options));
+  Watchdog::instance().arm(me, watchdog);
   {
     MpiComm comm(state, job, me, members, traffic, tracer, Exec::host().with_ledger(ledger));
     try {
@@ -187,13 +199,14 @@ Report launch(int world_size, const LaunchOptions& options, const RankFunction& 
     // variables) holds on every process alike.
     return threads::launch(world, options, fn, first_error);
   }
+  const std::chrono::milliseconds watchdog = watchdog_timeout(options);  // before any collective
   const auto start = Tracer::Clock::now();
   PartialReport part;
   std::exception_ptr own_error;
   std::shared_ptr<Job> job_state;  // its communicators live until every process knows the outcome
   MPI_Comm job = MPI_COMM_NULL;
   MPI_Comm_split(p.launches, p.rank < world ? 0 : MPI_UNDEFINED, p.rank, &job);
-  if (job != MPI_COMM_NULL) job_state = run_rank(world, options, fn, job, part, own_error);
+  if (job != MPI_COMM_NULL) job_state = run_rank(world, options, watchdog, fn, job, part, own_error);
 
   return merge_parts("mpi", world, p.rank, start, part, std::move(job_state), own_error,
                      first_error);
