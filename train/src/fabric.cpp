@@ -2,11 +2,14 @@
 #include "dtw/train/fabric.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
 #include "dtw/errors.h"
+#include "replay_work.h"
 
 namespace dtw::train {
 
@@ -60,6 +63,8 @@ const Cluster& find_gpu_cluster(std::string_view name) {
 
 namespace {
 
+std::atomic<std::int64_t> g_replay_looks{0};
+
 // At equal times: a phase ends, then a call completes (or is seen complete
 // inside a phase), then the next is posted, then a phase starts (calls of one
 // rank follow each other).
@@ -100,11 +105,14 @@ double share_before(const TraceEvent& e, const TraceEvent& c, bool by_work) {
 
 }  // namespace
 
+std::int64_t replay_looks() { return g_replay_looks.load(); }
+
 Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster& cluster) {
   DTW_CHECK_ARG(world >= 1, "replay_on: world " << world << " must be at least 1");
   Replay out;
   // The events that take time: compute phases (outermost only) and messages.
   std::vector<std::vector<std::size_t>> computes(static_cast<std::size_t>(world));
+  std::vector<std::vector<std::size_t>> comms(static_cast<std::size_t>(world));
   for (const TraceEvent& e : trace) {
     if (e.category != "compute" && (e.category != "comm" || e.peer < 0)) continue;
     DTW_CHECK_ARG(e.rank >= 0 && e.rank < world,
@@ -116,7 +124,10 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   std::vector<bool> dropped(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const TraceEvent& e = out.events[i];
-    if (e.category != "compute") continue;
+    if (e.category != "compute") {
+      comms[static_cast<std::size_t>(e.rank)].push_back(i);
+      continue;
+    }
     computes[static_cast<std::size_t>(e.rank)].push_back(i);
     if (cluster.measured_compute) {
       duration[i] = (e.end_us - e.start_us) * 1e-6;
@@ -196,22 +207,27 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   }
   // Each rank's instants in its own order of calls.
   std::vector<std::vector<Instant>> instants(static_cast<std::size_t>(world));
+  std::int64_t looks = 0;  // work done, for replay_looks()
   for (int r = 0; r < world; ++r) {
-    const auto& list = computes[static_cast<std::size_t>(r)];
+    // The outermost phases by start; their ends rise too (an end that did
+    // not would lie inside an earlier phase), so a binary search finds the
+    // first that ends after t, the only one that can hold t.
+    std::vector<std::size_t> outer;
+    for (std::size_t i : computes[static_cast<std::size_t>(r)])
+      if (!dropped[i]) outer.push_back(i);
     auto phase_at = [&](double t) -> int {  // the (outermost) compute phase holding time t
-      for (std::size_t i : list)
-        if (!dropped[i] && out.events[i].start_us < t && t < out.events[i].end_us)
-          return static_cast<int>(i);
-      return -1;
+      const auto p = std::partition_point(outer.begin(), outer.end(), [&](std::size_t i) {
+        return out.events[i].end_us <= t;
+      });
+      return p != outer.end() && out.events[*p].start_us < t ? static_cast<int>(*p) : -1;
     };
-    for (std::size_t i : list) {
-      if (dropped[i]) continue;
+    for (std::size_t i : outer) {
       instants[r].push_back({out.events[i].start_us, kStart, i});
       instants[r].push_back({out.events[i].end_us, kEnd, i});
     }
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i : comms[static_cast<std::size_t>(r)]) {
       const TraceEvent& e = out.events[i];
-      if (e.rank != r || e.category != "comm") continue;
+      ++looks;
       instants[r].push_back({e.start_us, kPost, i, phase_at(e.start_us)});
       const int holder = phase_at(e.end_us);
       // Completed inside a compute phase: waited for at its end, but seen
@@ -232,6 +248,7 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   // Per group: where the host started it (−1 until the host gets there).
   std::vector<double> group_start(members.size(), -1);
   auto completion = [&](std::size_t i) -> double {  // −1 while a half is not posted
+    ++looks;
     const Message& m = msg[i];
     const TraceEvent& e = out.events[i];
     if (m.post < 0) return -1;
@@ -248,6 +265,18 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   // completion is known, and the latest of those.
   std::vector<std::size_t> lane_next(lanes.size(), 0), lane_known(lanes.size(), 0);
   std::vector<double> lane_free(lanes.size(), 0);
+  // A later round waits for the rounds of its collective that had ended on
+  // the host by its start. Rounds are posted in order of start, so that set
+  // only grows: per group, its rounds by host end, how many of those are
+  // known complete, and the latest of their completions (one look per round
+  // in all, not one per pair of rounds).
+  std::vector<std::vector<std::size_t>> by_end(members);
+  for (auto& rounds : by_end)
+    std::stable_sort(rounds.begin(), rounds.end(), [&](std::size_t a, std::size_t b) {
+      return out.events[a].end_us < out.events[b].end_us;
+    });
+  std::vector<std::size_t> ended(members.size(), 0);
+  std::vector<double> ended_latest(members.size(), std::numeric_limits<double>::lowest());
   // Posts lane l's next message if it can; false when it must wait.
   auto post_on_lane = [&](std::size_t l) -> bool {
     const std::vector<std::size_t>& lane = lanes[l];
@@ -266,13 +295,21 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
     } else {
       // A later round: once the rounds the host had seen complete before
       // posting it have arrived.
-      post = msg[members[g].front()].post;
-      for (std::size_t j : members[g]) {
-        if (j == i || out.events[j].end_us > out.events[i].start_us) continue;
-        const double done = completion(j);
+      const std::vector<std::size_t>& rounds = by_end[g];
+      double latest = ended_latest[g];
+      bool prefix = true;  // all rounds before q are in ended_latest
+      for (std::size_t q = ended[g];
+           q < rounds.size() && out.events[rounds[q]].end_us <= out.events[i].start_us; ++q) {
+        if (rounds[q] == i) {  // itself (ended as it started): not before it, but before the next
+          prefix = false;
+          continue;
+        }
+        const double done = completion(rounds[q]);
         if (done < 0) return false;
-        post = std::max(post, done);
+        latest = std::max(latest, done);
+        if (prefix) ended_latest[g] = latest, ended[g] = q + 1;
       }
+      post = std::max(msg[members[g].front()].post, latest);
     }
     msg[i].post = post;
     model_start[i] = post;
@@ -282,6 +319,7 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   };
   for (bool progress = true; progress;) {
     progress = false;
+    looks += static_cast<std::int64_t>(lanes.size()) + world;  // one sweep
     for (std::size_t l = 0; l < lanes.size(); ++l)
       while (lane_next[l] < lanes[l].size() && post_on_lane(l)) progress = true;
     for (int r = 0; r < world; ++r) {
@@ -352,6 +390,7 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
     modeled.push_back(std::move(e));
   }
   out.events = std::move(modeled);
+  g_replay_looks.fetch_add(looks, std::memory_order_relaxed);
   out.timeline = analyze_timeline(out.events, world);
   out.seconds = out.timeline.span;
   return out;
