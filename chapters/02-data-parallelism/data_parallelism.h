@@ -35,6 +35,7 @@
 #include "dtw/model/units.h"
 #include "dtw/train/replica.h"
 #include "dtw/train/strategy.h"
+#include "dtw/types.h"
 #include "nonblocking.h"  // chapter 01's iallreduce (solution library)
 
 namespace dtw::ch02 {
@@ -100,7 +101,7 @@ class ReplicasDiverged : public Error {
 /// One 64-bit hash per tensor of `layout` (in layout order) of the bits of
 /// `params` (the whole flat buffer): equal replicas have equal fingerprints,
 /// and a single changed bit changes its tensor's.
-template <class T>
+template <TrainElement T>
 std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout, std::span<const T> params);
 
 /// Collective: every rank shares its fingerprint of `params`; if a rank's
@@ -111,7 +112,7 @@ std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout, std::sp
 /// (fingerprint 0x… vs 0x…)` — hex() in replicas.cpp writes one. The hashes
 /// travel on the runtime's own channel (dtw::allgather_results), so the
 /// traffic matrix shows only the training's bytes.
-template <class T>
+template <TrainElement T>
 void check_replicas(Comm& comm, const model::ParamLayout& layout, std::span<const T> params,
                     std::int64_t steps_done);
 
@@ -126,7 +127,7 @@ void check_same_run(Comm& comm, const train::RunSpec& spec);
 /// Step 02.2's start of every replicated strategy: rank 0's parameters are
 /// broadcast to every rank (chapter 01's binomial broadcast), then the
 /// replicas are checked (check_replicas at step 0).
-template <class T>
+template <TrainElement T>
 void broadcast_parameters(Comm& comm, train::Replica<T>& replica);
 
 // ---- 02.3: gradient buckets -------------------------------------------------------
@@ -153,7 +154,7 @@ std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::in
 /// every backward that had the hook, before another backward adds into the
 /// gradients (PyTorch's reducer finalizes at the end of such a backward).
 /// Ranges must be reported at most once per pass.
-template <class T>
+template <TrainElement T>
 class BucketReducer {
  public:
   /// Buckets from make_buckets over `replica`'s gradients (whole model).
@@ -196,7 +197,7 @@ std::vector<std::int64_t> micro_batch_shards(const train::RunSpec& spec, int ran
 /// Per step each worker sends its weighted gradient (and loss) to the
 /// server, which sums them, clips, steps and sends the parameters back.
 /// Bytes per step on the server's link: (p−1)·Ψ·e in and (p−1)·Ψ·e out.
-template <class T>
+template <TrainElement T>
 void dp_server(train::RankRun<T>& run);
 
 /// 02.2 DP 1.1. Every rank holds a replica and its optimizer, starts from
@@ -204,20 +205,20 @@ void dp_server(train::RankRun<T>& run);
 /// and the loss with chapter 01's ring allreduce and steps; the replicas
 /// are compared every `check_every` steps. Bytes per step on every rank:
 /// 2(p−1)/p·Ψ·e sent and received.
-template <class T>
+template <TrainElement T>
 void dp_allreduce(train::RankRun<T>& run);
 
 /// 02.3 DDP: dp_allreduce with the allreduce cut into buckets of at most
 /// `bucket_kib`, each started during backward the moment its gradients are
 /// final. The same bytes as dp_allreduce (per bucket, chunk rounding aside).
-template <class T>
+template <TrainElement T>
 void ddp_bucketed(train::RankRun<T>& run);
 
 /// 02.4 DDP with gradient accumulation: `micro_batches` forward-backward
 /// passes per step on the micro_batch_shards, gradients summed locally; the
 /// buckets are allreduced only during the last pass's backward. The bytes
 /// per step of ddp_bucketed, for micro_batches times the samples per rank.
-template <class T>
+template <TrainElement T>
 void ddp_accumulate(train::RankRun<T>& run);
 
 // ---- pitfalls: broken on purpose (dtw run pitfall NAME) -------------------------
@@ -227,20 +228,20 @@ void ddp_accumulate(train::RankRun<T>& run);
 namespace pitfalls {
 /// ddp_accumulate that allreduces on micro-batch 0 instead of the last one
 /// (modelscope/FunASR#3472): ranks end with different gradients.
-template <class T>
+template <TrainElement T>
 void sync_on_first_micro_batch(train::RankRun<T>& run);
 /// ddp_accumulate that decides whether to sync when a micro-batch starts,
 /// from a flag it sets only after that (karpathy/build-nanogpt#30: DDP reads
 /// require_backward_grad_sync in the forward): the last micro-batch never syncs.
-template <class T>
+template <TrainElement T>
 void sync_flag_set_after_forward(train::RankRun<T>& run);
 /// dp_allreduce whose ranks each draw their own initial weights and skip
 /// the broadcast from rank 0: the replicas differ from the first step.
-template <class T>
+template <TrainElement T>
 void skip_initial_broadcast(train::RankRun<T>& run);
 /// dp_allreduce that averages with 1/p instead of each shard's rows: on a
 /// batch that does not divide, every replica agrees and all are wrong.
-template <class T>
+template <TrainElement T>
 void average_by_world_size(train::RankRun<T>& run);
 }  // namespace pitfalls
 

@@ -48,6 +48,7 @@
 
 #include "dtw/comm.h"
 #include "dtw/train/strategy.h"
+#include "dtw/types.h"
 
 namespace dtw::ch03 {
 
@@ -189,7 +190,7 @@ enum class WorkerMode {
 /// server's version, then its parameters), compute the gradient of its rows
 /// of the step's batch, straggle if told to, push a header and every shard's
 /// gradient. Steps 03.1 (pull and push) and 03.5 (straggling).
-template <class T>
+template <TrainElement T>
 PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions& options,
                 WorkerMode mode);
 
@@ -197,7 +198,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
 /// every step on every server and reports each server's shard: matches the
 /// reference. Bytes on server s's link per step: W·|shard s| values each way
 /// (params out, gradients in), W versions out and W headers in.
-template <class T>
+template <TrainElement T>
 PsLog ps_sync(train::RankRun<T>& run);
 
 /// Asynchronous parameter server (step 03.2). Each push is one update: one
@@ -208,14 +209,14 @@ PsLog ps_sync(train::RankRun<T>& run);
 /// spec.steps rounds of W updates (B rows' worth of pushes, whoever sent
 /// them): their mean, weighed by rows. Matches the reference when W = 1. A non-finite loss stops the run with an Error
 /// naming the update, the worker, its step and its staleness.
-template <class T>
+template <TrainElement T>
 PsLog ps_async(train::RankRun<T>& run);
 
 /// Stale-synchronous parameter server (step 03.3): one optimizer step per
 /// clock, a worker's pull for clock c held back until the servers' version
 /// is at least c − staleness, so every recorded staleness is ≤ the bound.
 /// Staleness 0 matches ps_sync and the reference.
-template <class T>
+template <TrainElement T>
 PsLog ps_ssp(train::RankRun<T>& run);
 
 // ---- pitfalls: broken on purpose (dtw run pitfall NAME) -------------------------
@@ -227,12 +228,12 @@ namespace pitfalls {
 /// round (ElasticDL #89, tensorflow #14494). With a rate the synchronous
 /// server trains at, it diverges, and ps_async stops at the first non-finite
 /// loss, naming the update, the worker and the staleness.
-template <class T>
+template <TrainElement T>
 PsLog async_at_sync_lr(train::RankRun<T>& run);
 /// ps_sync whose worker 1 fails before its push of step 3 (tensorflow #5022:
 /// a synchronous server waiting for a worker that died): the run ends with
 /// an error naming that worker on every rank, not a hang.
-template <class T>
+template <TrainElement T>
 PsLog dying_worker(train::RankRun<T>& run);
 }  // namespace pitfalls
 

@@ -15,6 +15,7 @@
 
 #include "dtw/comm.h"
 #include "dtw/train/replica.h"
+#include "dtw/types.h"
 
 namespace dtw::ch04 {
 
@@ -36,7 +37,7 @@ struct CheckpointInfo {
 /// checksum, the losses so far). Every file is written to a temporary name
 /// and renamed, the index last, so an interrupted save leaves the previous
 /// checkpoint intact. Returns when all files are in place.
-template <class T>
+template <TrainElement T>
 void save_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& dir,
                      std::int64_t steps_done, std::span<const double> losses);
 
@@ -47,7 +48,7 @@ void save_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& 
 /// InvalidArgument naming the rank and the file for a missing or truncated
 /// file, a checksum that does not match, a checkpoint of another model,
 /// dtype or optimizer, or a range no file covers.
-template <class T>
+template <TrainElement T>
 CheckpointInfo load_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& dir);
 
 }  // namespace dtw::ch04

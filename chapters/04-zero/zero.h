@@ -30,6 +30,7 @@
 #include "dtw/model/units.h"
 #include "dtw/train/replica.h"
 #include "dtw/train/strategy.h"
+#include "dtw/types.h"
 #include "sharded_checkpoint.h"  // step 04.5
 #include "sharding.h"            // Sharding, ZeroOptions
 
@@ -41,13 +42,13 @@ namespace dtw::ch04 {
 /// chunk of each unit, replica.grads(sharding.shard(u, r)), is the sum over
 /// the ranks; the rest of the buffer is scratch. The replica holds every
 /// gradient. Bytes sent per rank: Σ_u (size_u − its chunk) values (ring).
-template <class T>
+template <TrainElement T>
 void reduce_scatter_grads(Comm& comm, const Sharding& sharding, train::Replica<T>& replica);
 
 /// Allgathers every unit's parameters in place: each rank's chunk of each
 /// unit (the one it stepped) goes to every rank. The replica holds every
 /// parameter. Bytes sent per rank: Σ_u (size_u − chunk of rank r + 1) values.
-template <class T>
+template <TrainElement T>
 void allgather_params(Comm& comm, const Sharding& sharding, train::Replica<T>& replica);
 
 // ---- step 04.2: ZeRO-2, the gradient half -----------------------------------------
@@ -58,7 +59,7 @@ void allgather_params(Comm& comm, const Sharding& sharding, train::Replica<T>& r
 /// in place, this rank's chunk is *added* to its shard in the replica (so
 /// micro-batches accumulate there) and the buffer is freed. No full gradient
 /// of the model ever exists.
-template <class T>
+template <TrainElement T>
 class ShardedGrads {
  public:
   /// Gradients of `replica`, which holds (at least) this rank's shards.
@@ -93,7 +94,7 @@ class ShardedGrads {
 /// collective check is on (Comm::verify_collectives); a prefetched gather
 /// needs none, because every later pass must ask in the recorded order (an
 /// InvalidArgument naming the rank, the position and the units otherwise).
-template <class T>
+template <TrainElement T>
 class GatheredParams {
  public:
   /// Parameters of `replica`, which holds this rank's shards; `prefetch` ≥ 0
@@ -131,7 +132,7 @@ class GatheredParams {
 /// gathered (ZeRO-3). It also marks each unit's compute as a phase of the
 /// timeline (with its FLOPs, for the modeled fabric), between the gathers,
 /// so that waiting for a gather never counts as compute.
-template <class T>
+template <TrainElement T>
 class ZeroAccess final : public model::UnitAccess<T> {
  public:
   /// ZeRO-2: every parameter is in `replica`.
@@ -157,20 +158,20 @@ class ZeroAccess final : public model::UnitAccess<T> {
 // ---- the strategies ------------------------------------------------------------------
 
 /// ZeRO-1 (knobs: micro_batches, save, save_after, resume).
-template <class T>
+template <TrainElement T>
 void zero1(train::RankRun<T>& run);
 /// ZeRO-2 (the same knobs).
-template <class T>
+template <TrainElement T>
 void zero2(train::RankRun<T>& run);
 /// ZeRO-3 / FSDP without prefetch (the same knobs, and prefetch, default 0).
-template <class T>
+template <TrainElement T>
 void zero3(train::RankRun<T>& run);
 /// ZeRO-3 with prefetch (knob prefetch, default 1).
-template <class T>
+template <TrainElement T>
 void zero3_prefetch(train::RankRun<T>& run);
 /// Any stage with explicit options (the strategies above call this; tests
 /// use it to try bad options).
-template <class T>
+template <TrainElement T>
 void train_zero(train::RankRun<T>& run, const ZeroOptions& options);
 
 // ---- pitfalls from the field: broken on purpose (dtw run pitfall NAME) ----------------
@@ -181,7 +182,7 @@ void train_zero(train::RankRun<T>& run, const ZeroOptions& options);
 /// the collective check on, so the fingerprint of the first gather that
 /// differs names the ranks and the layers: a CollectiveMismatch whose message
 /// contains "zero3 gather".
-template <class T>
+template <TrainElement T>
 void zero3_rank_runs_a_layer_twice(train::RankRun<T>& run);
 
 /// ZeRO-2 with m ≥ 2 micro-batches whose gradient hook reduce-scatters only
@@ -189,7 +190,7 @@ void zero3_rank_runs_a_layer_twice(train::RankRun<T>& run);
 /// has started" is reset only at the step: InfiniTensor/InfiniTrain#213).
 /// The other micro-batches' gradients never reach their owners and the run
 /// drifts from the reference, which the harness names tensor by tensor.
-template <class T>
+template <TrainElement T>
 void zero2_reduces_before_accumulation_ends(train::RankRun<T>& run);
 
 }  // namespace dtw::ch04

@@ -33,6 +33,7 @@
 #include "dtw/model/units.h"
 #include "dtw/train/replica.h"
 #include "dtw/train/strategy.h"
+#include "dtw/types.h"
 #include "schedule.h"  // steps 05.2, 05.4 and 05.6: a schedule is data
 
 namespace dtw::ch05 {
@@ -116,7 +117,7 @@ struct ExecutorOptions {
 /// Runs one rank's list of a schedule, step after step, on a Replica that
 /// holds this rank's chunks (stage_plan). Every forward and backward is a
 /// timeline phase with its chunk (as the stage) and micro-batch.
-template <class T>
+template <TrainElement T>
 class Executor {
  public:
   /// For `run`'s rank, whose state is `replica`, cut by `map`.
@@ -165,7 +166,7 @@ std::vector<train::Knob> pipeline_knobs(ScheduleKind kind);
 /// splits the model, checks the schedule (unless settings.check is false),
 /// builds this rank's Replica and Executor, records each step's loss on every
 /// rank and reports the parameters this rank owns.
-template <class T>
+template <TrainElement T>
 void train_pipeline(train::RankRun<T>& run, const Schedule& schedule,
                     const PipelineSettings& settings);
 
@@ -177,16 +178,16 @@ void check_pipeline_run(const train::Knobs& knobs, ScheduleKind kind, const trai
 
 /// The registered strategies: pipeline_settings(run.knobs(), kind, …), then
 /// train_pipeline with make_schedule(kind, p, m, v).
-template <class T>
+template <TrainElement T>
 void pp_naive(train::RankRun<T>& run);
 /// GPipe (see pp_naive).
-template <class T>
+template <TrainElement T>
 void pp_gpipe(train::RankRun<T>& run);
 /// 1F1B (see pp_naive).
-template <class T>
+template <TrainElement T>
 void pp_1f1b(train::RankRun<T>& run);
 /// Interleaved 1F1B (see pp_naive).
-template <class T>
+template <TrainElement T>
 void pp_interleaved(train::RankRun<T>& run);
 
 /// The activation bytes `rank` holds at its worst moment when it runs its
@@ -196,7 +197,7 @@ void pp_interleaved(train::RankRun<T>& run);
 /// backwarded; with it, the saved inputs received so far (chunk 0 saves
 /// nothing: its input is the batch) plus the one chunk being computed. What
 /// the memory ledger's kActivations peak must equal.
-template <class T>
+template <TrainElement T>
 std::int64_t activation_peak(const Schedule& schedule, const StageMap& map,
                              const train::RunSpec& spec, int rank, bool checkpoint);
 

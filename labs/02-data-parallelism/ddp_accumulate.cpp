@@ -32,7 +32,7 @@
 
 namespace dtw::ch02 {
 
-template <class T>
+template <TrainElement T>
 void ddp_accumulate(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();

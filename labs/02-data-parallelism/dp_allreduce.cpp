@@ -28,7 +28,7 @@
 
 namespace dtw::ch02 {
 
-template <class T>
+template <TrainElement T>
 void dp_allreduce(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();

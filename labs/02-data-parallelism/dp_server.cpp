@@ -40,7 +40,7 @@ constexpr int kGradTag = 1, kLossTag = 2, kParamTag = 3;
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 void dp_server(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();

@@ -57,7 +57,7 @@ std::string when(std::int64_t steps_done) {
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout,
                                        std::span<const T> params) {
   DTW_CHECK_ARG(static_cast<std::int64_t>(params.size()) == layout.size(),
@@ -77,7 +77,7 @@ std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout,
   return hashes;
 }
 
-template <class T>
+template <TrainElement T>
 void check_replicas(Comm& comm, const model::ParamLayout& layout, std::span<const T> params,
                     std::int64_t steps_done) {
   const std::vector<std::uint64_t> mine = fingerprint(layout, params);
@@ -104,7 +104,7 @@ void check_same_run(Comm& comm, const train::RunSpec& spec) {
   }
 }
 
-template <class T>
+template <TrainElement T>
 void broadcast_parameters(Comm& comm, train::Replica<T>& replica) {
   // Every replica initialises from the run's seed already, so here the
   // broadcast only confirms what the ranks have. It is still how every

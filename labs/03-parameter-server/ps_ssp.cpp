@@ -68,7 +68,7 @@ struct Clock {
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 PsLog ps_ssp(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();

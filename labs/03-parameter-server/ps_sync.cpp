@@ -52,7 +52,7 @@
 
 namespace dtw::ch03 {
 
-template <class T>
+template <TrainElement T>
 PsLog ps_sync(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();

@@ -51,7 +51,7 @@
 
 namespace dtw::ch03 {
 
-template <class T>
+template <TrainElement T>
 PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions& options,
                 WorkerMode mode) {
   Comm& comm = run.comm();

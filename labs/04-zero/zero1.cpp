@@ -29,13 +29,13 @@
 
 namespace dtw::ch04 {
 
-template <class T>
+template <TrainElement T>
 void reduce_scatter_grads(Comm& comm, const Sharding& sharding, train::Replica<T>& replica) {
   const int r = comm.rank();
   DTW_TODO("04.1: Reduce-scatter each unit's gradient in place, leaving the sum of this rank's chunk in that chunk.");
 }
 
-template <class T>
+template <TrainElement T>
 void allgather_params(Comm& comm, const Sharding& sharding, train::Replica<T>& replica) {
   DTW_TODO("04.1: Allgather each unit's parameters in place, so every rank gets every rank's stepped chunk.");
 }

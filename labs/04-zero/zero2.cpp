@@ -31,11 +31,11 @@
 
 namespace dtw::ch04 {
 
-template <class T>
+template <TrainElement T>
 ShardedGrads<T>::ShardedGrads(Comm& comm, const Sharding& sharding, train::Replica<T>& replica)
     : comm_(comm), sharding_(sharding), replica_(replica), buffers_(sharding.units().size()) {}
 
-template <class T>
+template <TrainElement T>
 T* ShardedGrads<T>::grads(int unit) {
   Array<T>& buffer = buffers_.at(static_cast<std::size_t>(unit));
   // The backward may ask several times (the tied head, then the embedding):
@@ -48,7 +48,7 @@ T* ShardedGrads<T>::grads(int unit) {
   return buffer.data();
 }
 
-template <class T>
+template <TrainElement T>
 void ShardedGrads<T>::ready(std::int64_t begin, std::int64_t end) {
   const int u = sharding_.unit_of(begin, end), r = comm_.rank();
   Array<T>& buffer = buffers_[static_cast<std::size_t>(u)];
@@ -58,7 +58,7 @@ void ShardedGrads<T>::ready(std::int64_t begin, std::int64_t end) {
   DTW_TODO("04.2: Reduce-scatter the unit's buffer in place, add this rank's chunk to its gradient shard, free the buffer.");
 }
 
-template <class T>
+template <TrainElement T>
 int ShardedGrads<T>::live_units() const {
   int n = 0;
   for (const Array<T>& b : buffers_) n += b.empty() ? 0 : 1;

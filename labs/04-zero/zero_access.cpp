@@ -20,7 +20,7 @@
 
 namespace dtw::ch04 {
 
-template <class T>
+template <TrainElement T>
 struct ZeroAccess<T>::Phases {
   train::RankRun<T>* run = nullptr;
   int micro_batch = -1;
@@ -31,19 +31,19 @@ struct ZeroAccess<T>::Phases {
   std::optional<Tracer::Phase> open;
 };
 
-template <class T>
+template <TrainElement T>
 ZeroAccess<T>::ZeroAccess(train::Replica<T>& replica, ShardedGrads<T>& grads)
     : replica_(replica), grads_(grads), phases_(std::make_unique<Phases>()) {}
 
-template <class T>
+template <TrainElement T>
 ZeroAccess<T>::ZeroAccess(train::Replica<T>& replica, GatheredParams<T>& params,
                           ShardedGrads<T>& grads)
     : replica_(replica), gathered_(&params), grads_(grads), phases_(std::make_unique<Phases>()) {}
 
-template <class T>
+template <TrainElement T>
 ZeroAccess<T>::~ZeroAccess() = default;
 
-template <class T>
+template <TrainElement T>
 void ZeroAccess<T>::begin_pass(train::RankRun<T>* run, const train::Batch& batch, int micro_batch) {
   Phases& ph = *phases_;
   ph.open.reset();
@@ -67,7 +67,7 @@ void ZeroAccess<T>::begin_pass(train::RankRun<T>* run, const train::Batch& batch
   if (gathered_ != nullptr) gathered_->begin_pass();
 }
 
-template <class T>
+template <TrainElement T>
 const T* ZeroAccess<T>::params(int unit) {
   Phases& ph = *phases_;
   ph.open.reset();  // gathering is not computing
@@ -84,7 +84,7 @@ const T* ZeroAccess<T>::params(int unit) {
   return p;
 }
 
-template <class T>
+template <TrainElement T>
 void ZeroAccess<T>::release_params(int unit) {
   phases_->open.reset();
   if (gathered_ != nullptr) gathered_->release(unit);

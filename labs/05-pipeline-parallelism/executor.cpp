@@ -36,7 +36,7 @@
 
 namespace dtw::ch05 {
 
-template <class T>
+template <TrainElement T>
 void Executor<T>::State::recv(const Action& a, Slot& slot) {
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];
@@ -48,20 +48,20 @@ void Executor<T>::State::recv(const Action& a, Slot& slot) {
   DTW_TODO("05.3: Receive what this action waits for: the chunk's input activation, or its output's gradient.");
 }
 
-template <class T>
+template <TrainElement T>
 void Executor<T>::State::send(const Action& a, Slot& slot) {
   Posted entry{.chunk = a.chunk, .mb = a.mb, .dir = a.dir};
   DTW_TODO("05.3: Post this action's message: the output to the next chunk's rank, or the input's gradient to the previous chunk's.");
 }
 
-template <class T>
+template <TrainElement T>
 Executor<T>::Executor(train::RankRun<T>& run, train::Replica<T>& replica, const StageMap& map,
                       ExecutorOptions options)
     : state_(std::make_unique<State>(run, replica, map, options)) {}
-template <class T>
+template <TrainElement T>
 Executor<T>::~Executor() = default;
 
-template <class T>
+template <TrainElement T>
 double Executor<T>::step(std::span<const Action> actions, std::int64_t step, int m) {
   State& s = *state_;
   s.begin_step(step, m);

@@ -24,7 +24,7 @@ namespace dtw::ch05 {
 // the chunk, the micro-batch and the FLOPs; the last chunk's pass returns
 // the micro-batch's mean loss, which enters the step's loss with the
 // micro-batch's weight (its share of the batch's rows).
-template <class T>
+template <TrainElement T>
 void Executor<T>::State::forward(const Action& a, Slot& slot) {
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];
@@ -46,7 +46,7 @@ void Executor<T>::State::forward(const Action& a, Slot& slot) {
   DTW_TODO("05.5: Checkpointing: keep only the input, copy the output for its send, and release the pass's activations.");
 }
 
-template <class T>
+template <TrainElement T>
 void Executor<T>::State::backward(const Action& a, Slot& slot) {
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];

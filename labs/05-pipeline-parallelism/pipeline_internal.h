@@ -59,7 +59,7 @@ struct StepContext {
 // flight, the sends in flight with what they keep alive, and a pool of passes
 // to reuse. The actions: recv and send in executor.cpp, forward and backward
 // in executor_passes.cpp.
-template <class T>
+template <TrainElement T>
 struct Executor<T>::State : StepContext<T> {
   using StepContext<T>::StepContext;
   struct Slot {

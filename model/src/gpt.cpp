@@ -50,7 +50,7 @@ std::pair<int, int> blocks_of(UnitRange r, int layers) {
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 Gpt<T>::Gpt(const ModelConfig& config) : config_(config) {
   DTW_CHECK_ARG(config.kind == ModelKind::kGpt,
                 "Gpt: model " << config.name << " is a " << name_of(config.kind) << ", not a gpt");
@@ -58,7 +58,7 @@ Gpt<T>::Gpt(const ModelConfig& config) : config_(config) {
   units_ = model_units(config_, layout_);
 }
 
-template <class T>
+template <TrainElement T>
 T Gpt<T>::forward(const T* params, const std::int32_t* tokens, const std::int32_t* targets,
                   std::int64_t batch, std::int64_t seq_len) {
   FlatAccess<T> access(units_, params, nullptr);
@@ -66,7 +66,7 @@ T Gpt<T>::forward(const T* params, const std::int32_t* tokens, const std::int32_
                  seq_len);
 }
 
-template <class T>
+template <TrainElement T>
 T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* tokens,
                   const T* x_in, const std::int32_t* targets, std::int64_t batch,
                   std::int64_t seq_len) {
@@ -144,18 +144,18 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
   return loss;
 }
 
-template <class T>
+template <TrainElement T>
 void Gpt<T>::backward(const T* params, T* grads, T loss_scale) {
   backward(params, grads, loss_scale, GradReady());
 }
 
-template <class T>
+template <TrainElement T>
 void Gpt<T>::backward(const T* params, T* grads, T loss_scale, const GradReady& on_grad_ready) {
   FlatAccess<T> access(units_, params, grads);
   backward(access, nullptr, loss_scale, on_grad_ready);
 }
 
-template <class T>
+template <TrainElement T>
 void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
                       const GradReady& on_grad_ready) {
   DTW_CHECK_ARG(has_forward_, "Gpt::backward: no completed forward pass to differentiate");
@@ -230,20 +230,20 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
   }
 }
 
-template <class T>
+template <TrainElement T>
 std::span<const T> Gpt<T>::output() const {
   if (!has_forward_) return {};
   const auto [b0, b1] = blocks_of(acts_.range, static_cast<int>(config_.layers));
   return acts_.x[static_cast<std::size_t>(b1)];
 }
 
-template <class T>
+template <TrainElement T>
 std::span<const T> Gpt<T>::input_grad() const {
   if (!has_forward_ || acts_.range.begin == 0) return {};
   return dx_;
 }
 
-template <class T>
+template <TrainElement T>
 std::int64_t Gpt<T>::activation_bytes(UnitRange range, std::int64_t batch,
                                       std::int64_t seq_len) const {
   const ModelConfig& c = config_;
@@ -267,7 +267,7 @@ std::int64_t Gpt<T>::activation_bytes(UnitRange range, std::int64_t batch,
          ids * static_cast<std::int64_t>(sizeof(std::int32_t));
 }
 
-template <class T>
+template <TrainElement T>
 void Gpt<T>::release_activations() {
   acts_ = GptActivations<T>();
   has_forward_ = false;

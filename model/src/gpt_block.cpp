@@ -40,7 +40,7 @@ double attention_flops(const BlockDims& d) {
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
                                 const AttentionWeights<const T>& w, const BlockDims& d,
                                 LayerTimes* times) {
@@ -63,7 +63,7 @@ void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
   linear_forward(y, cache.merged.data(), w.proj_weight, w.proj_bias, N, W, C, times);
 }
 
-template <class T>
+template <TrainElement T>
 void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
                                  const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
                                  const BlockDims& d, T* scratch, LayerTimes* times,
@@ -97,7 +97,7 @@ std::int64_t attention_sublayer_scratch_size(const BlockDims& d) {
   return 8 * d.rows() * d.width();  // dmerged, dper_head, dq, dk, dv, dqkv (3)
 }
 
-template <class T>
+template <TrainElement T>
 void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights<const T>& w,
                           const BlockDims& d, LayerTimes* times) {
   const std::int64_t N = d.rows(), F = d.mlp_hidden, C = d.dim;
@@ -109,7 +109,7 @@ void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights
   linear_forward(y, cache.act.data(), w.proj_weight, w.proj_bias, N, F, C, times);
 }
 
-template <class T>
+template <TrainElement T>
 void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const T* x,
                            const MlpCache<T>& cache, const MlpWeights<const T>& w,
                            const BlockDims& d, T* scratch, LayerTimes* times,
@@ -134,7 +134,7 @@ std::int64_t mlp_sublayer_scratch_size(const BlockDims& d) {
   return d.rows() * d.mlp_hidden;
 }
 
-template <class T>
+template <TrainElement T>
 void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWeights<const T>& w,
                    const BlockDims& d, LayerTimes* times) {
   const std::int64_t N = d.rows(), C = d.dim;
@@ -160,7 +160,7 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
   kernels::add_into(x_out, static_cast<const T*>(mid), N * C);
 }
 
-template <class T>
+template <TrainElement T>
 void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, const T* x_in,
                     const BlockCache<T>& cache, const BlockWeights<const T>& w, const BlockDims& d,
                     T* scratch, LayerTimes* times, const GradFinal<T>& done) {

@@ -19,7 +19,7 @@ using detail::matmul_flops;
 using detail::sized;
 using kernels::Trans;
 
-template <class T>
+template <TrainElement T>
 void linear_forward(T* y, const T* x, const T* w, const T* b, std::int64_t rows, std::int64_t in,
                     std::int64_t out, LayerTimes* times) {
   {
@@ -33,7 +33,7 @@ void linear_forward(T* y, const T* x, const T* w, const T* b, std::int64_t rows,
   }
 }
 
-template <class T>
+template <TrainElement T>
 void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, std::int64_t rows,
                      std::int64_t in, std::int64_t out, LayerTimes* times) {
   // y = x Wᵀ + b  ⇒  dx = dy W  [rows,out]·[out,in],  dW += dyᵀ x  [out,rows]·[rows,in],
@@ -55,7 +55,7 @@ void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, s
 // The permutes move head_dim-long runs: row r = b·seq + t of the [rows, width]
 // matrix holds, for each head h, the run at columns h·D … h·D + D − 1, which
 // belongs at [b, h, t, :] of the per-head layout.
-template <class T>
+template <TrainElement T>
 void split_qkv(T* q, T* k, T* v, const T* qkv, std::int64_t batch, std::int64_t seq,
                std::int64_t heads, std::int64_t head_dim) {
   const std::int64_t width = heads * head_dim;
@@ -72,7 +72,7 @@ void split_qkv(T* q, T* k, T* v, const T* qkv, std::int64_t batch, std::int64_t 
   }
 }
 
-template <class T>
+template <TrainElement T>
 void join_qkv(T* qkv, const T* q, const T* k, const T* v, std::int64_t batch, std::int64_t seq,
               std::int64_t heads, std::int64_t head_dim) {
   const std::int64_t width = heads * head_dim;
@@ -89,7 +89,7 @@ void join_qkv(T* qkv, const T* q, const T* k, const T* v, std::int64_t batch, st
   }
 }
 
-template <class T>
+template <TrainElement T>
 void merge_heads(T* x, const T* per_head, std::int64_t batch, std::int64_t seq, std::int64_t heads,
                  std::int64_t head_dim) {
   for (std::int64_t b = 0; b < batch; ++b)
@@ -99,7 +99,7 @@ void merge_heads(T* x, const T* per_head, std::int64_t batch, std::int64_t seq, 
                     x + ((b * seq + t) * heads + h) * head_dim);
 }
 
-template <class T>
+template <TrainElement T>
 void split_heads(T* per_head, const T* x, std::int64_t batch, std::int64_t seq, std::int64_t heads,
                  std::int64_t head_dim) {
   for (std::int64_t b = 0; b < batch; ++b)
@@ -137,7 +137,7 @@ std::vector<std::int32_t> positions(std::int64_t seq, std::int64_t offset) {
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
                    const ModelConfig& config, std::int64_t batch, std::int64_t seq,
                    std::int64_t position_offset, LayerTimes* times) {
@@ -151,7 +151,7 @@ void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
     kernels::embedding_forward(x + b * seq * C, pos.data(), wpe, seq, C, config.context, true);
 }
 
-template <class T>
+template <TrainElement T>
 void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
                     const ModelConfig& config, std::int64_t batch, std::int64_t seq,
                     std::int64_t position_offset, LayerTimes* times) {
@@ -166,7 +166,7 @@ void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
     kernels::embedding_backward(dwpe, pos.data(), dx + b * seq * C, seq, C, config.context);
 }
 
-template <class T>
+template <TrainElement T>
 T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
                const HeadWeights<const T>& w, std::int64_t rows, std::int64_t dim,
                std::int64_t vocab, LayerTimes* times) {
@@ -186,7 +186,7 @@ T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
                                         cache.logits.data(), targets, rows, vocab);
 }
 
-template <class T>
+template <TrainElement T>
 void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::int32_t* targets,
                    const HeadCache<T>& cache, const HeadWeights<const T>& w, std::int64_t rows,
                    std::int64_t dim, std::int64_t vocab, T dloss, T* scratch, LayerTimes* times) {

@@ -14,7 +14,7 @@ namespace dtw::model {
 
 using detail::sized;
 
-template <class T>
+template <TrainElement T>
 void mlp_layer_forward(T* y, T* pre, const T* x, const T* w, const T* b, std::int64_t rows,
                        std::int64_t in, std::int64_t out, bool gelu, LayerTimes* times) {
   if (!gelu) {
@@ -26,7 +26,7 @@ void mlp_layer_forward(T* y, T* pre, const T* x, const T* w, const T* b, std::in
   kernels::gelu_forward(y, static_cast<const T*>(pre), rows * out);
 }
 
-template <class T>
+template <TrainElement T>
 void mlp_layer_backward(T* dx, T* dw, T* db, T* dy, const T* x, const T* pre, const T* w,
                         std::int64_t rows, std::int64_t in, std::int64_t out, bool gelu,
                         LayerTimes* times) {
@@ -39,7 +39,7 @@ void mlp_layer_backward(T* dx, T* dw, T* db, T* dy, const T* x, const T* pre, co
   linear_backward(dx, dw, db, static_cast<const T*>(dy), x, w, rows, in, out, times);
 }
 
-template <class T>
+template <TrainElement T>
 Mlp<T>::Mlp(const ModelConfig& config) : config_(config) {
   DTW_CHECK_ARG(config.kind == ModelKind::kMlp,
                 "Mlp: model " << config.name << " is a " << name_of(config.kind) << ", not an mlp");
@@ -47,27 +47,27 @@ Mlp<T>::Mlp(const ModelConfig& config) : config_(config) {
   units_ = model_units(config_, layout_);
 }
 
-template <class T>
+template <TrainElement T>
 std::int64_t Mlp<T>::width(int boundary) const {
   if (boundary == 0) return config_.features;
   if (boundary == layers()) return config_.classes;
   return config_.hidden[static_cast<std::size_t>(boundary - 1)];
 }
 
-template <class T>
+template <TrainElement T>
 void Mlp<T>::check_range(UnitRange range, const char* call) const {
   DTW_CHECK_ARG(0 <= range.begin && range.begin < range.end && range.end <= layers(),
                 "Mlp::" << call << ": layer range [" << range.begin << ", " << range.end
                         << ") is empty or outside [0, " << layers() << ")");
 }
 
-template <class T>
+template <TrainElement T>
 T Mlp<T>::forward(const T* params, const T* inputs, const std::int32_t* labels, std::int64_t rows) {
   FlatAccess<T> access(units_, params, nullptr);
   return forward(access, {0, layers()}, inputs, labels, rows);
 }
 
-template <class T>
+template <TrainElement T>
 T Mlp<T>::forward(UnitAccess<T>& access, UnitRange range, const T* x_in,
                   const std::int32_t* labels, std::int64_t rows) {
   check_range(range, "forward");
@@ -123,18 +123,18 @@ T Mlp<T>::forward(UnitAccess<T>& access, UnitRange range, const T* x_in,
   return loss;
 }
 
-template <class T>
+template <TrainElement T>
 void Mlp<T>::backward(const T* params, T* grads, T loss_scale) {
   backward(params, grads, loss_scale, GradReady());
 }
 
-template <class T>
+template <TrainElement T>
 void Mlp<T>::backward(const T* params, T* grads, T loss_scale, const GradReady& on_grad_ready) {
   FlatAccess<T> access(units_, params, grads);
   backward(access, nullptr, loss_scale, on_grad_ready);
 }
 
-template <class T>
+template <TrainElement T>
 void Mlp<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
                       const GradReady& on_grad_ready) {
   DTW_CHECK_ARG(has_forward_, "Mlp::backward: no completed forward pass to differentiate");
@@ -176,18 +176,18 @@ void Mlp<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
                     : std::span<const T>();
 }
 
-template <class T>
+template <TrainElement T>
 std::span<const T> Mlp<T>::output() const {
   if (!has_forward_) return {};
   return acts_.x[static_cast<std::size_t>(acts_.range.end)];
 }
 
-template <class T>
+template <TrainElement T>
 std::span<const T> Mlp<T>::input_grad() const {
   return has_forward_ ? input_grad_ : std::span<const T>();
 }
 
-template <class T>
+template <TrainElement T>
 std::int64_t Mlp<T>::activation_bytes(UnitRange range, std::int64_t rows) const {
   check_range(range, "activation_bytes");
   const int n = layers();
@@ -201,7 +201,7 @@ std::int64_t Mlp<T>::activation_bytes(UnitRange range, std::int64_t rows) const 
          (last ? rows * static_cast<std::int64_t>(sizeof(std::int32_t)) : 0);
 }
 
-template <class T>
+template <TrainElement T>
 void Mlp<T>::release_activations() {
   acts_ = MlpActivations<T>();
   has_forward_ = false;

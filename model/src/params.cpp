@@ -172,7 +172,7 @@ double init_value(const ParamView& view, std::uint64_t seed, std::int64_t index)
          normal(hash_key(seed, hash_name(view.name), static_cast<std::uint64_t>(index)));
 }
 
-template <class T>
+template <TrainElement T>
 void init_params(const ModelConfig& config, const ParamLayout& layout, std::uint64_t seed,
                  T* params) {
   const ParamLayout expected = param_layout(config);

@@ -16,7 +16,7 @@ double learning_rate_scale(const TrainOptions& options, std::int64_t step) {
   return static_cast<double>(step) / static_cast<double>(options.warmup_steps);
 }
 
-template <class T>
+template <TrainElement T>
 void optimizer_step(const ParamLayout& layout, const TrainOptions& options, std::int64_t step,
                     std::int64_t begin, std::int64_t end, T* params, const T* grads, T* m, T* v) {
   DTW_CHECK_ARG(0 <= begin && begin <= end && end <= layout.size(),

@@ -64,19 +64,19 @@ std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::in
   return buckets;
 }
 
-template <class T>
+template <TrainElement T>
 BucketReducer<T>::BucketReducer(Comm& comm, train::Replica<T>& replica,
                                 std::vector<train::Range> buckets)
     : comm_(comm), replica_(replica), buckets_(std::move(buckets)) {
   for (const train::Range& b : buckets_) missing_.push_back(b.size());
 }
 
-template <class T>
+template <TrainElement T>
 model::GradReady BucketReducer<T>::hook() {
   return [this](std::int64_t begin, std::int64_t end) { ready(begin, end); };
 }
 
-template <class T>
+template <TrainElement T>
 void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
   // @lab 02.3: Count the finished range against the buckets and start the allreduce of every complete bucket, in bucket order.
   // @hint 1: Subtract the overlap of [begin, end) with each bucket from missing_[b] (a count below
@@ -120,7 +120,7 @@ void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
   // @end
 }
 
-template <class T>
+template <TrainElement T>
 void BucketReducer<T>::finish() {
   // @lab 02.3: Wait for every bucket's allreduce, and refuse a bucket that backward never completed.
   // @hint 1: wait() on every PendingCollective in inflight_, in bucket order, then clear inflight_.

@@ -33,7 +33,7 @@
 
 namespace dtw::ch02 {
 
-template <class T>
+template <TrainElement T>
 void ddp_bucketed(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();

@@ -78,7 +78,7 @@ void allreduce_with(train::RankRun<T>& run, Start start, Weight weight_of) {
 // synchronised the first micro-batch of every step and skipped the one
 // before the optimizer step. Rank-local gradients of micro-batches 1 … m−1
 // stay on their rank; every rank steps with a different sum.
-template <class T>
+template <TrainElement T>
 void sync_on_first_micro_batch(train::RankRun<T>& run) {
   accumulate_with(run,
                   [](std::int64_t k, std::int64_t /*m*/) { return k == 0; });  // BUG: k + 1 == m
@@ -90,7 +90,7 @@ void sync_on_first_micro_batch(train::RankRun<T>& run) {
 // the flag of the one before it (false), and the first of the next step with
 // true: only micro-batch 0 ever synchronised. Here the flag is read when the
 // micro-batch starts, and set after, exactly as in the bug.
-template <class T>
+template <TrainElement T>
 void sync_flag_set_after_forward(train::RankRun<T>& run) {
   bool require_sync = true;  // DDP's default before the first micro-batch
   accumulate_with(run, [require_sync](std::int64_t k, std::int64_t m) mutable {
@@ -103,7 +103,7 @@ void sync_flag_set_after_forward(train::RankRun<T>& run) {
 // Each process seeds its own weights (no shared seed, or a checkpoint loaded
 // on rank 0 only) and nobody broadcasts rank 0's: every replica trains its own
 // model from the first step. The check at the start names the first rank.
-template <class T>
+template <TrainElement T>
 void skip_initial_broadcast(train::RankRun<T>& run) {
   allreduce_with(
       run,
@@ -123,7 +123,7 @@ void skip_initial_broadcast(train::RankRun<T>& run) {
 // PyTorch's DDP averages by the world size. With a batch that does not divide
 // (12 rows on 5 ranks: 3, 3, 2, 2, 2) the ranks with fewer rows weigh too much:
 // all replicas agree -- the fingerprints cannot see it -- and all are wrong.
-template <class T>
+template <TrainElement T>
 void average_by_world_size(train::RankRun<T>& run) {
   allreduce_with(
       run, [](Comm& comm, train::Replica<T>& replica) { broadcast_parameters(comm, replica); },

@@ -22,7 +22,7 @@
 
 namespace dtw::ch03::pitfalls {
 
-template <class T>
+template <TrainElement T>
 PsLog async_at_sync_lr(train::RankRun<T>& run) {
   // The one thing wrong: no 1/W on the rate (lr_scale = 1).
   train::Knobs knobs = run.knobs();
@@ -31,7 +31,7 @@ PsLog async_at_sync_lr(train::RankRun<T>& run) {
   return ps_async(wrong);
 }
 
-template <class T>
+template <TrainElement T>
 PsLog dying_worker(train::RankRun<T>& run) {
   // Worker 1 fails before its push of step 3 (a fault drill: crash=1:3).
   train::Knobs knobs = run.knobs();

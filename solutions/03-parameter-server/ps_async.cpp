@@ -64,7 +64,7 @@
 
 namespace dtw::ch03 {
 
-template <class T>
+template <TrainElement T>
 PsLog ps_async(train::RankRun<T>& run) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();

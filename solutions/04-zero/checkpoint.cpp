@@ -54,7 +54,7 @@ void write_atomically(const std::string& path, const char* bytes, std::size_t n,
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 void save_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& dir,
                      std::int64_t steps_done, std::span<const double> losses) {
   const int r = comm.rank(), p = comm.size();
@@ -80,7 +80,7 @@ void save_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& 
   ch01::barrier(comm);  // nobody goes on (or loads) before the index is there
 }
 
-template <class T>
+template <TrainElement T>
 CheckpointInfo load_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& dir) {
   const int r = comm.rank();
   const std::string index_path = dir + "/index";

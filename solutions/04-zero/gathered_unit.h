@@ -9,7 +9,7 @@
 
 namespace dtw::ch04 {
 
-template <class T>
+template <TrainElement T>
 struct GatheredParams<T>::Unit {
   Array<T> copy;    // the whole unit; empty when not gathered
   int holders = 0;  // params() calls not released yet

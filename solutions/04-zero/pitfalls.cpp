@@ -33,7 +33,7 @@ class ExtraLayerOnRankOne final : public model::UnitAccess<T> {
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 void zero3_rank_runs_a_layer_twice(train::RankRun<T>& run) {
   ZeroRun<T> z(run, ZeroOptions::from_knobs(run.knobs(), 3));
   // What DTW_CHECK_COLLECTIVES=1 (or a debug build) does: every collective,
@@ -52,7 +52,7 @@ void zero3_rank_runs_a_layer_twice(train::RankRun<T>& run) {
   z.finish(replica);
 }
 
-template <class T>
+template <TrainElement T>
 void zero2_reduces_before_accumulation_ends(train::RankRun<T>& run) {
   ZeroRun<T> z(run, ZeroOptions::from_knobs(run.knobs(), 2));
   DTW_CHECK_ARG(z.options().micro_batches >= 2,

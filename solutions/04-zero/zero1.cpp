@@ -29,7 +29,7 @@
 
 namespace dtw::ch04 {
 
-template <class T>
+template <TrainElement T>
 void reduce_scatter_grads(Comm& comm, const Sharding& sharding, train::Replica<T>& replica) {
   const int r = comm.rank();
   // @lab 04.1: Reduce-scatter each unit's gradient in place, leaving the sum of this rank's chunk in that chunk.
@@ -47,7 +47,7 @@ void reduce_scatter_grads(Comm& comm, const Sharding& sharding, train::Replica<T
   // @end
 }
 
-template <class T>
+template <TrainElement T>
 void allgather_params(Comm& comm, const Sharding& sharding, train::Replica<T>& replica) {
   // @lab 04.1: Allgather each unit's parameters in place, so every rank gets every rank's stepped chunk.
   // @hint 1: One chapter 01 allgather_in_place per unit on replica.params(u.begin,

@@ -32,7 +32,7 @@
 
 namespace dtw::ch04 {
 
-template <class T>
+template <TrainElement T>
 GatheredParams<T>::GatheredParams(Comm& comm, const Sharding& sharding, train::Replica<T>& replica,
                                   int prefetch)
     : comm_(comm), sharding_(sharding), replica_(replica), depth_(prefetch) {
@@ -41,10 +41,10 @@ GatheredParams<T>::GatheredParams(Comm& comm, const Sharding& sharding, train::R
   for (std::size_t u = 0; u < sharding.units().size(); ++u) units_.push_back(std::make_unique<Unit>());
 }
 
-template <class T>
+template <TrainElement T>
 GatheredParams<T>::~GatheredParams() = default;
 
-template <class T>
+template <TrainElement T>
 void GatheredParams<T>::begin_pass() {
   // The first pass has recorded the order in which the model asks for units.
   recorded_ = recorded_ || !order_.empty();
@@ -56,7 +56,7 @@ void GatheredParams<T>::begin_pass() {
                       << ": ZeRO-3: a prefetched gather was never taken in the last pass");
 }
 
-template <class T>
+template <TrainElement T>
 const T* GatheredParams<T>::params(int u) {
   Unit& unit = *units_.at(static_cast<std::size_t>(u));
   const int position = position_++;
@@ -89,7 +89,7 @@ const T* GatheredParams<T>::params(int u) {
   return unit.copy.data();
 }
 
-template <class T>
+template <TrainElement T>
 void GatheredParams<T>::gather_now(int u) {
   const model::Unit& m = sharding_.units()[static_cast<std::size_t>(u)];
   const int r = comm_.rank();
@@ -115,7 +115,7 @@ void GatheredParams<T>::gather_now(int u) {
   // @end
 }
 
-template <class T>
+template <TrainElement T>
 void GatheredParams<T>::release(int u) {
   Unit& unit = *units_.at(static_cast<std::size_t>(u));
   DTW_CHECK_ARG(unit.holders > 0, "rank " << comm_.rank() << ": ZeRO-3: release of unit "
@@ -129,7 +129,7 @@ void GatheredParams<T>::release(int u) {
   // @end
 }
 
-template <class T>
+template <TrainElement T>
 int GatheredParams<T>::live_units() const {
   int n = 0;
   for (const auto& unit : units_) n += unit->copy.empty() ? 0 : 1;

@@ -40,7 +40,7 @@
 
 namespace dtw::ch04 {
 
-template <class T>
+template <TrainElement T>
 void GatheredParams<T>::take(int u) {
   Unit& unit = *units_[static_cast<std::size_t>(u)];
   if (unit.gather != nullptr) {
@@ -56,13 +56,13 @@ void GatheredParams<T>::take(int u) {
   gather_now(u);
 }
 
-template <class T>
+template <TrainElement T>
 void GatheredParams<T>::progress() {
   for (const auto& unit : units_)
     if (unit->gather != nullptr) unit->gather->test();
 }
 
-template <class T>
+template <TrainElement T>
 void GatheredParams<T>::prefetch_after(int position) {
   const int r = comm_.rank();
   const int last = std::min(position + depth_, static_cast<int>(order_.size()) - 1);

@@ -98,7 +98,7 @@ void ZeroRun<T>::finish(train::Replica<T>& replica) {
   run_.report(replica);
 }
 
-template <class T>
+template <TrainElement T>
 void train_zero(train::RankRun<T>& run, const ZeroOptions& options) {
   ZeroRun<T> z(run, options);
   switch (options.stage) {
@@ -108,13 +108,13 @@ void train_zero(train::RankRun<T>& run, const ZeroOptions& options) {
   }
 }
 
-template <class T>
+template <TrainElement T>
 void zero1(train::RankRun<T>& run) { train_zero(run, ZeroOptions::from_knobs(run.knobs(), 1)); }
-template <class T>
+template <TrainElement T>
 void zero2(train::RankRun<T>& run) { train_zero(run, ZeroOptions::from_knobs(run.knobs(), 2)); }
-template <class T>
+template <TrainElement T>
 void zero3(train::RankRun<T>& run) { train_zero(run, ZeroOptions::from_knobs(run.knobs(), 3)); }
-template <class T>
+template <TrainElement T>
 void zero3_prefetch(train::RankRun<T>& run) {
   train_zero(run, ZeroOptions::from_knobs(run.knobs(), 3, /*default_prefetch=*/1));
 }

@@ -24,7 +24,7 @@ namespace dtw::ch05 {
 // the chunk, the micro-batch and the FLOPs; the last chunk's pass returns
 // the micro-batch's mean loss, which enters the step's loss with the
 // micro-batch's weight (its share of the batch's rows).
-template <class T>
+template <TrainElement T>
 void Executor<T>::State::forward(const Action& a, Slot& slot) {
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];
@@ -60,7 +60,7 @@ void Executor<T>::State::forward(const Action& a, Slot& slot) {
   // @end
 }
 
-template <class T>
+template <TrainElement T>
 void Executor<T>::State::backward(const Action& a, Slot& slot) {
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];

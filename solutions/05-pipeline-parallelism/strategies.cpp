@@ -118,7 +118,7 @@ StageMap make_stage_map(const train::RunSpec& spec, Balance balance, int p, int 
   return map;
 }
 
-template <class T>
+template <TrainElement T>
 void train_pipeline(train::RankRun<T>& run, const Schedule& schedule,
                     const PipelineSettings& settings) {
   Comm& comm = run.comm();
@@ -144,7 +144,7 @@ void train_pipeline(train::RankRun<T>& run, const Schedule& schedule,
   run.report(replica);
 }
 
-template <class T>
+template <TrainElement T>
 std::int64_t activation_peak(const Schedule& schedule, const StageMap& map,
                              const train::RunSpec& spec, int rank, bool checkpoint) {
   const auto net = train::Network<T>::make(spec.config());
@@ -190,13 +190,13 @@ void run_kind(train::RankRun<T>& run, ScheduleKind kind) {
 }
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 void pp_naive(train::RankRun<T>& run) { run_kind(run, ScheduleKind::kNaive); }
-template <class T>
+template <TrainElement T>
 void pp_gpipe(train::RankRun<T>& run) { run_kind(run, ScheduleKind::kGPipe); }
-template <class T>
+template <TrainElement T>
 void pp_1f1b(train::RankRun<T>& run) { run_kind(run, ScheduleKind::kOneFOneB); }
-template <class T>
+template <TrainElement T>
 void pp_interleaved(train::RankRun<T>& run) { run_kind(run, ScheduleKind::kInterleaved); }
 
 #define DTW_CH05_INSTANTIATE(T)                                                          \

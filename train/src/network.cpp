@@ -107,7 +107,7 @@ class MlpNetwork final : public Network<T> {
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 std::unique_ptr<Network<T>> Network<T>::make(const model::ModelConfig& config) {
   if (config.kind == model::ModelKind::kGpt) return std::make_unique<GptNetwork<T>>(config);
   return std::make_unique<MlpNetwork<T>>(config);

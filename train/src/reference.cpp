@@ -116,7 +116,7 @@ std::string element_name(const model::ParamLayout& layout, std::int64_t flat) {
 
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 std::shared_ptr<const ReferenceRun<T>> reference_run(const RunSpec& spec) {
   RunSpec s = spec;
   s.dtype = dtype_of<T>();
@@ -129,7 +129,7 @@ std::shared_ptr<const ReferenceRun<T>> reference_run(const RunSpec& spec) {
   });
 }
 
-template <class T>
+template <TrainElement T>
 std::shared_ptr<const std::vector<T>> reference_params(const RunSpec& spec,
                                                        std::int64_t steps_done) {
   DTW_CHECK_ARG(0 <= steps_done && steps_done <= spec.steps,
@@ -146,7 +146,7 @@ std::shared_ptr<const std::vector<T>> reference_params(const RunSpec& spec,
   return {run, &kept};
 }
 
-template <class T>
+template <TrainElement T>
 ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<const double> losses,
                                     std::span<const T> params, std::int64_t begin,
                                     double tolerance, std::int64_t steps_done) {
@@ -225,7 +225,7 @@ ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<con
   return check;
 }
 
-template <class T>
+template <TrainElement T>
 ReferenceCheck compare_to_reference(int rank, Replica<T>& replica, std::span<const double> losses,
                                     std::int64_t steps_done) {
   ReferenceCheck all;
@@ -267,7 +267,7 @@ namespace dtw::model {
 // Declared in dtw/model/trainer.h (the model's unit tests call it there); it
 // lives here because the reference is the training layer's Replica over the
 // whole model with one shard.
-template <class T>
+template <TrainElement T>
 TrainResult<T> train_reference(const ModelConfig& config, std::int64_t steps,
                                const TrainOptions& options) {
   DTW_CHECK_ARG(steps >= 0, "train_reference: steps " << steps << " must not be negative");

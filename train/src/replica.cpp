@@ -74,7 +74,7 @@ std::string ReplicaPlan::describe() const {
          ", optimizer " + train::describe(optimizer);
 }
 
-template <class T>
+template <TrainElement T>
 struct Replica<T>::State {
   // The replica's own buffers as a UnitAccess: a unit must be held whole,
   // except the embedding of a tied GPT, of which the head touches only wte.
@@ -153,7 +153,7 @@ struct Replica<T>::State {
   model::LayerTimes* times = nullptr;
 };
 
-template <class T>
+template <TrainElement T>
 Replica<T>::Replica(const RunSpec& spec, const Exec& exec, ReplicaPlan plan)
     : spec_(spec), plan_(std::move(plan)), exec_(exec) {
   spec_.validate();
@@ -161,30 +161,30 @@ Replica<T>::Replica(const RunSpec& spec, const Exec& exec, ReplicaPlan plan)
                                                     << exec_.describe() << " is not supported yet");
   state_ = std::make_unique<State>(spec_, exec_, plan_);
 }
-template <class T>
+template <TrainElement T>
 Replica<T>::Replica(Replica&&) noexcept = default;
-template <class T>
+template <TrainElement T>
 Replica<T>& Replica<T>::operator=(Replica&&) noexcept = default;
-template <class T>
+template <TrainElement T>
 Replica<T>::~Replica() = default;
 
-template <class T>
+template <TrainElement T>
 const model::ParamLayout& Replica<T>::layout() const { return state_->net->layout(); }
-template <class T>
+template <TrainElement T>
 const std::vector<Unit>& Replica<T>::units() const { return state_->net->units(); }
-template <class T>
+template <TrainElement T>
 Network<T>& Replica<T>::network() { return *state_->net; }
-template <class T>
+template <TrainElement T>
 std::int64_t Replica<T>::model_size() const { return layout().size(); }
-template <class T>
+template <TrainElement T>
 model::UnitAccess<T>& Replica<T>::access() { return state_->own; }
-template <class T>
+template <TrainElement T>
 void Replica<T>::set_times(model::LayerTimes* times) {
   state_->times = times;
   state_->net->set_times(times);
 }
 
-template <class T>
+template <TrainElement T>
 std::span<T> Replica<T>::params(std::int64_t begin, std::int64_t end) {
   const Pieces& p = state_->param_pieces;
   const int i = begin <= end ? p.find(begin, end) : -1;
@@ -195,10 +195,10 @@ std::span<T> Replica<T>::params(std::int64_t begin, std::int64_t end) {
       static_cast<std::size_t>(p.at[i] + begin - p.ranges[i].begin),
       static_cast<std::size_t>(end - begin));
 }
-template <class T>
+template <TrainElement T>
 std::span<T> Replica<T>::params() { return state_->params.span(); }
 
-template <class T>
+template <TrainElement T>
 std::span<T> Replica<T>::grads(std::int64_t begin, std::int64_t end) {
   const Pieces& p = state_->grad_pieces;
   const int i = begin <= end ? p.find(begin, end) : -1;
@@ -209,15 +209,15 @@ std::span<T> Replica<T>::grads(std::int64_t begin, std::int64_t end) {
       static_cast<std::size_t>(p.at[i] + begin - p.ranges[i].begin),
       static_cast<std::size_t>(end - begin));
 }
-template <class T>
+template <TrainElement T>
 std::span<T> Replica<T>::grads() { return state_->grads.span(); }
 
-template <class T>
+template <TrainElement T>
 int Replica<T>::optimizer_moments() const {
   return spec_.optimizer == model::Optimizer::kAdamW ? 2 : 1;
 }
 
-template <class T>
+template <TrainElement T>
 std::span<T> Replica<T>::optimizer_state(int moment, std::int64_t begin, std::int64_t end) {
   DTW_CHECK_ARG(moment >= 0 && moment < optimizer_moments(),
                 rank_prefix(exec_) << "Replica::optimizer_state: moment " << moment
@@ -232,15 +232,15 @@ std::span<T> Replica<T>::optimizer_state(int moment, std::int64_t begin, std::in
                                 static_cast<std::size_t>(end - begin));
 }
 
-template <class T>
+template <TrainElement T>
 void Replica<T>::zero_grads() { state_->grads.fill(T(0)); }
 
-template <class T>
+template <TrainElement T>
 void Replica<T>::scale_grads(T factor) {
   kernels::scale(state_->grads.data(), state_->grads.size(), factor);
 }
 
-template <class T>
+template <TrainElement T>
 double Replica<T>::forward_backward(std::int64_t step, std::int64_t shard, std::int64_t shards,
                                     T loss_scale, const model::GradReady& on_grad_ready,
                                     model::UnitAccess<T>* access) {
@@ -260,7 +260,7 @@ double Replica<T>::forward_backward(std::int64_t step, std::int64_t shard, std::
   return static_cast<double>(loss);
 }
 
-template <class T>
+template <TrainElement T>
 Cost Replica<T>::pass_cost(model::UnitRange range, const Batch& batch, bool backward) {
   Network<T>& net = *state_->net;
   const double flops = net.forward_flops(range, batch);
@@ -268,13 +268,13 @@ Cost Replica<T>::pass_cost(model::UnitRange range, const Batch& batch, bool back
   return backward ? Cost{3 * flops, 3 * bytes} : Cost{flops, bytes};
 }
 
-template <class T>
+template <TrainElement T>
 Cost Replica<T>::optimizer_cost() const {
   const double n = static_cast<double>(state_->opt_pieces.total) * sizeof(T);
   return {0, n * ((spec_.optimizer == model::Optimizer::kAdamW ? 7 : 4) + 2)};
 }
 
-template <class T>
+template <TrainElement T>
 double Replica<T>::local_sum_of_squares() {
   double sum = 0;
   const Pieces& o = state_->opt_pieces;
@@ -285,7 +285,7 @@ double Replica<T>::local_sum_of_squares() {
   return sum;
 }
 
-template <class T>
+template <TrainElement T>
 double Replica<T>::clip(double global_sum_of_squares) {
   DTW_CHECK_ARG(global_sum_of_squares >= 0 || std::isnan(global_sum_of_squares),
                 rank_prefix(exec_) << "Replica::clip: sum of squares " << global_sum_of_squares
@@ -302,7 +302,7 @@ double Replica<T>::clip(double global_sum_of_squares) {
   return norm;
 }
 
-template <class T>
+template <TrainElement T>
 void Replica<T>::step(std::int64_t step) {
   DTW_CHECK_ARG(step >= 0, rank_prefix(exec_) << "Replica::step: step " << step
                                               << " must not be negative");
@@ -320,7 +320,7 @@ void Replica<T>::step(std::int64_t step) {
 
 // ---- StagePass ------------------------------------------------------------------
 
-template <class T>
+template <TrainElement T>
 struct StagePass<T>::State {
   Replica<T>* replica;
   model::UnitAccess<T>* access;
@@ -332,7 +332,7 @@ struct StagePass<T>::State {
   bool keep_buffers = false;  // the replica's own pass reuses its activation buffers
 };
 
-template <class T>
+template <TrainElement T>
 StagePass<T>::StagePass(Replica<T>& replica, model::UnitAccess<T>* access)
     : state_(std::make_unique<State>()) {
   state_->replica = &replica;
@@ -341,12 +341,12 @@ StagePass<T>::StagePass(Replica<T>& replica, model::UnitAccess<T>* access)
   state_->net = state_->owned.get();
   state_->net->set_times(replica.state_->times);
 }
-template <class T>
+template <TrainElement T>
 StagePass<T>::StagePass(StagePass&&) noexcept = default;
-template <class T>
+template <TrainElement T>
 StagePass<T>::~StagePass() = default;
 
-template <class T>
+template <TrainElement T>
 T StagePass<T>::forward(model::UnitRange range, const Batch& batch, std::span<const T> x_in) {
   State& s = *state_;
   const std::int64_t bytes = s.net->activation_bytes(range, batch);  // validates the range
@@ -366,7 +366,7 @@ T StagePass<T>::forward(model::UnitRange range, const Batch& batch, std::span<co
   return loss;
 }
 
-template <class T>
+template <TrainElement T>
 void StagePass<T>::backward(std::span<const T> dx_out, T loss_scale,
                             const model::GradReady& on_grad_ready) {
   State& s = *state_;
@@ -378,19 +378,19 @@ void StagePass<T>::backward(std::span<const T> dx_out, T loss_scale,
   release();
 }
 
-template <class T>
+template <TrainElement T>
 std::span<const T> StagePass<T>::output() const { return state_->net->output(); }
-template <class T>
+template <TrainElement T>
 std::span<const T> StagePass<T>::input_grad() const { return state_->input_grad; }
 
-template <class T>
+template <TrainElement T>
 void StagePass<T>::release() {
   if (!state_->keep_buffers) state_->net->release_activations();
   state_->charge.reset();
   state_->forwarded = false;
 }
 
-template <class T>
+template <TrainElement T>
 std::int64_t StagePass<T>::charged_bytes() const { return state_->charge.bytes(); }
 
 template class Replica<float>;

@@ -16,7 +16,7 @@ namespace dtw::train {
 
 // ---- RankRun ----------------------------------------------------------------------
 
-template <class T>
+template <TrainElement T>
 RankRun<T>::RankRun(Comm& comm, const RunSpec& spec, const Knobs& knobs)
     : comm_(comm),
       spec_(spec),
@@ -26,12 +26,12 @@ RankRun<T>::RankRun(Comm& comm, const RunSpec& spec, const Knobs& knobs)
   tracer_->set_work_clock([this] { return layer_times()->flops_added(); }, this);
 }
 
-template <class T>
+template <TrainElement T>
 RankRun<T>::~RankRun() {
   tracer_->clear_work_clock(this);
 }
 
-template <class T>
+template <TrainElement T>
 void RankRun<T>::record_loss(std::int64_t step, double loss) {
   DTW_CHECK_ARG(step == static_cast<std::int64_t>(losses_.size()),
                 "rank " << comm_.rank() << ": record_loss for step " << step << " after "
@@ -43,12 +43,12 @@ void RankRun<T>::record_loss(std::int64_t step, double loss) {
   if (on_step) on_step({step, loss, std::nan(""), spec_.tokens_per_step(), took.count()});
 }
 
-template <class T>
+template <TrainElement T>
 void RankRun<T>::report_params(std::span<const T> params, std::int64_t begin) {
   reported_.emplace_back(begin, std::vector<T>(params.begin(), params.end()));
 }
 
-template <class T>
+template <TrainElement T>
 void RankRun<T>::report(Replica<T>& replica) {
   for (const Range& r : replica.plan().params) {
     if (r.size() == 0) continue;
@@ -57,7 +57,7 @@ void RankRun<T>::report(Replica<T>& replica) {
   }
 }
 
-template <class T>
+template <TrainElement T>
 Tracer::Phase RankRun<T>::phase(std::string name, const PhaseInfo& info) {
   return comm_.tracer().phase(std::move(name), {info.compute, info.stage, info.micro_batch,
                                                 info.flops, info.bytes});
@@ -193,7 +193,7 @@ struct Summary {  // the trivially copyable part of a RankOutcome
 };
 }  // namespace
 
-template <class T>
+template <TrainElement T>
 RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
                      const std::function<void(RankRun<T>&)>& fn) {
   RunSpec spec = spec_in;

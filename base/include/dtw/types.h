@@ -107,6 +107,37 @@ constexpr bool numeric_element() {
 template <class T>
 concept NumericElement = detail::numeric_element<T>();
 
+/// True for the element types the training layer is built for: float and double
+/// (RunSpec::dtype kFloat32 and kFloat64).
+template <class T>
+inline constexpr bool kIsTrainElement = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+namespace detail {
+// Checked by TrainElement, for the reasons numeric_element gives: the sentence
+// instead of a list of candidates or an undefined reference at link time, and
+// a const T fails quietly.
+template <class T>
+constexpr bool train_element() {
+  if constexpr (!std::is_same_v<T, std::remove_cv_t<T>>) {
+    return false;
+  } else {
+    static_assert(kIsTrainElement<T>,
+                  "dtw: the training layer (dtw::model, dtw::train and chapters 02-05) is built "
+                  "(explicitly instantiated at the end of each of its .cpp files) for float and "
+                  "double only; use one of them (RunSpec::dtype kFloat32 or kFloat64)");
+    return true;
+  }
+}
+}  // namespace detail
+
+/// The element type of a training-layer template whose definitions are
+/// compiled once, in a library, for float and double: the model (Mlp, Gpt and
+/// their layers), the training layer (Replica, RankRun, ...) and chapters
+/// 02-05's strategies and helpers. Any other T is a compile-time error naming
+/// the two.
+template <class T>
+concept TrainElement = detail::train_element<T>();
+
 /// The DataType tag of element type `T`.
 template <class T>
 constexpr DataType data_type_of() {

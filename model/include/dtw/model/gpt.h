@@ -19,6 +19,7 @@
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
 #include "dtw/model/units.h"
+#include "dtw/types.h"
 
 namespace dtw::model {
 
@@ -39,7 +40,7 @@ struct GptActivations {
 };
 
 /// A decoder-only transformer of a kGpt configuration.
-template <class T>
+template <TrainElement T>
 class Gpt {
  public:
   /// Validates the configuration (InvalidArgument if bad or not a GPT).

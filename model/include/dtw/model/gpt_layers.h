@@ -27,6 +27,7 @@
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
+#include "dtw/types.h"
 
 namespace dtw::model {
 
@@ -34,31 +35,31 @@ namespace dtw::model {
 // Linear layers and head permutes
 
 /// `y = x Wᵀ + b`: x [rows, in], W [out, in], b [out] (nullptr: no bias), y [rows, out].
-template <class T>
+template <TrainElement T>
 void linear_forward(T* y, const T* x, const T* w, const T* b, std::int64_t rows, std::int64_t in,
                     std::int64_t out, LayerTimes* times = nullptr);
 
 /// `dx = dy W` (overwritten; skipped when dx is nullptr), `dW += dyᵀ x`,
 /// `db += Σ_rows dy` (skipped when db is nullptr).
-template <class T>
+template <TrainElement T>
 void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, std::int64_t rows,
                      std::int64_t in, std::int64_t out, LayerTimes* times = nullptr);
 
 /// qkv [batch·seq, 3·heads·head_dim] (columns [q; k; v], heads contiguous in
 /// each) → q, k, v [batch, heads, seq, head_dim], the layout attention wants.
-template <class T>
+template <TrainElement T>
 void split_qkv(T* q, T* k, T* v, const T* qkv, std::int64_t batch, std::int64_t seq,
                std::int64_t heads, std::int64_t head_dim);
 /// The inverse of split_qkv (used on gradients: dq, dk, dv → dqkv).
-template <class T>
+template <TrainElement T>
 void join_qkv(T* qkv, const T* q, const T* k, const T* v, std::int64_t batch, std::int64_t seq,
               std::int64_t heads, std::int64_t head_dim);
 /// [batch, heads, seq, head_dim] → [batch·seq, heads·head_dim].
-template <class T>
+template <TrainElement T>
 void merge_heads(T* x, const T* per_head, std::int64_t batch, std::int64_t seq, std::int64_t heads,
                  std::int64_t head_dim);
 /// The inverse of merge_heads.
-template <class T>
+template <TrainElement T>
 void split_heads(T* per_head, const T* x, std::int64_t batch, std::int64_t seq, std::int64_t heads,
                  std::int64_t head_dim);
 
@@ -162,13 +163,13 @@ struct AttentionCache {
 
 /// `y = proj(attention(split(x Wqkvᵀ + bqkv)))`: causal multi-head attention
 /// of the (already normalised) x [rows, dim]; y [rows, dim] is overwritten.
-template <class T>
+template <TrainElement T>
 void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
                                 const AttentionWeights<const T>& w, const BlockDims& d,
                                 LayerTimes* times = nullptr);
 /// Overwrites dx [rows, dim]; accumulates into grads and reports each
 /// gradient tensor to `done` when it is final (the projection's first).
-template <class T>
+template <TrainElement T>
 void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
                                  const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
                                  const BlockDims& d, T* scratch, LayerTimes* times = nullptr,
@@ -185,12 +186,12 @@ struct MlpCache {
 };
 
 /// `y = GELU(x Wfcᵀ + bfc) Wprojᵀ + bproj` for x [rows, dim]; y overwritten.
-template <class T>
+template <TrainElement T>
 void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights<const T>& w,
                           const BlockDims& d, LayerTimes* times = nullptr);
 /// Overwrites dx [rows, dim]; accumulates into grads and reports each
 /// gradient tensor to `done` when it is final (the projection's first).
-template <class T>
+template <TrainElement T>
 void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const T* x,
                            const MlpCache<T>& cache, const MlpWeights<const T>& w,
                            const BlockDims& d, T* scratch, LayerTimes* times = nullptr,
@@ -221,7 +222,7 @@ struct BlockCache {
 /// One pre-norm transformer block:
 /// `mid = x_in + attention(LN1(x_in))`, `x_out = mid + mlp(LN2(mid))`.
 /// x_in and x_out are [rows, dim] and must not alias (x_in is needed by the backward).
-template <class T>
+template <TrainElement T>
 void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWeights<const T>& w,
                    const BlockDims& d, LayerTimes* times = nullptr);
 /// Overwrites dx_in (which may alias dx_out); accumulates into grads and
@@ -229,7 +230,7 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
 /// final: the MLP's (projection, then fc), LN2's, the attention's, LN1's; of
 /// two finished together the one later in block_weights' order first (a
 /// bias before its weight, β before γ).
-template <class T>
+template <TrainElement T>
 void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, const T* x_in,
                     const BlockCache<T>& cache, const BlockWeights<const T>& w, const BlockDims& d,
                     T* scratch, LayerTimes* times = nullptr, const GradFinal<T>& done = {});
@@ -244,12 +245,12 @@ std::int64_t block_scratch_size(const BlockDims& d);
 /// batch×seq tokens; x is [batch·seq, dim]. position_offset lets a sequence
 /// shard start mid-sequence. Token ids outside [0, vocab) and positions beyond
 /// the context raise InvalidArgument naming the values.
-template <class T>
+template <TrainElement T>
 void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
                    const ModelConfig& config, std::int64_t batch, std::int64_t seq,
                    std::int64_t position_offset = 0, LayerTimes* times = nullptr);
 /// Accumulates dwte and dwpe from dx [batch·seq, dim].
-template <class T>
+template <TrainElement T>
 void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
                     const ModelConfig& config, std::int64_t batch, std::int64_t seq,
                     std::int64_t position_offset = 0, LayerTimes* times = nullptr);
@@ -284,13 +285,13 @@ struct HeadCache {
 
 /// `logits = LNf(x) Wᵀ`; with targets, also the per-row cross-entropy; returns
 /// its mean over the rows (0 without targets: inference).
-template <class T>
+template <TrainElement T>
 T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
                const HeadWeights<const T>& w, std::int64_t rows, std::int64_t dim,
                std::int64_t vocab, LayerTimes* times = nullptr);
 /// The gradient of `dloss · Σ_rows loss`: overwrites dx, accumulates into grads
 /// (dloss = 1/rows for the mean loss; tied: grads.weight is dwte).
-template <class T>
+template <TrainElement T>
 void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::int32_t* targets,
                    const HeadCache<T>& cache, const HeadWeights<const T>& w, std::int64_t rows,
                    std::int64_t dim, std::int64_t vocab, T dloss, T* scratch,

@@ -13,19 +13,20 @@
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
 #include "dtw/model/units.h"
+#include "dtw/types.h"
 
 namespace dtw::model {
 
 /// One layer of the MLP: `pre = x Wᵀ + b` (x [rows, in], W [out, in]), then
 /// `y = GELU(pre)` when `gelu`, else y = pre and `pre` may be nullptr (the
 /// classifier). y [rows, out] is overwritten.
-template <class T>
+template <TrainElement T>
 void mlp_layer_forward(T* y, T* pre, const T* x, const T* w, const T* b, std::int64_t rows,
                        std::int64_t in, std::int64_t out, bool gelu, LayerTimes* times = nullptr);
 
 /// Backward of mlp_layer_forward: overwrites dx (skipped when nullptr) and dy
 /// (it becomes the gradient at `pre`); accumulates dW and db.
-template <class T>
+template <TrainElement T>
 void mlp_layer_backward(T* dx, T* dw, T* db, T* dy, const T* x, const T* pre, const T* w,
                         std::int64_t rows, std::int64_t in, std::int64_t out, bool gelu,
                         LayerTimes* times = nullptr);
@@ -46,7 +47,7 @@ struct MlpActivations {
 };
 
 /// A multi-layer perceptron of a kMlp configuration.
-template <class T>
+template <TrainElement T>
 class Mlp {
  public:
   /// Validates the configuration (InvalidArgument if bad or not an MLP).

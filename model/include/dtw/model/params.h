@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "dtw/model/config.h"
+#include "dtw/types.h"
 
 namespace dtw::model {
 
@@ -107,7 +108,7 @@ double init_value(const ParamView& view, std::uint64_t seed, std::int64_t index)
 
 /// Writes every parameter's initial value into params (layout.size()
 /// elements). `layout` must be param_layout(config). T is float or double.
-template <class T>
+template <TrainElement T>
 void init_params(const ModelConfig& config, const ParamLayout& layout, std::uint64_t seed,
                  T* params);
 

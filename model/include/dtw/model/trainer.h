@@ -21,6 +21,7 @@
 #include "dtw/model/data.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
+#include "dtw/types.h"
 
 namespace dtw::model {
 
@@ -74,7 +75,7 @@ struct TrainResult {
 /// `dtw::train::standard_run(model).options()`; the defaults of TrainOptions
 /// are the bare trainer's (synthetic data, no warm-up) that the model's own
 /// unit tests use.
-template <class T = float>
+template <TrainElement T = float>
 TrainResult<T> train_reference(const ModelConfig& config, std::int64_t steps,
                                const TrainOptions& options = {});
 
@@ -89,7 +90,7 @@ double learning_rate_scale(const TrainOptions& options, std::int64_t step);
 /// own range and buffers; the whole model passes 0, layout.size()). m and v
 /// are AdamW's moments; SGD uses m as its velocity and ignores v (may be
 /// nullptr). State starts at zero.
-template <class T>
+template <TrainElement T>
 void optimizer_step(const ParamLayout& layout, const TrainOptions& options, std::int64_t step,
                     std::int64_t begin, std::int64_t end, T* params, const T* grads, T* m, T* v);
 

@@ -14,11 +14,12 @@
 #include "dtw/model/profile.h"
 #include "dtw/model/units.h"
 #include "dtw/train/run_spec.h"
+#include "dtw/types.h"
 
 namespace dtw::train {
 
 /// A model of either kind with stage-wise forward and backward (units.h).
-template <class T>
+template <TrainElement T>
 class Network {
  public:
   virtual ~Network() = default;

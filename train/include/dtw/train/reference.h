@@ -25,6 +25,7 @@
 #include "dtw/model/params.h"
 #include "dtw/train/replica.h"
 #include "dtw/train/run_spec.h"
+#include "dtw/types.h"
 
 namespace dtw::train {
 
@@ -57,12 +58,12 @@ struct ReferenceRun {
 /// computed once per process and shared (thread-safe: rank threads asking
 /// together wait for one computation). Under MPI every process computes its
 /// own, so the comparison runs inside each rank function.
-template <class T>
+template <TrainElement T>
 std::shared_ptr<const ReferenceRun<T>> reference_run(const RunSpec& spec);
 
 /// The parameters of the reference after `steps_done` steps (from the memo;
 /// a step not kept there is computed as a shorter run, memoised as well).
-template <class T>
+template <TrainElement T>
 std::shared_ptr<const std::vector<T>> reference_params(const RunSpec& spec,
                                                        std::int64_t steps_done);
 
@@ -86,12 +87,12 @@ struct ReferenceCheck {
 /// got, the relative error and the tolerance. Float runs fail only on losses (see the policy
 /// above). Bad arguments (a range outside the model, steps_done beyond the
 /// spec) raise InvalidArgument naming the values.
-template <class T>
+template <TrainElement T>
 ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<const double> losses,
                                     std::span<const T> params, std::int64_t begin,
                                     double tolerance, std::int64_t steps_done = -1);
 /// The same with the default tolerance of T.
-template <class T>
+template <TrainElement T>
 ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<const double> losses,
                                     std::span<const T> params, std::int64_t begin) {
   return compare_to_reference<T>(rank, spec, losses, params, begin,
@@ -99,7 +100,7 @@ ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<con
 }
 /// Every parameter piece `replica` holds, after `steps_done` steps (−1:
 /// losses.size()), with the default tolerance of T.
-template <class T>
+template <TrainElement T>
 ReferenceCheck compare_to_reference(int rank, Replica<T>& replica, std::span<const double> losses,
                                     std::int64_t steps_done = -1);
 

@@ -58,6 +58,7 @@
 #include "dtw/model/units.h"
 #include "dtw/train/network.h"
 #include "dtw/train/run_spec.h"
+#include "dtw/types.h"
 
 namespace dtw::train {
 
@@ -95,7 +96,7 @@ struct ReplicaPlan {
 };
 
 /// One rank's parameters, gradients and optimizer state (see the file comment).
-template <class T>
+template <TrainElement T>
 class Replica {
  public:
   /// Holds `plan` of `spec`'s model on `exec` (host only for now), counting
@@ -199,7 +200,7 @@ class Replica {
   const Exec& exec() const { return exec_; }
 
  private:
-  template <class U>
+  template <TrainElement U>
   friend class StagePass;
   struct State;
   RunSpec spec_;
@@ -211,7 +212,7 @@ class Replica {
 /// One forward pass kept for its backward: a pipeline stage holds one per
 /// micro-batch in flight. The pass's activations are charged to the replica's
 /// ledger (kActivations) from forward() until backward() or release().
-template <class T>
+template <TrainElement T>
 class StagePass {
  public:
   /// A pass over `replica`'s model; `access` (nullptr: the replica's own
@@ -240,7 +241,7 @@ class StagePass {
   std::int64_t charged_bytes() const;
 
  private:
-  template <class U>
+  template <TrainElement U>
   friend class Replica;
   struct State;
   std::unique_ptr<State> state_;

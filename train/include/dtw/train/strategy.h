@@ -7,7 +7,7 @@
 /// type and registers it once (in a source file of the chapter's DEMOS, which
 /// the dtw program and `dtw bench train` link):
 ///
-///     template <class T>
+///     template <TrainElement T>
 ///     void ddp_bucketed(dtw::train::RankRun<T>& run);   // in the contract header
 ///
 ///     DTW_REGISTER_STRATEGY({.name = "ddp-bucketed", .chapter = "02",
@@ -38,6 +38,7 @@
 #include "dtw/model/trainer.h"
 #include "dtw/train/replica.h"
 #include "dtw/train/run_spec.h"
+#include "dtw/types.h"
 
 namespace dtw::train {
 
@@ -83,7 +84,7 @@ struct PhaseInfo {
 
 /// One rank of a strategy run: the communicator, the run, the knobs, and
 /// what the rank reports back.
-template <class T>
+template <TrainElement T>
 class RankRun {
  public:
   /// Made by the harness (tests may make one to call a strategy directly).
@@ -308,7 +309,7 @@ struct RunOutcome {
 /// and shares every rank's outcome with every rank (so an MPI process can
 /// assert on it). Errors from a rank propagate as from dtw::launch; `spec` is
 /// validated first.
-template <class T>
+template <TrainElement T>
 RunOutcome run_ranks(const RunSpec& spec, const HarnessOptions& opts,
                      const std::function<void(RankRun<T>&)>& fn);
 /// Runs a registered strategy in spec.dtype after check_strategy (which
