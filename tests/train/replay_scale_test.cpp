@@ -3,7 +3,8 @@
 // (an internal counter of train/src/fabric.cpp, replay_looks()), so it needs
 // no clock: a replay that looked at a collective's earlier rounds for each
 // round did some k²/2 looks per rank and collective of k rounds, p³ in a ring
-// all-reduce of p ranks.
+// all-reduce of p ranks; one that swept every rank until none moved did p
+// visits per hop of a chain.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -63,11 +64,11 @@ TEST(ReplayScaleTest, ARingAllReduceOfManyRanksCostsWorkInProportionToItsEvents)
   const Replay r = replay_on(trace, kRanks, c);
   const std::int64_t looks = replay_looks() - before;
   const auto events = static_cast<std::int64_t>(trace.size());  // some 260,000
-  // Each message is placed once, completed a few times (its own wait, its
-  // rank's later round, its partner), and each round of progress visits every
-  // rank and lane once (some 2.8 million looks here). The replay that looked
-  // at every earlier round for each round, and at every event for each rank,
-  // made some 520 million.
+  // Each message is placed once and completed a few times (its own wait, its
+  // rank's later round, its partner), and a rank or lane is visited again
+  // only when what it waits for has happened. The replay that looked at every
+  // earlier round for each round, and at every event for each rank, made some
+  // 520 million looks here.
   EXPECT_LE(looks, 8 * events) << "replay work for " << events << " events";
   EXPECT_GE(looks, events);  // the counter counts
   // Every rank is alike, so each step takes its compute (1 ms), 2(P−1) rounds
@@ -77,6 +78,38 @@ TEST(ReplayScaleTest, ARingAllReduceOfManyRanksCostsWorkInProportionToItsEvents)
   EXPECT_NEAR(r.seconds, kSteps * step, 1e-9 * kSteps * step);
   EXPECT_EQ(r.unmatched, 0);
   EXPECT_EQ(r.events.size(), trace.size());
+}
+
+TEST(ReplayScaleTest, AChainAgainstTheRankOrderCostsWorkInProportionToItsEvents) {
+  // Rank P−1 computes 1e6 FLOPs, then each rank r passes n bytes to r − 1 once
+  // its own have arrived. A replay that swept every rank until none moved
+  // would move one hop per sweep: some P² = 16 million visits here.
+  constexpr int kChain = 4096;
+  std::vector<TraceEvent> trace;
+  TraceEvent c{"compute", "compute", kChain - 1, -1, 0, 0, 0, 10};
+  c.flops = 1e6;
+  trace.push_back(c);
+  for (int r = kChain - 1; r > 0; --r) {
+    const double t = 10 + 2 * (kChain - 1 - r);
+    TraceEvent send{"send", "comm", r, r - 1, kBytes, 0, t, t + 2};
+    send.is_send = true;
+    trace.push_back(send);
+    trace.push_back({"recv", "comm", r - 1, r, kBytes, 0, 0, t + 2});
+  }
+  Cluster toy;
+  toy.name = "toy";
+  toy.ranks_per_node = kChain;
+  toy.intra = toy.inter = {1e-3, 1e-9};
+  toy.flops = 1e9;
+  toy.memory_bw = 1e9;
+  const std::int64_t before = replay_looks();
+  const Replay r = replay_on(trace, kChain, toy);
+  const std::int64_t looks = replay_looks() - before;
+  const auto events = static_cast<std::int64_t>(trace.size());
+  EXPECT_LE(looks, 8 * events) << "replay work for " << events << " events";
+  const double expected = 1e-3 + (kChain - 1) * (1e-3 + kBytes * 1e-9);
+  EXPECT_NEAR(r.seconds, expected, 1e-9 * expected);
+  EXPECT_EQ(r.unmatched, 0);
 }
 
 }  // namespace

@@ -5,10 +5,11 @@
 namespace dtw::train {
 
 // The work of every replay_on of this process so far: message completions
-// evaluated, calls placed on their rank's list, and ranks and lanes visited by
-// the rounds of progress. A regression test reads it: a replay must cost
-// O(events) of these, never O(events) per message (a collective of k rounds
-// looking at its earlier rounds for each made a ring all-reduce cost p³).
+// evaluated, calls placed on their rank's list, and visits to ranks and lanes
+// taken from the list of the ready. A regression test reads it: a replay must
+// cost O(events) of these, never O(events) per message (a collective of k
+// rounds looking at its earlier rounds for each made a ring all-reduce cost
+// p³) nor O(ranks) per hop (sweeping every rank until none moved).
 std::int64_t replay_looks();
 
 }  // namespace dtw::train
