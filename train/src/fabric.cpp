@@ -1,64 +1,22 @@
-// The modeled fabric: named clusters and the replay of a trace on one.
+// The modeled fabric: the replay of a trace on a cluster (the named clusters
+// are in clusters.cpp).
 #include "dtw/train/fabric.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
 #include "dtw/errors.h"
+#include "replay_work.h"
 
 namespace dtw::train {
 
-const std::vector<Cluster>& gpu_clusters() {
-  // A100 80GB: 312 TFLOP/s dense BF16 and 2039 GB/s HBM2e (NVIDIA A100
-  // datasheet); we assume 60% and 80% of peak sustained. Links: NCCL-level α
-  // and the bus bandwidth nccl-tests reaches, not the wire's peak.
-  constexpr double kFlops = 0.6 * 312e12, kMemory = 0.8 * 2039e9;
-  static const std::vector<Cluster> all = {
-      {"pcie-8", "8 A100 PCIe GPUs in one server, no NVLink",
-       "A100 datasheet; PCIe 4.0 x16 = 31.5 GB/s per direction (PCI-SIG), ~24 GB/s reached "
-       "through the host bridge; alpha 5 us",
-       8, {5e-6, 1 / 24e9}, {5e-6, 1 / 24e9}, kFlops, kMemory, false},
-      {"nvlink-8", "one DGX A100: 8 GPUs on NVLink 3 / NVSwitch",
-       "A100 datasheet: NVLink 600 GB/s per GPU (300 GB/s each way); nccl-tests reach ~230 GB/s "
-       "bus bandwidth on a DGX A100; alpha 3 us",
-       8, {3e-6, 1 / 230e9}, {3e-6, 1 / 230e9}, kFlops, kMemory, false},
-      {"ib-2x8", "2 DGX A100 nodes on HDR InfiniBand (one 200 Gb/s NIC per GPU)",
-       "DGX A100 architecture: 8 ConnectX-6 HDR 200 Gb/s = 25 GB/s per GPU each way, ~22 GB/s "
-       "reached; alpha 8 us between nodes; NVLink inside (as nvlink-8)",
-       8, {3e-6, 1 / 230e9}, {8e-6, 1 / 22e9}, kFlops, kMemory, false},
-      {"ib-4x8", "4 DGX A100 nodes on HDR InfiniBand",
-       "as ib-2x8, with 4 nodes", 8, {3e-6, 1 / 230e9}, {8e-6, 1 / 22e9}, kFlops, kMemory, false},
-      // Not a machine: what a schedule costs by itself, the assumption of the
-      // bubble formulas (chapter 05), next to which the others show what the
-      // messages add.
-      {"ideal-8", "8 A100s whose messages cost nothing (a schedule by itself)",
-       "A100 datasheet, as nvlink-8; alpha = beta = 0", 8, {0, 0}, {0, 0}, kFlops, kMemory, false},
-  };
-  return all;
-}
-
-Cluster this_machine(double alpha, double beta, double memory_bw) {
-  DTW_CHECK_ARG(alpha >= 0 && beta >= 0 && memory_bw > 0,
-                "this_machine: alpha " << alpha << ", beta " << beta << ", memory_bw "
-                                       << memory_bw << " must be >= 0, >= 0, > 0");
-  return {"this-machine", "this machine: measured compute, links fitted by ping-pong",
-          "chapter 00's ping-pong and fit_alpha_beta, run now", 1 << 30,
-          {alpha, beta}, {alpha, beta}, 0, memory_bw, true, false};
-}
-
-const Cluster& find_gpu_cluster(std::string_view name) {
-  std::string known;
-  for (const Cluster& c : gpu_clusters()) {
-    if (c.name == name) return c;
-    known += c.name + ", ";
-  }
-  DTW_CHECK_ARG(false, "unknown fabric '" << name << "'; known: " << known << "this-machine");
-  return gpu_clusters().front();
-}
-
 namespace {
+
+std::atomic<std::int64_t> g_replay_looks{0};
 
 // At equal times: a phase ends, then a call completes (or is seen complete
 // inside a phase), then the next is posted, then a phase starts (calls of one
@@ -100,11 +58,14 @@ double share_before(const TraceEvent& e, const TraceEvent& c, bool by_work) {
 
 }  // namespace
 
+std::int64_t replay_looks() { return g_replay_looks.load(); }
+
 Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster& cluster) {
   DTW_CHECK_ARG(world >= 1, "replay_on: world " << world << " must be at least 1");
   Replay out;
   // The events that take time: compute phases (outermost only) and messages.
   std::vector<std::vector<std::size_t>> computes(static_cast<std::size_t>(world));
+  std::vector<std::vector<std::size_t>> comms(static_cast<std::size_t>(world));
   for (const TraceEvent& e : trace) {
     if (e.category != "compute" && (e.category != "comm" || e.peer < 0)) continue;
     DTW_CHECK_ARG(e.rank >= 0 && e.rank < world,
@@ -116,7 +77,10 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   std::vector<bool> dropped(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const TraceEvent& e = out.events[i];
-    if (e.category != "compute") continue;
+    if (e.category != "compute") {
+      comms[static_cast<std::size_t>(e.rank)].push_back(i);
+      continue;
+    }
     computes[static_cast<std::size_t>(e.rank)].push_back(i);
     if (cluster.measured_compute) {
       duration[i] = (e.end_us - e.start_us) * 1e-6;
@@ -196,22 +160,27 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   }
   // Each rank's instants in its own order of calls.
   std::vector<std::vector<Instant>> instants(static_cast<std::size_t>(world));
+  std::int64_t looks = 0;  // work done, for replay_looks()
   for (int r = 0; r < world; ++r) {
-    const auto& list = computes[static_cast<std::size_t>(r)];
+    // The outermost phases by start; their ends rise too (an end that did
+    // not would lie inside an earlier phase), so a binary search finds the
+    // first that ends after t, the only one that can hold t.
+    std::vector<std::size_t> outer;
+    for (std::size_t i : computes[static_cast<std::size_t>(r)])
+      if (!dropped[i]) outer.push_back(i);
     auto phase_at = [&](double t) -> int {  // the (outermost) compute phase holding time t
-      for (std::size_t i : list)
-        if (!dropped[i] && out.events[i].start_us < t && t < out.events[i].end_us)
-          return static_cast<int>(i);
-      return -1;
+      const auto p = std::partition_point(outer.begin(), outer.end(), [&](std::size_t i) {
+        return out.events[i].end_us <= t;
+      });
+      return p != outer.end() && out.events[*p].start_us < t ? static_cast<int>(*p) : -1;
     };
-    for (std::size_t i : list) {
-      if (dropped[i]) continue;
+    for (std::size_t i : outer) {
       instants[r].push_back({out.events[i].start_us, kStart, i});
       instants[r].push_back({out.events[i].end_us, kEnd, i});
     }
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i : comms[static_cast<std::size_t>(r)]) {
       const TraceEvent& e = out.events[i];
-      if (e.rank != r || e.category != "comm") continue;
+      ++looks;
       instants[r].push_back({e.start_us, kPost, i, phase_at(e.start_us)});
       const int holder = phase_at(e.end_us);
       // Completed inside a compute phase: waited for at its end, but seen
@@ -231,13 +200,21 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   std::vector<double> model_start(n, 0), model_end(n, 0);
   // Per group: where the host started it (−1 until the host gets there).
   std::vector<double> group_start(members.size(), -1);
+  std::size_t missing = 0;  // the unposted half a completion of −1 waits for
   auto completion = [&](std::size_t i) -> double {  // −1 while a half is not posted
+    ++looks;
     const Message& m = msg[i];
     const TraceEvent& e = out.events[i];
-    if (m.post < 0) return -1;
+    if (m.post < 0) {
+      missing = i;
+      return -1;
+    }
     if (!m.matched) return m.post + cluster.link(e.rank, e.peer).seconds(static_cast<double>(e.bytes));
     const double other = msg[m.partner].post;
-    if (other < 0) return -1;
+    if (other < 0) {
+      missing = m.partner;
+      return -1;
+    }
     const std::size_t send = e.is_send ? i : m.partner, recv = e.is_send ? m.partner : i;
     const double bytes = static_cast<double>(out.events[send].bytes);
     double t = std::max(m.post, other) + cluster.link(e.rank, e.peer).seconds(bytes);
@@ -248,6 +225,43 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
   // completion is known, and the latest of those.
   std::vector<std::size_t> lane_next(lanes.size(), 0), lane_known(lanes.size(), 0);
   std::vector<double> lane_free(lanes.size(), 0);
+  // A later round waits for the rounds of its collective that had ended on
+  // the host by its start. Rounds are posted in order of start, so that set
+  // only grows: per group, its rounds by host end, how many of those are
+  // known complete, and the latest of their completions (one look per round
+  // in all, not one per pair of rounds).
+  std::vector<std::vector<std::size_t>> by_end(members);
+  for (auto& rounds : by_end)
+    std::stable_sort(rounds.begin(), rounds.end(), [&](std::size_t a, std::size_t b) {
+      return out.events[a].end_us < out.events[b].end_us;
+    });
+  std::vector<std::size_t> ended(members.size(), 0);
+  std::vector<double> ended_latest(members.size(), std::numeric_limits<double>::lowest());
+  // Advance ranks (0 … P−1) and lanes (P + lane) from a list of the ready:
+  // one that must wait names what for (a message's post, a collective's
+  // start) and is listed again when that happens. Every value is set once
+  // from values set before it, so the order of visits changes nothing.
+  const std::size_t actors = static_cast<std::size_t>(world) + lanes.size();
+  std::vector<std::vector<std::size_t>> waiting(n);  // per message, who waits for its post
+  std::vector<std::size_t> ready(actors);
+  for (std::size_t a = 0; a < actors; ++a) ready[a] = actors - 1 - a;  // rank 0 first
+  std::vector<bool> listed(actors, true);
+  auto wake = [&](std::vector<std::size_t>& who) {
+    for (std::size_t a : who)
+      if (!listed[a]) {
+        listed[a] = true;
+        ready.push_back(a);
+      }
+    who.clear();
+  };
+  // Per group, its lane once that waits for the host to start the group.
+  std::vector<std::vector<std::size_t>> starting(members.size());
+  auto posted = [&](std::size_t i, double post) {
+    msg[i].post = post;
+    model_start[i] = post;
+    if (!msg[i].matched) ++out.unmatched;
+    wake(waiting[i]);
+  };
   // Posts lane l's next message if it can; false when it must wait.
   auto post_on_lane = [&](std::size_t l) -> bool {
     const std::vector<std::size_t>& lane = lanes[l];
@@ -266,25 +280,44 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
     } else {
       // A later round: once the rounds the host had seen complete before
       // posting it have arrived.
-      post = msg[members[g].front()].post;
-      for (std::size_t j : members[g]) {
-        if (j == i || out.events[j].end_us > out.events[i].start_us) continue;
-        const double done = completion(j);
+      const std::vector<std::size_t>& rounds = by_end[g];
+      double latest = ended_latest[g];
+      bool prefix = true;  // all rounds before q are in ended_latest
+      for (std::size_t q = ended[g];
+           q < rounds.size() && out.events[rounds[q]].end_us <= out.events[i].start_us; ++q) {
+        if (rounds[q] == i) {  // itself (ended as it started): not before it, but before the next
+          prefix = false;
+          continue;
+        }
+        const double done = completion(rounds[q]);
         if (done < 0) return false;
-        post = std::max(post, done);
+        latest = std::max(latest, done);
+        if (prefix) {
+          ended_latest[g] = latest;
+          ended[g] = q + 1;
+        }
       }
+      post = std::max(msg[members[g].front()].post, latest);
     }
-    msg[i].post = post;
-    model_start[i] = post;
-    if (!msg[i].matched) ++out.unmatched;
+    posted(i, post);
     ++lane_next[l];
     return true;
   };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (std::size_t l = 0; l < lanes.size(); ++l)
-      while (lane_next[l] < lanes[l].size() && post_on_lane(l)) progress = true;
-    for (int r = 0; r < world; ++r) {
+  while (!ready.empty()) {
+    const std::size_t a = ready.back();
+    ready.pop_back();
+    listed[a] = false;
+    ++looks;
+    if (a >= static_cast<std::size_t>(world)) {
+      const std::size_t l = a - static_cast<std::size_t>(world);
+      while (lane_next[l] < lanes[l].size() && post_on_lane(l)) {}
+      if (lane_next[l] == lanes[l].size()) continue;
+      const std::size_t g = static_cast<std::size_t>(group[lanes[l][lane_next[l]]]);
+      (group_start[g] < 0 ? starting[g] : waiting[missing]).push_back(a);
+      continue;
+    }
+    {  // a rank: its calls in order, until one must wait
+      const int r = static_cast<int>(a);
       auto& list = instants[static_cast<std::size_t>(r)];
       double& t = clock[static_cast<std::size_t>(r)];
       for (std::size_t& k = next[static_cast<std::size_t>(r)]; k < list.size(); ++k) {
@@ -298,10 +331,8 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
         } else if (in.kind == kPost) {
           double post = t;
           const int g = group[i];
-          if (g >= 0 && i != members[static_cast<std::size_t>(g)].front()) {
-            progress = true;  // a later round: its lane posts it
-            continue;
-          }
+          if (g >= 0 && i != members[static_cast<std::size_t>(g)].front())
+            continue;  // a later round: its lane posts it
           if (in.phase >= 0) {  // the same fraction of the modeled phase, not before what it followed
             const TraceEvent& c = out.events[static_cast<std::size_t>(in.phase)];
             const double frac = share_before(out.events[i], c, !cluster.measured_compute);
@@ -311,23 +342,26 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
           }
           if (g >= 0) {  // the host starts the collective; its lane posts it
             group_start[static_cast<std::size_t>(g)] = post;
-            progress = true;
+            wake(starting[static_cast<std::size_t>(g)]);
             continue;
           }
-          msg[i].post = post;
-          model_start[i] = post;
-          if (!msg[i].matched) ++out.unmatched;
+          posted(i, post);
         } else if (in.kind == kSeen) {
           const double done = completion(i);
-          if (done < 0) break;  // the partner has not posted yet: another rank first
+          if (done < 0) {  // the partner has not posted yet: another rank first
+            waiting[missing].push_back(a);
+            break;
+          }
           seen[static_cast<std::size_t>(r)] = std::max(seen[static_cast<std::size_t>(r)], done);
         } else {
           const double done = completion(i);
-          if (done < 0) break;  // a half is not posted yet: another rank or lane first
+          if (done < 0) {  // a half is not posted yet: another rank or lane first
+            waiting[missing].push_back(a);
+            break;
+          }
           model_end[i] = done;
           t = std::max(t, done);
         }
-        progress = true;
       }
     }
   }
@@ -352,6 +386,7 @@ Replay replay_on(const std::vector<TraceEvent>& trace, int world, const Cluster&
     modeled.push_back(std::move(e));
   }
   out.events = std::move(modeled);
+  g_replay_looks.fetch_add(looks, std::memory_order_relaxed);
   out.timeline = analyze_timeline(out.events, world);
   out.seconds = out.timeline.span;
   return out;
