@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   cli::add_int(app, "--batch", opt.batch, "Global batch of the bucket sweep", {1, 1 << 20});
   cli::add_int(app, "--steps", opt.steps, "Steps per run of the bucket sweep", {1, 100000});
   cli::add_int_list(app, "--caps", opt.caps, "Bucket caps in KiB", {1, 1 << 30});
-  app.add_option("--out", opt.out, "Write STEM.json, STEM-server.svg, STEM-buckets.svg");
+  cli::add_path(app, "--out", opt.out, "Write STEM.json, STEM-server.svg, STEM-buckets.svg");
   return cli::bench_main(app, argc, argv, [&] {
     train::RunSpec spec = train::standard_run(opt.model);
     spec.batch = opt.batch;

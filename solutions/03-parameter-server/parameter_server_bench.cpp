@@ -102,8 +102,8 @@ int main(int argc, char** argv) {
   cli::add_int(app, "--repeats", repeats, "runs of each row (the median is shown)", {1, 99});
   cli::add_real(app, "--target", given_target, "loss target (default: 70% of the first loss)",
                 {.min = 0, .min_exclusive = true});
-  app.add_option("--json", json_path, "write every figure as JSON");
-  app.add_option("--plot", plot_stem, "write STEM.csv and STEM.svg: the loss curves");
+  cli::add_path(app, "--json", json_path, "write every figure as JSON");
+  cli::add_path(app, "--plot", plot_stem, "write STEM.csv and STEM.svg: the loss curves");
   return cli::bench_main(app, argc, argv, [&] {
     train::RunSpec spec = train::standard_run(model);
     spec.steps = steps;

@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   cli::add_int_list(app, "--ranks", worlds, "comma-separated world sizes", {1, cli::kMaxRanks});
   cli::add_int(app, "--steps", steps, "steps per run (peaks do not change after the first)",
                {1, 1000000});
-  app.add_option("--svg", svg, "write the stacked bar chart here");
+  cli::add_path(app, "--svg", svg, "write the stacked bar chart here");
   return cli::bench_main(app, argc, argv, [&] {
     RunSpec spec = standard_run(model);
     spec.steps = steps;

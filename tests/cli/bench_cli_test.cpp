@@ -126,6 +126,17 @@ TEST_F(BenchCliTest, TrainRefusesNoStepsNoLayersAndEmptyPaths) {
   expect_refused("train", with({"--svg", ""}), "--svg: the path is empty");
 }
 
+// An empty output path was read as "not given": nothing was written, exit 0.
+TEST_F(BenchCliTest, EveryChapterBenchRefusesAnEmptyOutputPath) {
+  expect_refused("data-parallelism", {"--model", "mlp-tiny", "--part", "server", "--out", ""},
+                 "--out: the path is empty");
+  for (const char* flag : {"--json", "--plot"})
+    expect_refused("parameter-server", {"--model", "mlp-tiny", "--steps", "1", flag, ""},
+                   std::string(flag) + ": the path is empty");
+  expect_refused("zero", {"--model", "mlp-tiny", "--ranks", "1", "--svg", ""},
+                 "--svg: the path is empty");
+}
+
 TEST_F(BenchCliTest, CollectivesRefusesCountsItUsedToReplaceWithDefaults) {
   const std::vector<std::string> small = {"--sizes", "64", "--no-peers", "--algo", "ring"};
   const auto with = [&](std::vector<std::string> args) {
