@@ -241,7 +241,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "dtw bench train: {} (--help lists the options)\n", e.what());
+    fmt::print(stderr, "dtw bench train: {} (--help lists the options)\n",
+               dtw::cli::parse_error_text(e));
     return dtw::cli::kExitUsage;
   }
   try {

@@ -88,6 +88,10 @@ Report dispatch(int world_size, const LaunchOptions& options, const RankFunction
 
 void set_launch_wrapper(LaunchWrapper wrapper) { launch_wrapper() = wrapper; }
 
+void check_launch_options(int world_size, const LaunchOptions& options) {
+  validate(world_size, options);
+}
+
 std::unique_ptr<Comm> process_comm(const std::string& backend) {
   const detail::BackendEntry* entry = detail::find_backend(backend);
   return entry && entry->process_comm ? entry->process_comm() : nullptr;

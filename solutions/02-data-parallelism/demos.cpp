@@ -168,11 +168,14 @@ DemoCheck train_and_compare(Comm& comm, const train::RunSpec& spec, const train:
 
 void register_training_demo(const char* name, const char* description, Strategy64 strategy,
                             train::Knobs knobs = {}) {
+  // Every data shard needs a row of each micro-batch: 12 rows feed 12 ranks, or 4 at m = 3.
+  const int micro_batches = static_cast<int>(knobs.get_int("micro_batches", 1));
   register_demo({.name = name,
                  .chapter = "02",
                  .description = description,
                  .default_ranks = 4,
                  .min_ranks = 1,
+                 .max_ranks = 12 / micro_batches,
                  .expects_deadlock = false,
                  .catches = "",
                  .run = [strategy, knobs](Comm& comm) {
@@ -180,13 +183,17 @@ void register_training_demo(const char* name, const char* description, Strategy6
                  }});
 }
 
+// `max_ranks`: the largest world in which the bug still shows (a row of every
+// micro-batch for each rank, and for some bugs more).
 void register_pitfall(const char* name, const char* description, const char* catches,
-                      Strategy64 strategy, std::int64_t batch, int ranks, train::Knobs knobs = {}) {
+                      Strategy64 strategy, std::int64_t batch, int ranks, int max_ranks,
+                      train::Knobs knobs = {}) {
   register_demo({.name = name,
                  .chapter = "02",
                  .description = description,
                  .default_ranks = ranks,
                  .min_ranks = 2,
+                 .max_ranks = max_ranks,
                  .expects_deadlock = false,
                  .catches = catches,
                  .run = [strategy, knobs, batch](Comm& comm) {
@@ -209,22 +216,23 @@ const bool kRegistered = [] {
   register_pitfall(
       "accumulate-sync-first",
       "syncs micro-batch 0, not the last (modelscope/FunASR#3472): ranks diverge",
-      "replicas diverged", [](auto& run) { pitfalls::sync_on_first_micro_batch(run); }, 8, 2,
+      "replicas diverged", [](auto& run) { pitfalls::sync_on_first_micro_batch(run); }, 8, 2, 4,
       train::Knobs().set("micro_batches", "2"));
   register_pitfall(
       "accumulate-sync-flag-late",
       "sync flag set after the forward (karpathy/build-nanogpt#30): ranks diverge",
-      "replicas diverged", [](auto& run) { pitfalls::sync_flag_set_after_forward(run); }, 8, 2,
+      "replicas diverged", [](auto& run) { pitfalls::sync_flag_set_after_forward(run); }, 8, 2, 4,
       train::Knobs().set("micro_batches", "2"));
   register_pitfall(
       "skip-initial-broadcast",
       "each rank draws its own weights, no broadcast from rank 0: caught at the start",
       "replicas diverged at the start", [](auto& run) { pitfalls::skip_initial_broadcast(run); }, 8,
-      2);
+      2, 8);
   register_pitfall(
       "average-by-world-size",
       "1/p average of 13 rows on 3 ranks (PyTorch DDP's rule): replicas agree, all wrong",
-      "differs from the reference", [](auto& run) { pitfalls::average_by_world_size(run); }, 13, 3);
+      "differs from the reference", [](auto& run) { pitfalls::average_by_world_size(run); }, 13, 3,
+      12);  // 13 rows on 13 ranks split evenly, and 1/p is then right
   return true;
 }();
 

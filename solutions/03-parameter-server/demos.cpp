@@ -171,12 +171,14 @@ DTW_REGISTER_DEMO({.name = "parameter-server",
                    .description = "synchronous PS on gpt-tiny, servers' shards checked against the reference",
                    .default_ranks = 4,
                    .min_ranks = 2,
+                   .max_ranks = 8,  // its batch of 6 rows feeds at most 6 workers
                    .run = run_parameter_server});
 DTW_REGISTER_DEMO({.name = "ps-staleness",
                    .chapter = "03",
                    .description = "asynchronous PS with a 3x straggler: how stale its gradients arrive",
                    .default_ranks = 4,
                    .min_ranks = 2,
+                   .max_ranks = 9,  // its batch of 8 rows feeds at most 8 workers
                    .run = run_ps_staleness});
 
 // ---- pitfalls ------------------------------------------------------------------
@@ -210,7 +212,8 @@ DTW_REGISTER_DEMO({.name = "ps-async-at-sync-lr",
                    .description = "async SGD at the synchronous rate: W steps per round, diverges "
                                   "(ElasticDL #89, tensorflow #14494)",
                    .default_ranks = 5,
-                   .min_ranks = 3,
+                   .min_ranks = 4,  // with 2 workers the stale steps do not diverge in 60 steps
+                   .max_ranks = 9,
                    .catches = "updates stale: diverged",
                    .run = run_async_at_sync_lr});
 DTW_REGISTER_DEMO({.name = "ps-dying-worker",
@@ -219,6 +222,7 @@ DTW_REGISTER_DEMO({.name = "ps-dying-worker",
                                   "(tensorflow #5022): an error naming it, not a hang",
                    .default_ranks = 4,
                    .min_ranks = 3,
+                   .max_ranks = 9,
                    .catches = "worker 1 (rank 2) crashed before its push of step 3",
                    .run = run_dying_worker});
 

@@ -173,6 +173,7 @@ DTW_REGISTER_DEMO({
     .description = "ZeRO-3 trains gpt-tiny exactly as one device does, on a fraction of DDP's memory",
     .default_ranks = 4,
     .min_ranks = 1,
+    .max_ranks = 12,  // a global batch of 12 rows: one for each rank at least
     .run = [](Comm& comm) {
       const train::RunSpec spec = demo_run(3);
       const train::Knobs knobs;
@@ -197,6 +198,7 @@ DTW_REGISTER_DEMO({
                    "the unit fingerprint names the ranks and layers",
     .default_ranks = 3,
     .min_ranks = 2,
+    .max_ranks = 12,
     .catches = "zero3 gather",
     .run = [](Comm& comm) {
       const train::RunSpec spec = demo_run(1);
@@ -213,6 +215,7 @@ DTW_REGISTER_DEMO({
                    "the reference names the first wrong parameter",
     .default_ranks = 2,
     .min_ranks = 1,
+    .max_ranks = 6,  // 12 rows in 2 micro-batches: a row of each for every rank
     .catches = "diverged from the single-device run",
     .run = [](Comm& comm) {
       const train::RunSpec spec = demo_run(2);

@@ -151,6 +151,7 @@ DTW_REGISTER_DEMO({.name = "pipeline-1f1b",
                    .description = "gpt-tiny cut into 4 stages, 1F1B over 8 micro-batches, vs the reference",
                    .default_ranks = 4,
                    .min_ranks = 1,
+                   .max_ranks = 4,  // gpt-tiny has 4 units to cut into stages
                    .run = [](Comm& comm) {
                      return train_and_check(comm, pp_1f1b<double>,
                                             train::Knobs().set("micro_batches", "8"));
@@ -163,6 +164,7 @@ DTW_REGISTER_DEMO({.name = "pp-both-send-first",
                                   "sends a gradient, both wait (pytorch#172668)",
                    .default_ranks = 2,
                    .min_ranks = 2,
+                   .max_ranks = 2,  // the story is two stages' sends crossing
                    .catches = "gradient of micro-batch 0 from chunk 1 to chunk 0",
                    .run = [](Comm& comm) {
                      return train_and_check(comm, pp_1f1b<double>,
@@ -174,6 +176,7 @@ DTW_REGISTER_DEMO({.name = "pp-interleaved-criss-cross",
                                   "rank 0's, both wait (pytorch#127332)",
                    .default_ranks = 2,
                    .min_ranks = 2,
+                   .max_ranks = 2,
                    .catches = "activation of micro-batch 0 from chunk 1 to chunk 2",
                    .run = [](Comm& comm) {
                      return train_and_check(comm, pp_interleaved<double>,
@@ -184,7 +187,8 @@ DTW_REGISTER_DEMO({.name = "pp-fewer-micro-batches",
                    .description = "a 1F1B warm-up written for m >= p, run with m = 1 on 4 stages "
                                   "(pytorch/torchtitan#775): check_schedule stops it",
                    .default_ranks = 4,
-                   .min_ranks = 2,
+                   .min_ranks = 3,  // on 2 stages the broken warm-up still happens to run
+                   .max_ranks = 4,
                    .catches = "but the step has m = 1 micro-batches",
                    .run = [](Comm& comm) {
                      return train_and_check(

@@ -124,6 +124,8 @@ TEST_F(BenchCliTest, TrainRefusesNoStepsNoLayersAndEmptyPaths) {
   expect_refused("train", with({"--layers", "-1"}), "--layers must be between 1 and 65536, got -1");
   expect_refused("train", with({"--json", ""}), "--json: the path is empty");
   expect_refused("train", with({"--svg", ""}), "--svg: the path is empty");
+  expect_refused("train", with({"--steps", "2", "--steps", "3"}),
+                 "--steps is given 2 times: give it once");
 }
 
 // An empty output path was read as "not given": nothing was written, exit 0.
@@ -150,6 +152,9 @@ TEST_F(BenchCliTest, CollectivesRefusesCountsItUsedToReplaceWithDefaults) {
   expect_refused("collectives", with({"--trials", "0"}), "--trials must be between 1 and 100, got 0");
   expect_refused("collectives", with({"--backend", "gpu"}),
                  "--backend: unknown name gpu; the known ones: threads, mpi, nccl");
+  // CLI11 said "--ranks: At Most 1 required but received 2".
+  expect_refused("collectives", with({"--ranks", "2", "--ranks", "4"}),
+                 "--ranks is given 2 times: give it once");
 }
 
 TEST_F(BenchCliTest, ParameterServerRefusesBadValues) {

@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "cli_values.h"
 #include "dtw/errors.h"
 #include "exit_codes.h"
 #include "process.h"
@@ -28,7 +29,8 @@ int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>&
     return app.exit(e);  // --help
   } catch (const CLI::ParseError& e) {
     // CLI11's own codes (105, 109, ...) would break the one convention.
-    return refuse(fmt::format("{} ({} --help lists the options)", e.what(), name), kExitUsage);
+    return refuse(fmt::format("{} ({} --help lists the options)", cli::parse_error_text(e), name),
+                  kExitUsage);
   }
   // The options as given, for an error that did not name them.
   std::string given;

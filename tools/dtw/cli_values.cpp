@@ -226,4 +226,13 @@ CLI::Option* add_path(CLI::App& app, const std::string& flag, std::string& targe
       ->type_name("PATH");
 }
 
+std::string parse_error_text(const CLI::ParseError& e) {
+  const std::string text = e.what();
+  constexpr std::string_view kTwice = ": At Most 1 required but received ";
+  const std::size_t at = text.find(kTwice);
+  if (at == std::string::npos) return text;
+  return fmt::format("{} is given {} times: give it once", text.substr(0, at),
+                     text.substr(at + kTwice.size()));
+}
+
 }  // namespace dtw::cli

@@ -67,4 +67,9 @@ CLI::Option* add_real(CLI::App& app, const std::string& flag, std::optional<doub
 CLI::Option* add_path(CLI::App& app, const std::string& flag, std::string& target,
                       const std::string& help);
 
+// CLI11's message for `e`, in dtw's words where CLI11's are raw: an option
+// given twice ("--ranks: At Most 1 required but received 2") reads
+// "--ranks is given 2 times: give it once". Other messages pass unchanged.
+std::string parse_error_text(const CLI::ParseError& e);
+
 }  // namespace dtw::cli

@@ -32,22 +32,43 @@ std::string demo_list(bool pitfalls) {
   if (pitfalls && std::none_of(demos().begin(), demos().end(),
                                [](const Demo& d) { return !d.catches.empty(); }))
     return "  (none: no chapter registers a pitfall)\n";
-  std::size_t width = 0;
-  for (const Demo& d : demos()) width = std::max(width, d.name.size());
+  // "4 rank(s) (1-12)": the default world, then every world the demo accepts.
+  const auto ranks_of = [](const Demo& d) {
+    return fmt::format("{} rank(s) ({})", d.default_ranks, demo_ranks(d));
+  };
+  std::size_t width = 0, ranks_width = 0;
+  for (const Demo& d : demos()) {
+    width = std::max(width, d.name.size());
+    ranks_width = std::max(ranks_width, ranks_of(d).size());
+  }
   std::string out;
   for (const Demo& d : demos())
     if (d.catches.empty() == !pitfalls)
-      out += fmt::format("  {:<{}}  ch {}, {} rank(s)  {}\n", d.name, width, d.chapter,
-                       d.default_ranks, d.description);
+      out += fmt::format("  {:<{}}  ch {}, {:<{}}  {}\n", d.name, width, d.chapter, ranks_of(d),
+                         ranks_width, d.description);
   return out;
+}
+
+std::string demo_ranks(const Demo& demo) {
+  if (demo.max_ranks == 0) return fmt::format("{}+", demo.min_ranks);
+  if (demo.max_ranks == demo.min_ranks) return std::to_string(demo.min_ranks);
+  return fmt::format("{}-{}", demo.min_ranks, demo.max_ranks);
+}
+
+void check_demo_ranks(const Demo& demo, int ranks) {
+  if (ranks >= demo.min_ranks && (demo.max_ranks == 0 || ranks <= demo.max_ranks)) return;
+  throw UsageError(fmt::format("demo '{}' runs on {} ranks, not {}", demo.name,
+                               demo.max_ranks == 0 ? fmt::format("at least {}", demo.min_ranks)
+                               : demo.max_ranks == demo.min_ranks
+                                   ? fmt::format("exactly {}", demo.min_ranks)
+                                   : fmt::format("{} to {}", demo.min_ranks, demo.max_ranks),
+                               ranks));
 }
 
 DemoOutcome run_demo(const Demo& demo, int ranks, const std::string& backend, bool trace,
                      std::chrono::milliseconds timeout) {
   if (ranks == 0) ranks = demo.default_ranks;
-  if (ranks < demo.min_ranks)
-    throw UsageError(
-        fmt::format("demo '{}' needs at least {} ranks, not {}", demo.name, demo.min_ranks, ranks));
+  check_demo_ranks(demo, ranks);
   DemoOutcome outcome;
   outcome.checks.resize(static_cast<std::size_t>(ranks));
   LaunchOptions options;

@@ -26,8 +26,14 @@ struct DemoOutcome {
 /// The demo called `name`; throws UsageError listing the demos when none is.
 const Demo& find_demo(const std::string& name);
 
+/// The world sizes `demo` accepts: "2+", "1-12" or "2".
+std::string demo_ranks(const Demo& demo);
+/// Throws UsageError naming the demo, its range and `ranks` when the demo
+/// does not run on `ranks` ranks (Demo::min_ranks, Demo::max_ranks).
+void check_demo_ranks(const Demo& demo, int ranks);
+
 /// Every demo (or, with `pitfalls`, every pitfall), one per line:
-/// "  name  ch NN, N rank(s)  description".
+/// "  name  ch NN, N rank(s) (RANGE)  description".
 std::string demo_list(bool pitfalls = false);
 
 /// For a pitfall (Demo::catches), the failure whose message shows the

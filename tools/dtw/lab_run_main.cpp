@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "cli_values.h"
 #include "dtw/errors.h"
 #include "exit_codes.h"
 #include "mpi_launch.h"
@@ -33,7 +34,8 @@ int guarded_main(int argc, char** argv) {
       return app.exit(e);  // --help
     } catch (const CLI::ParseError& e) {
       // dtw's exit-code convention, not CLI11's own codes.
-      print_error(fmt::format("{} (dtw run --help lists the options)", e.what()));
+      print_error(fmt::format("{} (dtw run --help lists the options)",
+                              dtw::cli::parse_error_text(e)));
       return dtw::cli::kExitUsage;
     }
     if (run_cmd->parsed()) {

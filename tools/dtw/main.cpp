@@ -122,7 +122,7 @@ int run_main(int argc, char** argv) {
     // CLI11's own codes (105, 109, ...) would break the one convention.
     const std::string command =
         app.get_subcommands().empty() ? "dtw" : "dtw " + app.get_subcommands()[0]->get_name();
-    print_error(fmt::format("{} ({} --help lists the options)", e.what(), command));
+    print_error(fmt::format("{} ({} --help lists the options)", parse_error_text(e), command));
     return kExitUsage;
   }
   if (!action) {

@@ -20,7 +20,8 @@ CLI::App* add_run_subcommand(CLI::App& app, RunOptions& run) {
                       "Demo name, e.g. ping-pong; or `pitfall NAME` for a broken variant from "
                       "the field that the workbench must catch (`pitfall` alone lists them)")
       ->expected(0, 2);
-  run_cmd->add_flag("--list", run.list, "List the demos");
+  run_cmd->add_flag("--list", run.list,
+                    "List the demos: chapter, default world and the worlds each accepts");
   run_cmd->add_flag("--lab", run.lab,
                     "Run the demo with your own code (labs/NN-x) instead of the solution");
   add_int(*run_cmd, "--ranks", run.ranks, "World size (default: the demo's)", {1, kMaxRanks})

@@ -204,9 +204,7 @@ int run_command(const RunOptions& options) {
   const int ranks = options.ranks > 0                  ? options.ranks
                     : on_mpi && inside_mpirun()        ? mpi_job_size()
                                                        : demo.default_ranks;
-  if (ranks < demo.min_ranks)
-    throw UsageError(
-        fmt::format("demo '{}' needs at least {} ranks, not {}", demo.name, demo.min_ranks, ranks));
+  check_demo_ranks(demo, ranks);
   if (on_mpi && !inside_mpirun()) {
     std::vector<std::string> forward;
     if (!options.trace.empty()) forward = {"--trace", options.trace};
@@ -221,6 +219,12 @@ int run_command(const RunOptions& options) {
         "--ranks {} but mpirun started {} process(es): use mpirun -np {}, or let dtw start "
         "mpirun (dtw run {} --backend mpi --ranks {})",
         ranks, mpi_job_size(), ranks, demo.name, ranks));
+  }
+  {
+    // An unknown backend is refused before the header names it.
+    LaunchOptions probe;
+    probe.backend = options.backend;
+    check_launch_options(ranks, probe);
   }
   // A deliberate hang is caught on MPI by the watchdog, which aborts the job;
   // a short limit keeps that demo from waiting a minute.
@@ -300,17 +304,19 @@ int run_command(const RunOptions& options) {
     print_error(fmt::format("pitfall '{}' was not caught: no rank failed with a message "
                             "containing \"{}\"",
                             demo.name, demo.catches));
-    return 1;
+    return kExitCheckFailed;
   }
   if (demo.expects_deadlock) {
     if (!outcome.deadlock) {
       print_error(fmt::format("demo '{}' should have deadlocked, but it {}", demo.name,
                               outcome.correct() ? "finished" : "failed otherwise"));
-      return 1;
+      return kExitCheckFailed;
     }
+    // A deadlock is a run that failed (exit 3), here as on MPI, where the
+    // watchdog aborts the job with that status; the point of this demo.
     fmt::print("{}\n",
-               paint(Paint::kDim, "(exit status 1: the program deadlocked, which is the point)"));
-    return 1;
+               paint(Paint::kDim, "(exit status 3: the run deadlocked, which is the point)"));
+    return kExitRunFailed;
   }
   const int status = status_of(outcome);
   if (status == kExitRunFailed && not_written && others.empty()) {

@@ -31,6 +31,10 @@ struct Demo {
   int default_ranks = 2;
   /// Smallest world size the demo accepts.
   int min_ranks = 1;
+  /// Largest world size the demo accepts (its data or its story fixes it:
+  /// a global batch of 12 rows feeds at most 12 data shards); 0 for any.
+  /// `dtw run` refuses a world outside [min_ranks, max_ranks] before it starts.
+  int max_ranks = 0;
   /// The demo fails on purpose with a DeadlockError (shown, not a bug).
   bool expects_deadlock = false;
   /// Non-empty makes the demo a *pitfall*: a broken variant of a chapter's

@@ -149,6 +149,14 @@ using LaunchWrapper = RankFunction (*)(const RankFunction& fn);
 /// (tests/support/dtw_test.h); other programs have no need for it.
 void set_launch_wrapper(LaunchWrapper wrapper);
 
+/// Throws InvalidArgument for anything launch would refuse in `options` for a
+/// world of `world_size` ranks (an unknown backend, a timeout out of range, a
+/// negative bytes_per_rank ...), without starting a rank: for a program that
+/// checks its options before it prints or prepares anything. Launch makes the
+/// same checks itself; what only the backend can know (a GPU, room for the
+/// world) is left to it.
+void check_launch_options(int world_size, const LaunchOptions& options);
+
 /// Like launch, but returns the report with `errors` filled instead of throwing.
 Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn);
 

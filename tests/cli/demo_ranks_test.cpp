@@ -1,0 +1,114 @@
+// `dtw run` and the world sizes a demo accepts (Demo::min_ranks, max_ranks):
+// a world outside them is refused with exit status 2 and the range before the
+// run's header is printed, `dtw run --list` shows each demo's range, and every
+// demo with a largest world runs as it intends at that world (so the range is
+// not narrower than the demo).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "program.h"
+
+namespace dtw {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::Finished;
+using testing::run_program;
+
+// This build's dtw, or DTW_CLI_PROGRAM (to see these checks fail on another).
+Finished dtw(std::vector<std::string> args) {
+  const char* other = std::getenv("DTW_CLI_PROGRAM");
+  args.insert(args.begin(), other && *other ? other : DTW_PROGRAM);
+  // Demos write nothing here (no --trace/--json), so the temp folder will do.
+  return run_program(args, std::filesystem::temp_directory_path().string());
+}
+
+// The header `dtw run` prints before any rank starts.
+constexpr const char* kHeader = "rank(s), threads backend";
+
+TEST(DtwRunRanksTest, AWorldLargerThanTheDemosDataIsRefusedBeforeTheHeader) {
+  // dp-allreduce's global batch is 12 rows: 64 data shards would leave 52 of
+  // them empty. It used to start, print its header and fail with exit 3.
+  const Finished run = dtw({"run", "dp-allreduce", "--ranks", "64"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("demo 'dp-allreduce' runs on 1 to 12 ranks, not 64"));
+  EXPECT_THAT(run.output, Not(HasSubstr(kHeader))) << run.output;
+
+  const Finished crossing = dtw({"run", "pitfall", "pp-both-send-first", "--ranks", "3"});
+  EXPECT_EQ(crossing.exit_code, 2) << crossing.output;
+  EXPECT_THAT(crossing.output, HasSubstr("runs on exactly 2 ranks, not 3"));
+
+  const Finished small = dtw({"run", "ps-async-at-sync-lr", "--ranks", "3"});
+  EXPECT_EQ(small.exit_code, 2) << small.output;
+  EXPECT_THAT(small.output, HasSubstr("runs on 4 to 9 ranks, not 3"));
+}
+
+TEST(DtwRunRanksTest, AWorldGivenTwiceIsRefusedInWords) {
+  // CLI11's own words were "--ranks: At Most 1 required but received 2".
+  const Finished run = dtw({"run", "token-ring", "--ranks", "4", "--ranks", "5"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("--ranks is given 2 times: give it once"));
+  EXPECT_THAT(run.output, Not(HasSubstr("At Most")));
+}
+
+TEST(DtwRunRanksTest, AnUnknownBackendIsRefusedBeforeTheHeader) {
+  const Finished run = dtw({"run", "token-ring", "--backend", "foo"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("foo"));
+  EXPECT_THAT(run.output, Not(HasSubstr("rank(s), foo backend"))) << run.output;
+}
+
+// Every "name  ch NN, D rank(s) (MIN-MAX)" line of a listing with a largest world.
+struct Bounded {
+  std::string name;
+  int max = 0;
+};
+std::vector<Bounded> bounded_demos(const std::string& listing) {
+  static const std::regex line(R"(^  (\S+)\s+ch \d+, \d+ rank\(s\) \((\d+)(?:-(\d+))?\))");
+  std::vector<Bounded> out;
+  std::istringstream in(listing);
+  for (std::string text; std::getline(in, text);) {
+    std::smatch m;
+    if (!std::regex_search(text, m, line)) continue;
+    // "(2)" is exactly 2; "(1-12)" is 1 to 12; "(2+)" does not match: no largest.
+    out.push_back({m[1], std::stoi(m[3].matched ? m[3].str() : m[2].str())});
+  }
+  return out;
+}
+
+TEST(DtwRunRanksTest, TheListShowsRangesAndEveryDemoRunsAsItIntendsAtItsLargestWorld) {
+  const Finished demos = dtw({"run", "--list"});
+  ASSERT_EQ(demos.exit_code, 0) << demos.output;
+  EXPECT_THAT(demos.output, HasSubstr("token-ring"));
+  EXPECT_THAT(demos.output, HasSubstr("(1+)"));
+  const Finished pitfalls = dtw({"run", "pitfall"});
+  ASSERT_EQ(pitfalls.exit_code, 0) << pitfalls.output;
+
+  const std::vector<Bounded> plain = bounded_demos(demos.output);
+  const std::vector<Bounded> broken = bounded_demos(pitfalls.output);
+  // Chapters 02-05 bound their training demos and pitfalls by their data.
+  EXPECT_GE(plain.size(), 8u) << demos.output;
+  EXPECT_GE(broken.size(), 6u) << pitfalls.output;
+  for (const Bounded& d : plain) {
+    const Finished run = dtw({"run", d.name, "--ranks", std::to_string(d.max)});
+    EXPECT_EQ(run.exit_code, 0) << d.name << " at " << d.max << " ranks:\n" << run.output;
+  }
+  for (const Bounded& d : broken) {
+    // Caught as intended is exit 0; a pitfall that no longer shows its bug at
+    // this world is exit 1 ("was not caught").
+    const Finished run = dtw({"run", "pitfall", d.name, "--ranks", std::to_string(d.max)});
+    EXPECT_EQ(run.exit_code, 0) << d.name << " at " << d.max << " ranks:\n" << run.output;
+    EXPECT_THAT(run.output, HasSubstr("Pitfall caught, as intended")) << d.name;
+  }
+}
+
+}  // namespace
+}  // namespace dtw
