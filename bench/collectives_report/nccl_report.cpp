@@ -126,7 +126,7 @@ int nccl_main(Options o, bool ranks_given) {
   if (rc != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "dtw_bench_collectives: --backend nccl: no CUDA device: %s\n",
                  rc != cudaSuccess ? cudaGetErrorString(rc) : "cudaGetDeviceCount found 0");
-    return 1;
+    return 3;  // a run that failed (dtw --help), as dtw run --backend nccl without a device
   }
   if (!ranks_given) o.ranks = devices;
   DTW_CHECK_ARG(o.ranks <= devices, "--ranks " << o.ranks << ": the nccl backend runs one rank per GPU, "

@@ -157,6 +157,20 @@ TEST_F(BenchCliTest, CollectivesRefusesCountsItUsedToReplaceWithDefaults) {
                  "--ranks is given 2 times: give it once");
 }
 
+// --backend nccl where this machine cannot run it: a build without NCCL is
+// bad usage (2); NCCL built but no GPU is a run that failed (3), as `dtw run
+// --backend nccl` says it. It was 1, "a check failed".
+TEST_F(BenchCliTest, CollectivesOnNcclWithoutAGpuIsARunThatFailed) {
+  if (!fs::exists(bench("collectives"))) GTEST_SKIP() << bench("collectives") << " is not built";
+  const Finished r = run("collectives", {"--backend", "nccl", "--sizes", "64", "--no-peers"});
+  if (r.output.find("no CUDA device") != std::string::npos)
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+  else if (r.output.find("this build has no NCCL") != std::string::npos)
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+  else
+    GTEST_SKIP() << "this machine has a GPU: nothing refused";
+}
+
 TEST_F(BenchCliTest, ParameterServerRefusesBadValues) {
   const auto small = [](std::vector<std::string> args) {
     for (const char* a : {"--model", "mlp-tiny", "--repeats", "1"}) args.emplace_back(a);

@@ -48,7 +48,6 @@ CheckCache read_cache(const fs::path& path) {
     const nlohmann::json j = nlohmann::json::parse(in);
     cache.lab_hash = j.at("lab_hash").get<std::string>();
     cache.program_hash = j.at("program_hash").get<std::string>();
-    cache.options = j.at("options").get<std::string>();
     if (j.contains("plan")) {
       cache.plan = plan_from_json(j.at("plan"));
       cache.has_plan = true;
@@ -68,7 +67,6 @@ void write_cache(const fs::path& path, const CheckCache& cache) {
   for (const auto& [name, result] : cache.results) results.push_back(result_to_json(result));
   nlohmann::json j = {{"lab_hash", cache.lab_hash},
                       {"program_hash", cache.program_hash},
-                      {"options", cache.options},
                       {"results", results}};
   if (cache.has_plan) j["plan"] = plan_to_json(cache.plan);
   std::error_code error;

@@ -15,7 +15,6 @@ namespace dtw::cli {
 struct CheckCache {
   std::string lab_hash;      // content of labs/NN-x when the results were taken
   std::string program_hash;  // content of the lab test program that ran them
-  std::string options;       // --ranks / --backend they ran with
   bool has_plan = false;
   TestPlan plan;
   std::map<std::string, TestResult> results;  // by test name

@@ -172,11 +172,9 @@ std::string record_crash(const Context& context, const Chapter& chapter, const T
 // test of the step has a result. A program stopped at the time limit is not
 // started again.
 void run_tests(const Context& context, const Chapter& chapter, const fs::path& program,
-               std::vector<std::string> names,
-               const std::vector<std::pair<std::string, std::string>>& env,
-               std::map<std::string, TestResult>& results) {
+               std::vector<std::string> names, std::map<std::string, TestResult>& results) {
   while (!names.empty()) {
-    const TestRun run = run_test_program(program, names, env);
+    const TestRun run = run_test_program(program, names);
     for (const TestResult& r : run.tests) results[r.name] = r;
     if (run.reported) return;
     if (record_crash(context, chapter, run, results).empty() || run.process.timed_out) return;
@@ -205,19 +203,17 @@ int check_command(const Context& context, const CheckOptions& options) {
     return 1;
   }
 
-  // What is known already: results of this very program, with these options.
+  // What is known already: results of this very program.
   const fs::path cache_file = cache_path(context.build, chapter);
   CheckCache cache = own_program ? CheckCache{} : read_cache(cache_file);
   const std::string program_hash = hash_file(program);
-  const std::string settings = fmt::format("ranks={} backend={}", options.ranks, options.backend);
-  const bool same_program = cache.program_hash == program_hash && cache.options == settings;
+  const bool same_program = cache.program_hash == program_hash;
   if (!same_program || !cache.has_plan) {
     cache.plan = load_plan(program);
     cache.has_plan = true;
   }
   if (!same_program || options.rerun) cache.results.clear();
   cache.program_hash = program_hash;
-  cache.options = settings;
   cache.lab_hash = hash_lab(chapter);
   const TestPlan& plan = cache.plan;
   if (!plan.problems.empty()) {
@@ -227,9 +223,6 @@ int check_command(const Context& context, const CheckOptions& options) {
       fmt::print(stderr, "  {}\n", plan.problems[i]);
   }
 
-  std::vector<std::pair<std::string, std::string>> env;
-  if (options.ranks > 0) env.emplace_back("DTW_TEST_RANKS", std::to_string(options.ranks));
-  if (!options.backend.empty()) env.emplace_back("DTW_TEST_BACKEND", options.backend);
   const std::map<std::string, StepProgress> progress = step_progress(chapter);
   std::size_t width = 0;
   for (const std::string& s : plan.steps) width = std::max(width, s.size());
@@ -250,7 +243,7 @@ int check_command(const Context& context, const CheckOptions& options) {
       names.push_back(t.name);
     }
     if (!names.empty()) {
-      run_tests(context, chapter, program, names, env, cache.results);
+      run_tests(context, chapter, program, names, cache.results);
       if (!own_program) write_cache(cache_file, cache);
     } else if (cached) {
       ++from_cache;

@@ -23,8 +23,6 @@ int list_command(const Context& context);
 struct CheckOptions {
   std::string chapter;
   std::string step;     // empty: every step
-  int ranks = 0;        // 0: the tests' own choice
-  std::string backend;  // empty: the tests' own choice
   bool rerun = false;   // ignore results of the last run
   bool verbose = false;  // the whole failure text
   std::string program;   // for tests of dtw check: this test program, no build, no cache

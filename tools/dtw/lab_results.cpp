@@ -108,7 +108,6 @@ TestResult result_from_json(const nlohmann::json& j) {
 }
 
 TestRun run_test_program(const fs::path& program, const std::vector<std::string>& names,
-                         const std::vector<std::pair<std::string, std::string>>& env,
                          std::chrono::seconds timeout) {
   const fs::path report = fs::temp_directory_path() /
                           fmt::format("dtw-{}-{}.json", program.filename().string(), getpid());
@@ -116,7 +115,7 @@ TestRun run_test_program(const fs::path& program, const std::vector<std::string>
   std::vector<std::string> argv{program.string(), "--gtest_output=json:" + report.string()};
   if (!names.empty()) argv.push_back("--gtest_filter=" + fmt::format("{}", fmt::join(names, ":")));
   TestRun run;
-  run.process = run_process(argv, {.output = Output::kCapture, .env = env, .timeout = timeout});
+  run.process = run_process(argv, {.output = Output::kCapture, .timeout = timeout});
   std::ifstream in(report);
   if (!in) return run;
   try {

@@ -55,9 +55,8 @@ struct TestRun {
 };
 
 /// Runs `program` on the tests named in `names` (all when empty) with
-/// --gtest_output=json, output captured; `env` is added to the environment.
+/// --gtest_output=json, output captured.
 TestRun run_test_program(const fs::path& program, const std::vector<std::string>& names,
-                         const std::vector<std::pair<std::string, std::string>>& env,
                          std::chrono::seconds timeout = std::chrono::seconds(600));
 
 /// GoogleTest's JSON report writes each byte of a non-ASCII message as a

@@ -54,10 +54,6 @@ int run_main(int argc, char** argv) {
   check_cmd->add_option("--reaching", check.reaching,
                         "(for testing dtw check) run only the tests that reach this step's code")
       ->group("");
-  add_int(*check_cmd, "--ranks", check.ranks, "World size for tests that honour DTW_TEST_RANKS",
-          {1, kMaxRanks});
-  check_cmd->add_option("--backend", check.backend,
-                        "Backend for tests that honour DTW_TEST_BACKEND (threads)");
   check_cmd->callback([&] { action = [&] { return check_command(load_context(), check); }; });
 
   std::string hint_chapter, hint_step;

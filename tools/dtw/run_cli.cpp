@@ -28,14 +28,14 @@ CLI::App* add_run_subcommand(CLI::App& app, RunOptions& run) {
       ->default_str("");
   run_cmd->add_option("--backend", run.backend,
                       "threads (default), or mpi / nccl where built; mpi starts mpirun itself");
-  run_cmd->add_option("--hostfile", run.hostfile,
-                      "With --backend mpi: an OpenMPI hostfile (lines like `node1 slots=2`) to "
-                      "spread the ranks over several machines");
-  run_cmd->add_option("--trace", run.trace,
-                      "Write a Chrome trace (Perfetto, chrome://tracing) to this file");
-  run_cmd->add_option("--json", run.json,
-                      "Write every rank's check and error and the full traffic matrix (bytes and "
-                      "messages) as JSON to this file; the terminal shows a summary beyond 16 ranks");
+  add_path(*run_cmd, "--hostfile", run.hostfile,
+           "With --backend mpi: an OpenMPI hostfile (lines like `node1 slots=2`) to "
+           "spread the ranks over several machines");
+  add_path(*run_cmd, "--trace", run.trace,
+           "Write a Chrome trace (Perfetto, chrome://tracing) to this file");
+  add_path(*run_cmd, "--json", run.json,
+           "Write every rank's check and error and the full traffic matrix (bytes and "
+           "messages) as JSON to this file; the terminal shows a summary beyond 16 ranks");
   return run_cmd;
 }
 

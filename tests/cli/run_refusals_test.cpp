@@ -1,8 +1,9 @@
-// `dtw run` and the world sizes a demo accepts (Demo::min_ranks, max_ranks):
-// a world outside them is refused with exit status 2 and the range before the
-// run's header is printed, `dtw run --list` shows each demo's range, and every
-// demo with a largest world runs as it intends at that world (so the range is
-// not narrower than the demo).
+// What `dtw run` refuses before its header, with exit status 2: a world
+// outside the sizes a demo accepts (Demo::min_ranks, max_ranks), an unknown
+// backend, an option given twice, an empty path. `dtw run --list` shows each
+// demo's range, and every demo with a largest world runs as it intends at that
+// world (so the range is not narrower than the demo). And `dtw check` has no
+// option that it would ignore.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -34,7 +35,7 @@ Finished dtw(std::vector<std::string> args) {
 // The header `dtw run` prints before any rank starts.
 constexpr const char* kHeader = "rank(s), threads backend";
 
-TEST(DtwRunRanksTest, AWorldLargerThanTheDemosDataIsRefusedBeforeTheHeader) {
+TEST(DtwRunTest, AWorldLargerThanTheDemosDataIsRefusedBeforeTheHeader) {
   // dp-allreduce's global batch is 12 rows: 64 data shards would leave 52 of
   // them empty. It used to start, print its header and fail with exit 3.
   const Finished run = dtw({"run", "dp-allreduce", "--ranks", "64"});
@@ -51,7 +52,7 @@ TEST(DtwRunRanksTest, AWorldLargerThanTheDemosDataIsRefusedBeforeTheHeader) {
   EXPECT_THAT(small.output, HasSubstr("runs on 4 to 9 ranks, not 3"));
 }
 
-TEST(DtwRunRanksTest, AWorldGivenTwiceIsRefusedInWords) {
+TEST(DtwRunTest, AWorldGivenTwiceIsRefusedInWords) {
   // CLI11's own words were "--ranks: At Most 1 required but received 2".
   const Finished run = dtw({"run", "token-ring", "--ranks", "4", "--ranks", "5"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
@@ -59,11 +60,31 @@ TEST(DtwRunRanksTest, AWorldGivenTwiceIsRefusedInWords) {
   EXPECT_THAT(run.output, Not(HasSubstr("At Most")));
 }
 
-TEST(DtwRunRanksTest, AnUnknownBackendIsRefusedBeforeTheHeader) {
+TEST(DtwRunTest, AnUnknownBackendIsRefusedBeforeTheHeader) {
   const Finished run = dtw({"run", "token-ring", "--backend", "foo"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("foo"));
   EXPECT_THAT(run.output, Not(HasSubstr("rank(s), foo backend"))) << run.output;
+}
+
+TEST(DtwRunTest, AnEmptyPathIsRefusedNotReadAsNotGiven) {
+  // `--json ""` ran the demo and wrote nothing, with exit status 0.
+  for (const char* flag : {"--json", "--trace", "--hostfile"}) {
+    const Finished run = dtw({"run", "token-ring", flag, ""});
+    EXPECT_EQ(run.exit_code, 2) << flag << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr(std::string(flag) + ": the path is empty"));
+    EXPECT_THAT(run.output, Not(HasSubstr(kHeader))) << flag;
+  }
+}
+
+TEST(DtwCheckTest, TakesNoOptionItWouldIgnore) {
+  // --ranks and --backend set variables that no test read: a check "on 7
+  // ranks" ran exactly as without them.
+  for (const char* flag : {"--ranks", "--backend"}) {
+    const Finished check = dtw({"check", "00", flag, "4"});
+    EXPECT_EQ(check.exit_code, 2) << flag << ": " << check.output;
+    EXPECT_THAT(check.output, HasSubstr(std::string("not expected: ") + flag));
+  }
 }
 
 // Every "name  ch NN, D rank(s) (MIN-MAX)" line of a listing with a largest world.
@@ -84,7 +105,7 @@ std::vector<Bounded> bounded_demos(const std::string& listing) {
   return out;
 }
 
-TEST(DtwRunRanksTest, TheListShowsRangesAndEveryDemoRunsAsItIntendsAtItsLargestWorld) {
+TEST(DtwRunTest, TheListShowsRangesAndEveryDemoRunsAsItIntendsAtItsLargestWorld) {
   const Finished demos = dtw({"run", "--list"});
   ASSERT_EQ(demos.exit_code, 0) << demos.output;
   EXPECT_THAT(demos.output, HasSubstr("token-ring"));
