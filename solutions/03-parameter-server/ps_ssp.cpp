@@ -148,7 +148,8 @@ PsLog ps_ssp(train::RankRun<T>& run) {
          done = open.find(version)) {
       Clock<T>& k = done->second;
       DTW_CHECK(std::isfinite(k.loss), Error,
-                "ps-ssp: step " << version << ": the loss is " << k.loss << " (not finite): diverged");
+                "ps-ssp: step " << version + 1 << " of " << spec.steps
+                                 << ": the loss is " << k.loss << " (not finite): diverged");
       auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
       comm.copy_local(replica.grads(), k.sum.span());
       replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));

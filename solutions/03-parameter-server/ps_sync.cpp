@@ -104,7 +104,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
     }
     // @end
     DTW_CHECK(std::isfinite(loss), Error,
-              "ps-sync: step " << step << ": the loss is " << loss << " (not finite): diverged");
+              "ps-sync: step " << step + 1 << " of " << spec.steps << ": the loss is " << loss << " (not finite): diverged");
     {
       auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
       // Without clipping the servers need no norm, and no exchange between them.

@@ -297,6 +297,23 @@ TEST_F(DtwCliTest, ARunThatFailsWithAnErrorExitsWithTheRunStatus) {
   EXPECT_THAT(run.output, HasSubstr("rank 2: ps: worker 1 (rank 2) crashed before its push of step 2"));
 }
 
+// A learning rate that blows the weights up trained on through NaN and
+// exited 0 ("loss 2.0496 -> -nan"): the first non-finite loss fails the run.
+TEST_F(DtwCliTest, ARunThatDivergesFailsAtTheFirstNonFiniteLoss) {
+  const std::vector<std::vector<std::string>> runs = {
+      {"--steps", "3", "--lr", "1e308", "--warmup", "0"},
+      {"--steps", "3", "--optimizer", "sgd", "--lr", "1e30", "--warmup", "0", "--strategy",
+       "ddp-bucketed", "--ranks", "2"}};
+  for (const std::vector<std::string>& args : runs) {
+    const Finished run = train(args);
+    EXPECT_EQ(run.exit_code, 3) << run.output;
+    EXPECT_THAT(run.output, ContainsRegex("rank [01]: the run diverged: loss -?nan at step 2 of 3 "
+                                          "\\((adamw lr 1e\\+308|sgd lr 1e\\+30), warm-up 0"));
+    EXPECT_THAT(run.output, Not(HasSubstr("step 3/3")));  // stopped, not trained on
+    EXPECT_THAT(run.output, Not(HasSubstr("wrote")));
+  }
+}
+
 std::size_t lines_of(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }

@@ -36,6 +36,13 @@ void RankRun<T>::record_loss(std::int64_t step, double loss) {
   DTW_CHECK_ARG(step == static_cast<std::int64_t>(losses_.size()),
                 "rank " << comm_.rank() << ": record_loss for step " << step << " after "
                         << losses_.size() << " recorded steps (record each step once, in order)");
+  // Every later step would be NaN too: stop at the first, before the progress
+  // line, so the run fails with its cause instead of ending "loss 2.05 -> nan".
+  DTW_CHECK(std::isfinite(loss), Diverged,
+            "the run diverged: loss " << loss << " at step " << step + 1 << " of " << spec_.steps
+                                      << " (" << (spec_.optimizer == model::Optimizer::kAdamW ? "adamw" : "sgd") << " lr "
+                                      << spec_.lr() << ", warm-up " << spec_.warmup_steps
+                                      << " steps): lower --lr or warm up longer");
   losses_.push_back(loss);
   const auto now = std::chrono::steady_clock::now();
   const std::chrono::duration<double> took = now - last_step_;

@@ -42,6 +42,16 @@
 
 namespace dtw::train {
 
+/// A run whose loss stopped being finite: RankRun::record_loss stops it at the
+/// first such step, naming the step (counted from 1, as the progress line
+/// counts), the loss and the learning rate. A run that failed (dtw exits 3).
+class Diverged : public Error {
+ public:
+  using Error::Error;
+  /// "Diverged".
+  const char* kind() const override { return "Diverged"; }
+};
+
 /// Strategy parameters from the command line (`--set bucket_kib=64`) or a test.
 class Knobs {
  public:
@@ -112,7 +122,9 @@ class RankRun {
   /// Records the global mean loss of step `step` (0-based, in order), on
   /// every rank that knows it (a pipeline's last stage, every DDP rank). The
   /// harness compares the losses with the reference's, and the progress bar
-  /// shows world rank 0's.
+  /// shows world rank 0's. A loss that is not finite stops the run there:
+  /// Diverged, naming the step and the loss (training on through NaN would
+  /// end with a "result" that is not one).
   void record_loss(std::int64_t step, double loss);
   /// Hands over the final parameters [begin, begin + params.size()) this rank
   /// holds; call once per piece (or use report(replica)). Copied.
