@@ -29,14 +29,15 @@
 /// | `workers=W` | worker ranks; must equal world − S | world − S |
 /// | `ranges=b-e,…` | explicit server shards, S of them, covering [0, Ψ) | even split |
 /// | `staleness=s` | ps-ssp's bound (`inf`: unbounded) | 2 |
-/// | `straggler=w:f,…` | worker w takes f× its compute time, every step (sleeps (f−1)×) | none |
-/// | `jitter=f:p` | every worker takes f× on a share p of its steps (a hash of worker and step) | none |
+/// | `straggler=w:f,…` | worker w takes f× its compute time, every step (sleeps (f−1)×); 1 ≤ f ≤ 100, each worker once | none |
+/// | `jitter=f:p` | every worker takes f× (1 ≤ f ≤ 100) on a share p of its steps (a hash of worker and step) | none |
 /// | `order=arrival\|scripted` | servers take pushes as they come, or in the order the straggler factors imply | arrival |
 /// | `lr_scale=x` | ps-async's learning-rate factor | 1/W |
-/// | `crash=w:k` | worker w fails before its push of step k (fault drill) | none |
+/// | `crash=w:k` | worker w fails before its push of step k, 1 ≤ k ≤ steps, counted from 1 as the progress line counts (fault drill) | none |
 ///
 /// Bad input (S or W below 1, S + W ≠ world, a negative staleness, shards that
-/// leave parameters unowned or overlap, a malformed knob) raises
+/// leave parameters unowned or overlap, a straggler named twice or slower than
+/// 100×, a crash step the run never reaches, a malformed knob) raises
 /// dtw::InvalidArgument naming the values, on every rank, before any message.
 
 #include <array>
@@ -70,8 +71,11 @@ struct PsOptions {
   bool scripted = false;            ///< order=scripted
   double lr_scale = 0;              ///< ps-async's factor; 0: 1/W
   int crash_worker = -1;            ///< crash=w:k (−1: none)
-  std::int64_t crash_step = -1;     ///< crash=w:k
+  std::int64_t crash_step = -1;     ///< crash=w:k, counted from 1 (−1: none)
 
+  /// The largest straggler or jitter factor: a worker 100× slower already
+  /// shows every effect; 10⁶× only makes a tiny run take minutes.
+  static constexpr double kMaxSlowdown = 100;
   /// `staleness=inf`.
   static constexpr std::int64_t kUnbounded = std::int64_t{1} << 40;
   /// Worker w's compute-time factor (1 when not a straggler).

@@ -65,7 +65,8 @@ struct ZeroOptions {
   std::string resume_dir;     ///< knob resume: start from the checkpoint in this folder
 
   /// The options of stage `stage` from `knobs` (prefetch defaults to
-  /// `default_prefetch`).
+  /// `default_prefetch`). InvalidArgument for `save=` or `resume=` given
+  /// empty (a folder was meant; leaving the knob out means none).
   static ZeroOptions from_knobs(const train::Knobs& knobs, int stage, int default_prefetch = 0);
   /// The knobs a strategy of stage `stage` declares (train::Strategy::knobs):
   /// micro_batches, prefetch (stage 3 only, default `default_prefetch`),

@@ -3,10 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "dtw/errors.h"
 
@@ -32,21 +37,79 @@ void check_writable(const std::string& path, std::string_view what) {
   if (!existed) ::unlink(path.c_str());
 }
 
+namespace {
+
+// Makes the folders from just below `at` (which exists) down to `dir` and a
+// probe file in `dir`, then removes what it made (never what another made).
+// The filesystem is asked, not the mode bits: root passes access() for /proc,
+// where mkdir fails, and another rank checking the same folder at once may
+// remove a folder between our mkdir and our probe (then we make it again).
+// Returns 0 or the errno of the first step that failed: a folder's mkdir (its
+// path in `where`) or the probe's (`where` empty).
+int try_folder(const std::filesystem::path& at, const std::filesystem::path& dir,
+               std::string& where) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> below;  // the folders to make, outermost first
+  for (fs::path p = dir; p != at && p.has_relative_path(); p = p.parent_path())
+    below.insert(below.begin(), p);
+  static std::atomic<unsigned> count{0};
+  const fs::path probe = dir / (".dtw-probe-" + std::to_string(::getpid()) + "-" +
+                                std::to_string(count.fetch_add(1)));
+  int error = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<fs::path> made;
+    error = 0;
+    for (const fs::path& p : below) {
+      if (::mkdir(p.c_str(), 0755) == 0) {
+        made.push_back(p);
+      } else if (errno != EEXIST) {
+        error = errno;
+        where = p.string();
+        break;
+      }
+    }
+    if (error == 0) {
+      const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        ::close(fd);
+        ::unlink(probe.c_str());
+      } else {
+        error = errno;
+        where.clear();
+      }
+    }
+    // Innermost first; a folder another check is using is not empty and stays.
+    for (auto it = made.rbegin(); it != made.rend(); ++it) ::rmdir(it->c_str());
+    if (error != ENOENT) break;  // ENOENT: a folder vanished under us; again
+  }
+  return error;
+}
+
+}  // namespace
+
 void check_folder_writable(const std::string& dir, std::string_view what) {
   namespace fs = std::filesystem;
   DTW_CHECK_ARG(!dir.empty(), what << ": the folder name is empty");
   std::error_code ec;
   // The nearest part of the path that exists is where the folders get made.
-  fs::path at = fs::absolute(dir, ec);
+  const fs::path full = fs::absolute(dir, ec).lexically_normal();
+  fs::path at = full;
   while (!fs::exists(fs::symlink_status(at, ec)) && at.has_parent_path() && at != at.parent_path())
     at = at.parent_path();
-  const std::string why = at == fs::absolute(dir, ec) ? "" : " (its part " + at.string() + ")";
+  const std::string why = at == full ? "" : " (its part " + at.string() + ")";
   DTW_CHECK_ARG(fs::is_directory(at, ec), what << ": cannot make the folder " << dir << ": "
                                               << (why.empty() ? "it" : at.string())
                                               << " exists and is not a folder");
   DTW_CHECK_ARG(::access(at.c_str(), W_OK | X_OK) == 0,
                 what << ": cannot write into the folder " << dir << why << ": "
                      << std::strerror(errno));
+  std::string where;
+  const int error = try_folder(at, full, where);
+  DTW_CHECK_ARG(error == 0 || !where.empty(),
+                what << ": cannot write into the folder " << dir << ": " << std::strerror(error));
+  DTW_CHECK_ARG(error == 0, what << ": cannot make the folder " << dir
+                                 << (where == full.string() ? "" : " (its part " + where + ")")
+                                 << ": " << std::strerror(error));
 }
 
 void write_file(const std::string& path, std::string_view contents, std::string_view what) {

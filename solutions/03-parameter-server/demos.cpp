@@ -73,8 +73,14 @@ train::MemoryFigures ps_peak(const FormulaInput& in, bool ssp) {
 // What every rank of the three strategies checks at its start (ps_options,
 // ps_layout) and each worker then (its rows, shard_rows), before any rank runs.
 void check_ps(const train::RunSpec& spec, int ranks, const Knobs& knobs) {
-  const PsLayout layout =
-      ps_layout(ranks, model::param_layout(spec.config()).size(), ps_options(knobs));
+  const PsOptions options = ps_options(knobs);
+  const PsLayout layout = ps_layout(ranks, model::param_layout(spec.config()).size(), options);
+  // A crash at a step the run never reaches would never fire: the drill "passed".
+  DTW_CHECK_ARG(options.crash_step <= spec.steps,
+                "ps: crash=" << knobs.get("crash", "") << ": step " << options.crash_step
+                             << " is beyond the run's " << spec.steps
+                             << " steps (they count from 1, as the progress line does), so the "
+                                "crash would never happen");
   train::shard_rows(spec, 0, layout.workers);
 }
 

@@ -242,6 +242,80 @@ TEST_F(DtwCliTest, ACheckpointFolderThatCannotBeMadeIsRefusedBeforeTraining) {
   }
 }
 
+// /proc/ck passed the check (root may write into /proc, says access(), but
+// mkdir fails there) and both steps trained before rank 0 failed, exit 3; an
+// empty save= or resume= meant "none" and the run passed.
+TEST_F(DtwCliTest, ACheckpointFolderTheSystemRefusesOrAnEmptyOneIsRefusedBeforeTraining) {
+  if (std::filesystem::is_directory("/proc/self")) {
+    const Finished run = train({"--strategy", "zero2", "--ranks", "2", "--steps", "2", "--set",
+                                "save=/proc/dtw-ck/sub"});
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_THAT(run.output, ContainsRegex("save=/proc/dtw-ck/sub: cannot (make|write into) the "
+                                          "folder /proc/dtw-ck/sub"));
+    EXPECT_THAT(run.output, Not(HasSubstr("step 1/2")));
+  }
+  for (const char* knob : {"save", "resume"}) {
+    const Finished run = train({"--strategy", "zero1", "--ranks", "2", "--steps", "2", "--set",
+                                std::string(knob) + "="});
+    EXPECT_EQ(run.exit_code, 2) << knob << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr(std::string("ZeRO: ") + knob + "= names no folder"));
+    EXPECT_THAT(run.output, Not(HasSubstr("step 1/2")));
+  }
+}
+
+// crash=1:5 in a 2-step run never fired and the drill "passed"; a straggler
+// named twice kept the last factor; straggler=0:1e6 made 2 tiny steps take 39 s.
+TEST_F(DtwCliTest, ParameterServerKnobsThatCannotMeanWhatTheySayAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"crash=1:5", "ps: crash=1:5: step 5 is beyond the run's 2 steps (they count from 1"},
+      {"crash=1:3", "step 3 is beyond the run's 2 steps"},
+      {"crash=1:0", "ps: crash=1:0: step 0 is not a step; steps count from 1"},
+      {"straggler=0:2,0:3", "ps: straggler=0:2,0:3: worker 0 is named twice"},
+      {"straggler=0:1e6", "worker 0's factor '1e6' must be a number in [1, 100]"},
+      {"jitter=1000:0.5", "a factor in [1, 100]"}};
+  for (const auto& [knob, message] : refused) {
+    const Finished run =
+        train({"--strategy", "ps-sync", "--ranks", "3", "--steps", "2", "--set", knob});
+    EXPECT_EQ(run.exit_code, 2) << knob << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr(message)) << knob;
+    EXPECT_THAT(run.output, Not(HasSubstr("step 1/2"))) << knob;
+  }
+  // The last step is a step: the drill fires there, named as the progress line names it.
+  const Finished last =
+      train({"--strategy", "ps-sync", "--ranks", "3", "--steps", "2", "--set", "crash=1:2"});
+  EXPECT_EQ(last.exit_code, 3) << last.output;
+  EXPECT_THAT(last.output, HasSubstr("ps: worker 1 (rank 2) crashed before its push of step 2"));
+}
+
+// The MLP has no sequence and no token task: --task corpus ran synthetic
+// classification with no notice and --seq-len -1 exited 0 (gpt-tiny refused it).
+TEST_F(DtwCliTest, WhatTheMlpDoesNotUseIsRefusedAndANegativeSeqLenForEveryModel) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--task", "corpus"}, "RunSpec: task corpus: model mlp-tiny is an MLP, which trains on "
+                             "synthetic classification and has no token task"},
+      {{"--task", "synthetic"}, "RunSpec: task synthetic: model mlp-tiny is an MLP"},
+      {{"--seq-len", "-1"}, "RunSpec: seq_len -1 must not be negative"},
+      {{"--seq-len", "4"}, "RunSpec: seq_len 4: model mlp-tiny is an MLP, which has no sequence"},
+      {{"gpt-tiny", "--seq-len", "-1"}, "RunSpec: seq_len -1 must not be negative"}};
+  const auto gpt_tiny = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"train", "--model", "gpt-tiny", "--out", (dir_ / "g").string()});
+    return dtw(args);
+  };
+  for (const auto& [args, message] : refused) {
+    std::vector<std::string> all = {"--steps", "2"};
+    const bool gpt = args.front() == "gpt-tiny";
+    all.insert(all.end(), args.begin() + (gpt ? 1 : 0), args.end());
+    const Finished run = gpt ? gpt_tiny(all) : train(all);
+    EXPECT_EQ(run.exit_code, 2) << args.back() << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr(message)) << args.back();
+    EXPECT_THAT(run.output, Not(HasSubstr("step 1/2"))) << args.back();
+  }
+  EXPECT_EQ(train({"--steps", "1", "--seq-len", "0"}).exit_code, 0);  // 0: "not given"
+  const Finished gpt = gpt_tiny({"--steps", "1", "--task", "synthetic"});
+  EXPECT_EQ(gpt.exit_code, 0) << gpt.output;
+  EXPECT_THAT(gpt.output, HasSubstr("synthetic text"));
+}
+
 // A straggler or a crash of a worker the world does not have changed nothing
 // and the run passed (exit 0); a knob given twice kept the last silently.
 TEST_F(DtwCliTest, KnobsNamingAWorkerThatIsNotThereOrGivenTwiceAreRefused) {

@@ -88,5 +88,20 @@ TEST_F(OutputFileTest, AFolderThatCannotBeMadeIsNamedAndNothingIsCreated) {
               HasSubstr("save: the folder name is empty"));
 }
 
+// The filesystem is asked, not the mode bits: /proc passes access() for root,
+// but no folder can be made there (it was found after training, exit 3).
+TEST_F(OutputFileTest, AFolderTheFilesystemRefusesIsRefusedAndNothingIsLeft) {
+  if (!fs::is_directory("/proc/self")) GTEST_SKIP() << "no /proc on this system";
+  for (const std::string dir : {"/proc/dtw-check", "/proc/dtw-check/a/b"}) {
+    EXPECT_THAT(message_of<InvalidArgument>([&] { check_folder_writable(dir, "save=" + dir); }),
+                testing::ContainsRegex("save=" + dir + ": cannot (make|write into) the folder " + dir));
+  }
+  EXPECT_THAT(message_of<InvalidArgument>([&] { check_folder_writable("/proc", "save"); }),
+              HasSubstr("save: cannot write into the folder /proc"));
+  // A folder that can be made, many times over and deep: accepted, nothing left.
+  for (int i = 0; i < 3; ++i) EXPECT_NO_THROW(check_folder_writable((dir_ / "x/y/z").string(), "save"));
+  EXPECT_TRUE(fs::is_empty(dir_)) << "the check left something in " << dir_;
+}
+
 }  // namespace
 }  // namespace dtw

@@ -51,7 +51,7 @@ struct TrainCommandOptions {
   // The run: train::standard_run's defaults, the one set dtw train, the
   // tests, the demos and the benchmarks share.
   train::RunSpec spec = train::standard_run("gpt-tiny");
-  std::string task = "corpus";
+  std::string task;  // empty: not given (corpus for a GPT; the MLP has none)
   std::string optimizer = "adamw";
   std::string dtype = "float32";
   std::optional<double> lr;  // empty: the optimizer's default in the RunSpec

@@ -163,7 +163,8 @@ int train_command(const TrainCommandOptions& options) {
   train::RunSpec spec = options.spec;
   const model::ModelConfig config = spec.config();
   DTW_CHECK_ARG(spec.steps > 0, "dtw train: --steps must be at least 1, got " << spec.steps);
-  spec.task = model::token_task_from_name(options.task);
+  // Only a given --task is set: the MLP has none, and RunSpec refuses one for it.
+  if (!options.task.empty()) spec.task = model::token_task_from_name(options.task);
   DTW_CHECK_ARG(options.optimizer == "adamw" || options.optimizer == "sgd",
                 "dtw train: --optimizer is adamw or sgd, got '" << options.optimizer << "'");
   spec.optimizer = options.optimizer == "sgd" ? model::Optimizer::kSgd : model::Optimizer::kAdamW;
@@ -200,7 +201,8 @@ int train_command(const TrainCommandOptions& options) {
   const bool gpt = config.kind == model::ModelKind::kGpt;
   const std::string unit = gpt ? "tok" : "rows";
   const std::string data =
-      gpt ? std::string(spec.task == model::TokenTask::kCorpus ? "corpus" : "synthetic") + " text"
+      gpt ? std::string(spec.options().task == model::TokenTask::kCorpus ? "corpus" : "synthetic") +
+                " text"
           : "synthetic classification";
   Progress progress(spec.steps, unit);
   train::HarnessOptions harness;

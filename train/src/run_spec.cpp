@@ -34,7 +34,7 @@ void RunSpec::set_lr(double value) {
 
 model::TrainOptions RunSpec::options() const {
   model::TrainOptions o;
-  o.task = task;
+  o.task = task.value_or(model::TokenTask::kCorpus);
   o.batch = batch;
   o.seq_len = seq_len;
   o.seed = seed;
@@ -53,9 +53,11 @@ RunSpec run_from_options(const model::ModelConfig& config, std::int64_t steps,
   spec.custom_config = config;
   spec.steps = steps;
   spec.batch = o.batch;
-  spec.seq_len = o.seq_len;
+  // The trainer's options always carry a task and a sequence; only a GPT has them.
+  const bool gpt = config.kind == model::ModelKind::kGpt;
+  spec.seq_len = gpt ? o.seq_len : 0;
   spec.seed = o.seed;
-  spec.task = o.task;
+  if (gpt) spec.task = o.task;
   spec.optimizer = o.optimizer;
   spec.adamw = o.adamw;
   spec.sgd = o.sgd;
@@ -86,11 +88,25 @@ void RunSpec::validate() const {
   const model::ModelConfig c = config();  // unknown model: InvalidArgument listing the known ones
   DTW_CHECK_ARG(steps >= 0, "RunSpec: steps " << steps << " must not be negative");
   DTW_CHECK_ARG(batch >= 1, "RunSpec: batch " << batch << " must be at least 1");
-  DTW_CHECK_ARG((seq_len >= 0 && seq_len <= c.context) || c.kind != model::ModelKind::kGpt,
-                "RunSpec: seq_len " << seq_len << " is outside [0, context " << c.context
-                                    << "] of model " << c.name);
-  DTW_CHECK_ARG(task == model::TokenTask::kCorpus || task == model::TokenTask::kSynthetic,
-                "RunSpec: task " << static_cast<int>(task) << " is not a TokenTask");
+  const bool gpt = c.kind == model::ModelKind::kGpt;
+  DTW_CHECK_ARG(seq_len >= 0, "RunSpec: seq_len " << seq_len << " must not be negative");
+  DTW_CHECK_ARG(!gpt || seq_len <= c.context, "RunSpec: seq_len " << seq_len
+                                                                  << " is outside [0, context "
+                                                                  << c.context << "] of model "
+                                                                  << c.name);
+  // What the MLP does not use is refused, not ignored: the run would not be
+  // the one asked for.
+  DTW_CHECK_ARG(gpt || seq_len == 0, "RunSpec: seq_len " << seq_len << ": model " << c.name
+                                                         << " is an MLP, which has no sequence "
+                                                            "(leave seq_len out)");
+  DTW_CHECK_ARG(gpt || !task, "RunSpec: task "
+                                  << (task == model::TokenTask::kSynthetic ? "synthetic" : "corpus")
+                                  << ": model " << c.name
+                                  << " is an MLP, which trains on synthetic classification and "
+                                     "has no token task (leave task out)");
+  DTW_CHECK_ARG(!task || *task == model::TokenTask::kCorpus || *task == model::TokenTask::kSynthetic,
+                "RunSpec: task " << static_cast<int>(task.value_or(model::TokenTask::kCorpus))
+                                 << " is not a TokenTask");
   DTW_CHECK_ARG(optimizer == model::Optimizer::kAdamW || optimizer == model::Optimizer::kSgd,
                 "RunSpec: optimizer " << static_cast<int>(optimizer) << " is not an Optimizer");
   DTW_CHECK_ARG(dtype == DType::kFloat32 || dtype == DType::kFloat64,
@@ -152,7 +168,9 @@ std::string RunSpec::hyperparameters() const {
   s << model << ", " << steps << " steps, batch " << batch;
   if (c.kind == model::ModelKind::kGpt)
     s << " x " << sequence() << " tokens, "
-      << (task == model::TokenTask::kCorpus ? "corpus" : "synthetic") << " text";
+      << (task.value_or(model::TokenTask::kCorpus) == model::TokenTask::kCorpus ? "corpus"
+                                                                                : "synthetic")
+      << " text";
   else
     s << " rows, synthetic classification";
   if (optimizer == model::Optimizer::kAdamW)
@@ -171,7 +189,10 @@ std::string RunSpec::describe() const {
   std::ostringstream s;
   s.precision(17);  // the memo key of the reference: distinct runs must differ
   s << model << " steps " << steps << " batch " << batch << " seq_len " << sequence() << " seed "
-    << seed << " task " << (task == model::TokenTask::kCorpus ? "corpus" : "synthetic") << " "
+    << seed << " task "
+    << (task.value_or(model::TokenTask::kCorpus) == model::TokenTask::kCorpus ? "corpus"
+                                                                              : "synthetic")
+    << " "
     << (optimizer == model::Optimizer::kAdamW ? "adamw" : "sgd") << " adamw " << adamw.lr << ","
     << adamw.beta1 << "," << adamw.beta2 << "," << adamw.eps << "," << adamw.weight_decay
     << " sgd " << sgd.lr << "," << sgd.momentum << "," << sgd.weight_decay << " warmup "
@@ -225,7 +246,7 @@ Batch make_batch(const RunSpec& spec, std::int64_t step, std::int64_t shard, std
   if (c.kind == model::ModelKind::kGpt) {
     b.seq_len = spec.sequence();
     for (std::int64_t g = first; g < last; ++g) {
-      const model::TokenBatch t = model::token_batch(spec.task, spec.seed, step, spec.batch,
+      const model::TokenBatch t = model::token_batch(spec.task.value_or(model::TokenTask::kCorpus), spec.seed, step, spec.batch,
                                                      b.seq_len, c.vocab, g, parts);
       b.tokens.insert(b.tokens.end(), t.tokens.begin(), t.tokens.end());
       b.targets.insert(b.targets.end(), t.targets.begin(), t.targets.end());

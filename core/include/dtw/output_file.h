@@ -19,8 +19,11 @@ void check_writable(const std::string& path, std::string_view what);
 /// Raises InvalidArgument naming `what`, the path and the reason unless files
 /// can be written into the folder `dir`, making it if need be: `dir` is a
 /// writable folder, or it does not exist and its nearest existing ancestor is
-/// a writable folder. Nothing is created. For an output folder (a checkpoint),
-/// checked before any work starts.
+/// a writable folder. The filesystem is asked, not the mode bits: the missing
+/// folders are made and a file is created in `dir`, then what the check made
+/// is removed again (so /proc/x is refused, even for root). For an output
+/// folder (a checkpoint), checked before any work starts; safe to call from
+/// several ranks at once.
 void check_folder_writable(const std::string& dir, std::string_view what);
 /// Writes `contents` to `path`, replacing the file, and raises Error naming
 /// `what`, the path and the reason when opening, writing or closing fails (a

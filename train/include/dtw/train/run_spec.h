@@ -37,9 +37,13 @@ struct RunSpec {
   std::string model = "gpt-tiny";  ///< a name model_config() knows
   std::int64_t steps = 200;        ///< optimizer steps
   std::int64_t batch = 8;          ///< global batch: sequences (GPT) or rows (MLP)
-  std::int64_t seq_len = 0;        ///< tokens per sequence; 0: the model's context (GPT only)
+  /// Tokens per sequence; 0: the model's context. GPT only: the MLP has no
+  /// sequence, so validate() refuses a seq_len other than 0 for it.
+  std::int64_t seq_len = 0;
   std::uint64_t seed = 1234;       ///< initial weights and data
-  model::TokenTask task = model::TokenTask::kCorpus;  ///< GPT data; the MLP uses class_batch
+  /// GPT data; unset: corpus. The MLP trains on synthetic classification
+  /// (class_batch) and has no task: validate() refuses one set for it.
+  std::optional<model::TokenTask> task;
   model::Optimizer optimizer = model::Optimizer::kAdamW;  ///< which of adamw / sgd applies
   /// AdamW (lr, β1, β2, ε, weight decay); decay only where ParamView::decay.
   kernels::AdamWConfig adamw{/*lr*/ 3e-3, 0.9, 0.95, 1e-8, /*weight_decay*/ 0.1};
