@@ -195,6 +195,7 @@ int run_command(const RunOptions& options) {
   // An output that cannot be written fails now, not after the run.
   if (!options.trace.empty()) check_writable(options.trace, "dtw run --trace");
   if (!options.json.empty()) check_writable(options.json, "dtw run --json");
+  check_distinct_outputs({{options.trace, "dtw run --trace"}, {options.json, "dtw run --json"}});
   const bool on_mpi = options.backend == "mpi";
   if (!options.hostfile.empty() && !on_mpi)
     throw UsageError("--hostfile only applies to --backend mpi");
