@@ -15,7 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <fstream>
+#include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -77,6 +78,15 @@ struct Row {
   json j;
   std::string mismatch;
 };
+
+// The stem of a row's two timelines (STEM.svg, STEM-<fabric>.svg):
+// SVG_STEM-<strategy>-p<P>, then the sweep's label (" m=4": "-m4").
+std::string timeline_stem(const std::string& svg_stem, const std::string& strategy, int ranks,
+                          std::string label) {
+  std::replace(label.begin(), label.end(), ' ', '-');
+  label.erase(std::remove(label.begin(), label.end(), '='), label.end());
+  return svg_stem + "-" + strategy + "-p" + std::to_string(ranks) + label;
+}
 
 Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std::string& backend,
             const Knobs& knobs, const Cluster& fabric, const std::string& svg_stem,
@@ -142,10 +152,7 @@ Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std:
          {"matches_reference", out.matches},
          {"final_loss", out.losses.empty() ? json(nullptr) : json(out.losses.back())}};
   if (!svg_stem.empty()) {
-    std::string suffix = label_suffix;
-    std::replace(suffix.begin(), suffix.end(), ' ', '-');
-    suffix.erase(std::remove(suffix.begin(), suffix.end(), '='), suffix.end());
-    const std::string base = svg_stem + "-" + strategy.name + "-p" + std::to_string(ranks) + suffix;
+    const std::string base = timeline_stem(svg_stem, strategy.name, ranks, label_suffix);
     write_timeline_svg(rep.trace, ranks, strategy.name + ", measured", base + ".svg");
     write_timeline_svg(modeled.events, ranks, strategy.name + ", modeled on " + fabric.name,
                        base + "-" + fabric.name + ".svg");
@@ -204,12 +211,15 @@ int main(int argc, char** argv) {
   RunSpec spec = standard_run("gpt-tiny");
   spec.steps = 10;
   std::vector<std::string> knob_args;
-  std::string micro_batches;
+  std::vector<std::int64_t> micro_batches;  // empty: not given
   std::optional<std::int64_t> layers;
   app.add_option("--strategy", strategies, "Comma-separated strategy names")->capture_default_str();
   dtw::cli::add_int(app, "--ranks", ranks, "World size of every strategy but single",
                     {1, dtw::cli::kMaxRanks});
-  app.add_option("--backend", backend, "threads")->capture_default_str();
+  app.add_option("--backend", backend,
+                 "threads (the only one: every row runs in this process; MPI's figures are in "
+                 "dtw bench collectives --backend mpi)")
+      ->capture_default_str();
   app.add_option("--fabric", fabric_name, "pcie-8, nvlink-8, ib-2x8, ib-4x8, ideal-8 or this-machine")
       ->capture_default_str();
   app.add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")->capture_default_str();
@@ -220,8 +230,11 @@ int main(int argc, char** argv) {
   app.add_option("--set", knob_args,
                  "Strategy knob key=value (repeatable): given to each strategy that has it "
                  "(dtw train --list)");
-  app.add_option("--micro-batches", micro_batches,
-                 "Comma-separated m: one row per strategy and m (sets the knob micro_batches)");
+  dtw::cli::add_int_list(app, "--micro-batches", micro_batches,
+                         "Comma-separated m: one row per strategy and m (sets the knob "
+                         "micro_batches; not with --set micro_batches=...)",
+                         {1, std::numeric_limits<int>::max()})
+      ->default_str("");
   dtw::cli::add_int(app, "--layers", layers,
                     "Train the model with this many blocks (GPT) or layers (MLP), widths unchanged",
                     {1, 1 << 16});
@@ -247,6 +260,15 @@ int main(int argc, char** argv) {
   }
   try {
     spec.dtype = dtype_from_name(dtype);
+    // Every row runs through one in-process launch. On the mpi backend this
+    // process alone would be a one-process MPI job: single's row ran there,
+    // and the first row on more ranks failed after it (the job had 1 process).
+    DTW_CHECK_ARG(backend == "threads",
+                  "--backend " << backend
+                               << ": dtw bench train runs every row on the threads backend (it "
+                                  "measures all strategies in one process); MPI's figures are in "
+                                  "dtw bench collectives --backend mpi");
+    if (fabric_name != "this-machine") find_gpu_cluster(fabric_name);  // an unknown one: now
     // A run of no steps has no step time, no rate and no traffic to show.
     DTW_CHECK_ARG(spec.steps >= 1, "--steps must be at least 1, got " << spec.steps);
     if (layers) {
@@ -263,16 +285,27 @@ int main(int argc, char** argv) {
     // Outputs are checked before anything runs.
     if (!json_path.empty()) dtw::check_writable(json_path, "dtw bench train --json");
     std::vector<std::string> sweep;  // micro_batches values, or one empty entry
-    std::stringstream ms(micro_batches);
-    for (std::string m; std::getline(ms, m, ',');) sweep.push_back(m);
+    for (const std::int64_t m : micro_batches) {
+      DTW_CHECK_ARG(std::find(sweep.begin(), sweep.end(), std::to_string(m)) == sweep.end(),
+                    "--micro-batches: " << m << " is given twice (each m is one row)");
+      sweep.push_back(std::to_string(m));
+    }
     if (sweep.empty()) sweep.push_back("");
     const Knobs knobs = Knobs::parse(knob_args);
+    // Two values for one knob: neither is dropped in silence.
+    DTW_CHECK_ARG(micro_batches.empty() || !knobs.has("micro_batches"),
+                  "--micro-batches and --set micro_batches=" << knobs.get("micro_batches", "")
+                      << " both set the knob micro_batches: give one of them");
+    std::vector<std::string> known;
+    for (const Strategy& s : dtw::train::strategies()) known.push_back(s.name);
     std::vector<const Strategy*> chosen;
-    std::stringstream list(strategies);
-    for (std::string name; std::getline(list, name, ',');) chosen.push_back(&find_strategy(name));
-    DTW_CHECK_ARG(!chosen.empty(), "dtw bench train: --strategy names no strategy");
+    for (const std::string& name : dtw::cli::parse_name_list("--strategy", strategies, known))
+      chosen.push_back(&find_strategy(name));
     // The single-device reference is always the first row: the baseline.
-    if (chosen.front()->name != "single") chosen.insert(chosen.begin(), &find_strategy("single"));
+    const auto single = std::find_if(chosen.begin(), chosen.end(),
+                                     [](const Strategy* c) { return c->name == "single"; });
+    if (single == chosen.end()) chosen.insert(chosen.begin(), &find_strategy("single"));
+    else std::rotate(chosen.begin(), single, single + 1);
     // Every row is checked before the first one runs (check_strategy: the
     // strategy's ranks and knobs against the run), so a bad row is refused
     // at once, not after minutes of measuring the rows before it.
@@ -320,11 +353,29 @@ int main(int argc, char** argv) {
     DTW_CHECK_ARG(refused_rows == 0, refused_rows << " of " << plan.size()
                                                   << " rows cannot run, so none was run:"
                                                   << refused);
-    if (!svg_stem.empty())
-      for (const Strategy* s : chosen)
-        dtw::check_writable(svg_stem + "-" + s->name + "-p" +
-                                std::to_string(s->name == "single" ? 1 : ranks) + ".svg",
-                            "dtw bench train --svg");
+    // Every file the run writes: writable, and no two of them one file.
+    std::vector<dtw::OutputPath> outputs{{json_path, "--json"}};
+    if (!svg_stem.empty()) {
+      std::error_code ec;
+      const std::filesystem::file_status is = std::filesystem::status(svg_stem, ec);
+      DTW_CHECK_ARG(!std::filesystem::exists(is) || std::filesystem::is_regular_file(is),
+                    "--svg " << svg_stem << ": that is "
+                        << (std::filesystem::is_directory(is) ? "a folder" : "a special file")
+                        << ", and --svg takes a file stem: it writes "
+                           "STEM-<strategy>-p<P>.svg and STEM-<strategy>-p<P>-<fabric>.svg"
+                        << (std::filesystem::is_directory(is) ? " (e.g. --svg " + svg_stem + "/run)"
+                                                              : std::string()));
+      for (const Planned& r : plan) {
+        const std::string base = timeline_stem(svg_stem, r.strategy->name, r.ranks, r.label);
+        outputs.push_back({base + ".svg", "--svg (" + r.strategy->name + r.label +
+                                              ", measured)"});
+        outputs.push_back({base + "-" + fabric_name + ".svg",
+                           "--svg (" + r.strategy->name + r.label + ", modeled)"});
+        dtw::check_writable(outputs[outputs.size() - 2].path, outputs[outputs.size() - 2].what);
+        dtw::check_writable(outputs.back().path, outputs.back().what);
+      }
+    }
+    dtw::check_distinct_outputs(outputs);
     const Cluster fabric =
         fabric_name == "this-machine" ? fit_this_machine() : find_gpu_cluster(fabric_name);
     fmt::print("dtw bench train: {} ({} tokens per step); fabric {} ({})\n",
@@ -362,11 +413,12 @@ int main(int argc, char** argv) {
     if (!json_path.empty()) {
       json out = json::array();
       for (const Row& r : rows) out.push_back(r.j);
-      std::ofstream f(json_path);
-      DTW_CHECK_ARG(f.good(), "dtw bench train: cannot write " << json_path);
-      f << out.dump(2) << "\n";
+      dtw::write_file(json_path, out.dump(2) + "\n", "dtw bench train --json");
       fmt::print("wrote {}\n", json_path);
     }
+  } catch (const CLI::ParseError& e) {  // cli_values.h's parse_* (--strategy)
+    fmt::print(stderr, "dtw bench train: {}\n", e.what());
+    return dtw::cli::kExitUsage;
   } catch (const dtw::InvalidArgument& e) {
     fmt::print(stderr, "dtw bench train: {}\n", e.what());
     return dtw::cli::kExitUsage;

@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
                "and an ideal hand-fused allreduce, with the alpha-beta-gamma model",
                "dtw bench collectives"};
   add_int(app, "--ranks", o.ranks, "ranks (with --backend nccl, default one per GPU)", {1, 256});
-  app.add_option("--algo", algos, "comma list of naive,binomial,ring,rabenseifner,direct, or all");
+  app.add_option("--algo", algos,
+                 "comma list of naive,binomial,ring,rabenseifner,direct (each once), or all");
   app.add_option("--sizes", sizes, "bytes per rank: MIN:MAX[:xF] (K/M/G = 2^10/20/30) or a comma list");
   // Given, they are used as they are; not given, they are chosen per size.
   add_int(app, "--iters", o.iters, "timed calls per size (default: about 256 MiB worth, 5..2000)",
@@ -122,8 +123,8 @@ int main(int argc, char** argv) {
   add_int(app, "--trials", o.trials, "timed trials per size; the fastest is reported", {1, 100});
   app.add_option("--dtype", dtype, "float, double, int32 or int64");
   app.add_option("--op", op, "sum, prod, min, max or avg");
-  app.add_option("--json", o.json_path, "write the results as JSON");
-  app.add_option("--plot", o.plot_path, "write busbw vs size as SVG (needs gnuplot)");
+  dtw::cli::add_path(app, "--json", o.json_path, "write the results as JSON");
+  dtw::cli::add_path(app, "--plot", o.plot_path, "write busbw vs size as SVG (needs gnuplot)");
   app.add_flag("--no-peers", no_peers, "only chapter 01's algorithms");
   dtw::cli::add_name(app, "--backend", o.backend,
                      "threads (default); mpi: also every algorithm over MPI point-to-point under "
@@ -144,23 +145,16 @@ int main(int argc, char** argv) {
       s -= s % elem;  // whole elements
     }
     o.peers = !no_peers;
-    if (algos == "all") {
-      o.algos = kAlgos;
-    } else {
-      std::size_t start = 0;
-      while (start <= algos.size()) {
-        const std::size_t comma = std::min(algos.find(',', start), algos.size());
-        o.algos.push_back(algos.substr(start, comma - start));
-        start = comma + 1;
-      }
-      for (const auto& a : o.algos)
-        DTW_CHECK_ARG(std::ranges::find(kAlgos, a) != kAlgos.end(),
-                      "--algo '" << a << "': use naive, binomial, ring, rabenseifner, direct or all");
-    }
+    // One name once: a name given twice would run (and print) its rows twice.
+    o.algos = algos == "all" ? kAlgos : dtw::cli::parse_name_list("--algo", algos, kAlgos);
     // Outputs are checked before anything is measured.
     if (!mpi_child) {
       if (!o.json_path.empty()) dtw::check_writable(o.json_path, "--json");
+      const std::string plot_data = o.plot_path.empty() ? "" : plot_data_path(o.plot_path);
       if (!o.plot_path.empty()) dtw::check_writable(o.plot_path, "--plot");
+      if (!o.plot_path.empty()) dtw::check_writable(plot_data, "--plot (its data)");
+      dtw::check_distinct_outputs(
+          {{o.json_path, "--json"}, {o.plot_path, "--plot"}, {plot_data, "--plot (its data)"}});
     }
     if (mpi_child) return mpi_child_main(o);
     if (o.backend == "nccl") return nccl_main(o, app.count("--ranks") > 0);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -240,11 +241,15 @@ void write_json(const Options& o, const Model& m, const std::vector<Series>& all
   std::printf("# wrote %s\n", o.json_path.c_str());
 }
 
+std::string plot_data_path(const std::string& plot_path) {
+  // The extension of the file name only: a dot in a folder's name ("./x",
+  // "runs.v2/x") is not one.
+  return std::filesystem::path(plot_path).replace_extension(".dat").string();
+}
+
 void write_plot(const Options& o, const std::vector<Series>& all) {
   // The data next to the picture: one block per series, its name first.
-  std::string dat = o.plot_path;
-  const auto dot = dat.rfind('.');
-  dat = (dot == std::string::npos ? dat : dat.substr(0, dot)) + ".dat";
+  const std::string dat = plot_data_path(o.plot_path);
   std::ostringstream out;
   int blocks = 0;
   for (const auto& s : all) {

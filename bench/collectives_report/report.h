@@ -108,5 +108,8 @@ void print_nccl_report(const Options& o, const GpuInfo& gpu, const std::vector<S
 void write_json(const Options& o, const Model& m, const std::vector<Series>& all,
                 const GpuInfo* gpu = nullptr);
 void write_plot(const Options& o, const std::vector<Series>& all);
+// The data file write_plot writes beside the SVG at `plot_path`: its
+// extension replaced by .dat (busbw.svg: busbw.dat; ./plots/busbw: ./plots/busbw.dat).
+std::string plot_data_path(const std::string& plot_path);
 
 }  // namespace dtw::bench

@@ -24,6 +24,11 @@ struct BackendEntry {
   // Optional: claims launches asked of another backend (the MPI test harness
   // routes "threads" launches to mpi).
   bool (*claims)(const LaunchOptions& options) = nullptr;
+  // Optional: throws InvalidArgument for what this backend refuses in
+  // `options` or in its environment (mpi: DTW_MPI_WATCHDOG_SECONDS), so that
+  // launch, and check_launch_options before a program starts anything, refuse
+  // it before any rank or process runs.
+  void (*check_options)(const LaunchOptions& options) = nullptr;
   // Optional: a communicator over every process of the job (dtw::process_comm).
   std::unique_ptr<Comm> (*process_comm)() = nullptr;
 };

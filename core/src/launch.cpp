@@ -73,6 +73,7 @@ void validate(int world_size, const LaunchOptions& options) {
   DTW_CHECK_ARG(options.bytes_per_rank >= 0,
                 "launch: bytes per rank " << options.bytes_per_rank
                                           << " must be >= 0 (0: not given)");
+  if (backend && backend->check_options) backend->check_options(options);
 }
 
 // Runs the launch on its backend; `first` receives the error launch() rethrows.

@@ -39,6 +39,7 @@ void check_writable(const std::string& path, std::string_view what) {
 
 namespace {
 
+<<<<<<< HEAD
 // Makes the folders from just below `at` (which exists) down to `dir` and a
 // probe file in `dir`, then removes what it made (never what another made).
 // The filesystem is asked, not the mode bits: root passes access() for /proc,
@@ -83,10 +84,44 @@ int try_folder(const std::filesystem::path& at, const std::filesystem::path& dir
     if (error != ENOENT) break;  // ENOENT: a folder vanished under us; again
   }
   return error;
+=======
+// The file `path` names, as one spelling: absolute, links resolved as far as
+// the path exists, "." and ".." gone.
+std::filesystem::path file_of(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec).lexically_normal();
+  const fs::path resolved = fs::weakly_canonical(absolute, ec);
+  return ec ? absolute : resolved;
+}
+
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  if (a == b) return true;
+  std::error_code ec;  // two names of one existing file (a hard link)
+  return std::filesystem::equivalent(a, b, ec) && !ec;
+>>>>>>> main
 }
 
 }  // namespace
 
+<<<<<<< HEAD
+=======
+void check_distinct_outputs(const std::vector<OutputPath>& outputs) {
+  std::vector<std::filesystem::path> files;
+  for (const OutputPath& o : outputs) files.push_back(o.path.empty() ? "" : file_of(o.path));
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) {
+      if (outputs[i].path.empty() || outputs[j].path.empty()) continue;
+      DTW_CHECK_ARG(!same_file(files[i], files[j]),
+                    outputs[j].what << " (" << outputs[j].path << ") and " << outputs[i].what
+                                    << " (" << outputs[i].path << ") are the same file "
+                                    << files[i].string()
+                                    << ": one would replace the other; give each output a file "
+                                       "of its own");
+    }
+}
+
+>>>>>>> main
 void check_folder_writable(const std::string& dir, std::string_view what) {
   namespace fs = std::filesystem;
   DTW_CHECK_ARG(!dir.empty(), what << ": the folder name is empty");

@@ -83,16 +83,18 @@ std::vector<train::Knob> ps_knobs(std::string_view strategy) {
       {.name = "ranges", .default_value = "even", .help = "server shards b-e,... covering [0, Ψ)"},
       {.name = "straggler",
        .default_value = "none",
-       .help = "w:f,...: worker w takes f x its compute time (sleeps f-1 x)"},
+       .help = "w:f,...: worker w takes f x its compute time (sleeps f-1 x); 1 <= f <= 100, "
+               "each worker once"},
       {.name = "jitter",
        .default_value = "none",
-       .help = "f:p: every worker takes f x on a share p of its steps"},
+       .help = "f:p: every worker takes f x (1 <= f <= 100) on a share p of its steps"},
       {.name = "order",
        .default_value = "arrival",
        .help = "arrival (pushes as they come) or scripted (the order the factors imply)"},
       {.name = "crash",
        .default_value = "none",
-       .help = "w:k: worker w fails before its push of step k (a fault drill)"}};
+       .help = "w:k: worker w fails before its push of step k, 1 ... steps as the progress "
+               "line counts (a fault drill)"}};
   if (strategy == "ps-ssp")
     k.push_back({.name = "staleness",
                  .default_value = "2",
@@ -131,14 +133,21 @@ PsOptions ps_options(const train::Knobs& knobs) {
                                                    << " is negative; 0 is synchronous, inf unbounded");
 
   const std::string stragglers = knobs.get("straggler", "");
+  std::vector<int> named;  // the workers straggler= has named so far
   for (const std::string& item : split(stragglers, ',')) {
     const auto [w, f] = worker_pair(item, "straggler", stragglers);
+    // Worker 0 twice (0:2,0:3): which factor was meant? Refused, not the last kept.
+    DTW_CHECK_ARG(std::find(named.begin(), named.end(), w) == named.end(),
+                  "ps: straggler=" << stragglers << ": worker " << w
+                                   << " is named twice; give each worker one factor");
+    named.push_back(w);
     double factor = 0;
     const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), factor);
     DTW_CHECK_ARG(ec == std::errc() && end == f.data() + f.size() && std::isfinite(factor) &&
-                      factor >= 1,
+                      factor >= 1 && factor <= PsOptions::kMaxSlowdown,
                   "ps: straggler=" << stragglers << ": worker " << w << "'s factor '" << f
-                                   << "' must be a number >= 1 (its compute time is multiplied by it)");
+                                   << "' must be a number in [1, " << PsOptions::kMaxSlowdown
+                                   << "] (its compute time is multiplied by it)");
     if (static_cast<int>(o.slowdown.size()) <= w) o.slowdown.resize(static_cast<std::size_t>(w) + 1, 1.0);
     o.slowdown[static_cast<std::size_t>(w)] = factor;
   }
@@ -155,9 +164,9 @@ PsOptions ps_options(const train::Knobs& knobs) {
           rb.ptr != b.data() + b.size())
         p = -1;
     }
-    DTW_CHECK_ARG(p >= 0 && p <= 1 && std::isfinite(f) && f >= 1,
-                  "ps: jitter=" << jitter
-                                << ": must read FACTOR:SHARE, a factor >= 1 and a share in [0, 1]");
+    DTW_CHECK_ARG(p >= 0 && p <= 1 && std::isfinite(f) && f >= 1 && f <= PsOptions::kMaxSlowdown,
+                  "ps: jitter=" << jitter << ": must read FACTOR:SHARE, a factor in [1, "
+                                << PsOptions::kMaxSlowdown << "] and a share in [0, 1]");
     o.jitter_factor = f;
     o.jitter_odds = p;
   }
@@ -176,6 +185,11 @@ PsOptions ps_options(const train::Knobs& knobs) {
     const auto [w, k] = worker_pair(crash, "crash", crash);
     o.crash_worker = w;
     o.crash_step = whole(k, "crash", crash);
+    // Steps count from 1, as the progress line does ("step 1/N"); the end is
+    // checked against the run's steps with the spec (check_ps).
+    DTW_CHECK_ARG(o.crash_step >= 1, "ps: crash=" << crash << ": step " << o.crash_step
+                                                  << " is not a step; steps count from 1, as "
+                                                     "the progress line does");
   }
   return o;
 }

@@ -72,7 +72,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
     double loss = 0;
     DTW_TODO("03.1: Serve every worker this step's parameters, then take every worker's push and add it into the shard's gradients.");
     DTW_CHECK(std::isfinite(loss), Error,
-              "ps-sync: step " << step << ": the loss is " << loss << " (not finite): diverged");
+              "ps-sync: step " << step + 1 << " of " << spec.steps << ": the loss is " << loss << " (not finite): diverged");
     {
       auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
       // Without clipping the servers need no norm, and no exchange between them.

@@ -116,9 +116,10 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
         DTW_TODO("03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and record how long you really slept.");
       }
     }
-    DTW_CHECK(!(w == options.crash_worker && step == options.crash_step), Error,
+    // crash=w:k counts steps from 1, as the progress line does.
+    DTW_CHECK(!(w == options.crash_worker && step + 1 == options.crash_step), Error,
               "ps: worker " << w << " (rank " << comm.rank() << ") crashed before its push of step "
-                            << step << " (crash=" << w << ":" << step << ", a fault drill)");
+                            << step + 1 << " (crash=" << w << ":" << step + 1 << ", a fault drill)");
 
     // Σ g² of our whole gradient: an asynchronous server clips our push by
     // it alone (it holds only a shard, and no other push shares this step).

@@ -102,6 +102,12 @@ ZeroOptions ZeroOptions::from_knobs(const train::Knobs& knobs, int stage, int de
   o.stage = stage;
   o.micro_batches = static_cast<int>(knobs.get_int("micro_batches", 1));
   o.prefetch = static_cast<int>(knobs.get_int("prefetch", default_prefetch));
+  // An empty folder given (--set save=) is a mistake, not "no checkpoint":
+  // leaving the knob out says that.
+  for (const char* knob : {"save", "resume"})
+    DTW_CHECK_ARG(!knobs.has(knob) || !knobs.get(knob, "").empty(),
+                  "ZeRO: " << knob << "= names no folder; give one (--set " << knob
+                           << "=DIR), or leave the knob out for " << (knob[0] == 's' ? "no checkpoint" : "a fresh start"));
   o.save_dir = knobs.get("save", "");
   o.save_after = knobs.get_int("save_after", 0);
   o.resume_dir = knobs.get("resume", "");

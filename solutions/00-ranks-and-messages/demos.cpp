@@ -102,6 +102,7 @@ DTW_REGISTER_DEMO(
      .description = "round trips of 8 B to 64 MiB between ranks 0 and 1; fits alpha, beta",
      .default_ranks = 2,
      .min_ranks = 2,
+     .max_ranks = 2,  // ranks 0 and 1 measure; more would idle, each counted 64 MiB
      .expects_deadlock = false,
      .bytes_per_rank = 64 << 20,  // the largest message's buffer
      .run = run_ping_pong});

@@ -117,6 +117,9 @@ int main(int argc, char** argv) {
       check_writable(plot_stem + ".csv", "--plot");
       check_writable(plot_stem + ".svg", "--plot");
     }
+    check_distinct_outputs({{json_path, "--json"},
+                            {plot_stem.empty() ? "" : plot_stem + ".csv", "--plot (the curves)"},
+                            {plot_stem.empty() ? "" : plot_stem + ".svg", "--plot (the plot)"}});
     double target = given_target.value_or(0);
     const int ranks = 1 + workers;
     const std::string f = fmt::format("{:g}", factor);

@@ -47,6 +47,12 @@ TEST(DtwRunTest, AWorldLargerThanTheDemosDataIsRefusedBeforeTheHeader) {
   EXPECT_EQ(crossing.exit_code, 2) << crossing.output;
   EXPECT_THAT(crossing.output, HasSubstr("runs on exactly 2 ranks, not 3"));
 
+  // Only ranks 0 and 1 measure: 300 ranks were refused for 19 GiB of buffers
+  // they would never hold.
+  const Finished pong = dtw({"run", "ping-pong", "--ranks", "300"});
+  EXPECT_EQ(pong.exit_code, 2) << pong.output;
+  EXPECT_THAT(pong.output, HasSubstr("demo 'ping-pong' runs on exactly 2 ranks, not 300"));
+
   const Finished small = dtw({"run", "ps-async-at-sync-lr", "--ranks", "3"});
   EXPECT_EQ(small.exit_code, 2) << small.output;
   EXPECT_THAT(small.output, HasSubstr("runs on 4 to 9 ranks, not 3"));
@@ -75,6 +81,56 @@ TEST(DtwRunTest, AnEmptyPathIsRefusedNotReadAsNotGiven) {
     EXPECT_THAT(run.output, HasSubstr(std::string(flag) + ": the path is empty"));
     EXPECT_THAT(run.output, Not(HasSubstr(kHeader))) << flag;
   }
+}
+
+TEST(DtwRunTest, PitfallsAreNamedAndListedAsPitfalls) {
+  // An unknown pitfall listed the demos; a third word was CLI11's "demo: At
+  // Most 2 required but received 3"; a listing took --ranks and ignored it.
+  const Finished unknown = dtw({"run", "pitfall", "nosuch"});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("no pitfall 'nosuch'; the pitfalls are:"));
+  EXPECT_THAT(unknown.output, HasSubstr("pp-both-send-first"));
+  EXPECT_THAT(unknown.output, Not(HasSubstr("token-ring")));
+  const Finished extra = dtw({"run", "pitfall", "pp-both-send-first", "extra"});
+  EXPECT_EQ(extra.exit_code, 2) << extra.output;
+  EXPECT_THAT(extra.output, HasSubstr("not 'pitfall pp-both-send-first extra'"));
+  const Finished two = dtw({"run", "token-ring", "ping-pong"});
+  EXPECT_EQ(two.exit_code, 2) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("not 'token-ring ping-pong'"));
+  for (const std::vector<std::string>& listing :
+       {std::vector<std::string>{"run", "pitfall", "--ranks", "2"},
+        std::vector<std::string>{"run", "--list", "--backend", "mpi"},
+        std::vector<std::string>{"run", "--list", "token-ring"}}) {
+    const Finished run = dtw(listing);
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("lists and runs nothing"));
+  }
+}
+
+// On MPI a bad watchdog setting is refused once, by dtw, before mpirun starts
+// (it was refused by every process after mpirun had started them, with
+// OpenMPI's abort banner); a pitfall caught as a deadlock on threads is
+// announced as the hang it is there and left to the watchdog.
+TEST(DtwRunTest, OnMpiABadWatchdogIsRefusedBeforeMpirunAndADeadlockPitfallIsAnnounced) {
+  const auto with_env = [](const std::string& setting, std::vector<std::string> args) {
+    const char* other = std::getenv("DTW_CLI_PROGRAM");
+    args.insert(args.begin(), {"/usr/bin/env", setting, other && *other ? other : DTW_PROGRAM});
+    return run_program(args, std::filesystem::temp_directory_path().string());
+  };
+  const Finished bad = with_env("DTW_MPI_WATCHDOG_SECONDS=-1",
+                                {"run", "token-ring", "--backend", "mpi", "--ranks", "2"});
+  if (bad.output.find("this build has no mpi backend") != std::string::npos)
+    GTEST_SKIP() << "no MPI in this build";
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("DTW_MPI_WATCHDOG_SECONDS='-1' is not a number of seconds"));
+  EXPECT_THAT(bad.output, Not(HasSubstr("MPI_ABORT"))) << "mpirun was started";
+  EXPECT_THAT(bad.output, Not(HasSubstr("rank(s), mpi backend"))) << "a rank printed the header";
+
+  const Finished hang = with_env("DTW_MPI_WATCHDOG_SECONDS=1",
+                                 {"run", "pitfall", "pp-both-send-first", "--backend", "mpi"});
+  EXPECT_EQ(hang.exit_code, 3) << hang.output;
+  EXPECT_THAT(hang.output, HasSubstr("on MPI a deadlock is a real hang, with no detector"));
+  EXPECT_THAT(hang.output, HasSubstr("has been blocked in"));
 }
 
 TEST(DtwCheckTest, TakesNoOptionItWouldIgnore) {

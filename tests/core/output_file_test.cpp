@@ -103,5 +103,38 @@ TEST_F(OutputFileTest, AFolderTheFilesystemRefusesIsRefusedAndNothingIsLeft) {
   EXPECT_TRUE(fs::is_empty(dir_)) << "the check left something in " << dir_;
 }
 
+// Two outputs of one command that are one file: the later write would replace
+// the earlier one, so the pair is refused however the file is spelled.
+TEST_F(OutputFileTest, TwoOutputsThatAreOneFileAreRefusedNamingBoth) {
+  const std::string a = (dir_ / "a.csv").string();
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
+                check_distinct_outputs({{a, "--out (the loss curve)"}, {a, "--json"}});
+              }),
+              HasSubstr("--out (the loss curve) (" + a + ") and --json (" + a +
+                        ") are the same file"));
+  // Spelled differently: "." and "..", a relative path, a symbolic link to
+  // the folder, a hard link to an existing file.
+  const std::string dotted = (dir_ / "sub" / ".." / "." / "a.csv").string();
+  EXPECT_THROW(check_distinct_outputs({{a, "--plot"}, {dotted, "--json"}}), InvalidArgument);
+  const fs::path here = fs::current_path();
+  fs::current_path(dir_);
+  EXPECT_THROW(check_distinct_outputs({{"a.csv", "--plot"}, {a, "--json"}}), InvalidArgument);
+  fs::current_path(here);
+  fs::create_directory_symlink(dir_, dir_ / "link");
+  EXPECT_THROW(check_distinct_outputs({{a, "--plot"}, {(dir_ / "link" / "a.csv").string(), "--json"}}),
+               InvalidArgument);
+  write_file(a, "x", "test");
+  fs::create_hard_link(a, dir_ / "hard.csv");
+  EXPECT_THROW(check_distinct_outputs({{a, "--plot"}, {(dir_ / "hard.csv").string(), "--json"}}),
+               InvalidArgument);
+}
+
+TEST_F(OutputFileTest, DistinctOutputsAndOnesNotAskedForPass) {
+  const std::string a = (dir_ / "a").string();
+  EXPECT_NO_THROW(check_distinct_outputs({{a + ".csv", "--out"}, {a + ".svg", "--out"},
+                                          {a, "--json"}, {"", "--trace"}, {"", "--plot"}}));
+  EXPECT_NO_THROW(check_distinct_outputs({}));
+}
+
 }  // namespace
 }  // namespace dtw

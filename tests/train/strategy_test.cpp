@@ -1,5 +1,6 @@
 // The strategy registry and harness: "single" is always first and matches the
 // reference; unknown names, bad worlds and bad knobs are named.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -77,6 +78,28 @@ TEST(StrategyTest, WorldsOutsideTheStrategysRangeAreRefused) {
                                          "runs on 1 to 3 ranks, not 4"),
               std::string::npos)
         << e.what();
+  }
+  // A range said as a person would: "1 to 1" and "2 to 1048576" (the
+  // default bound) read "exactly 1 rank" and "at least 2 ranks".
+  o.ranks = 2;
+  EXPECT_THROW(
+      {
+        try {
+          run_strategy(find_strategy("single"), standard_run("mlp-tiny"), o);
+        } catch (const InvalidArgument& e) {
+          EXPECT_THAT(e.what(), ::testing::HasSubstr("it runs on exactly 1 rank, not 2"));
+          throw;
+        }
+      },
+      InvalidArgument);
+  Strategy two_up;
+  two_up.name = "two-up";
+  two_up.min_ranks = 2;
+  try {
+    check_strategy(two_up, standard_run("mlp-tiny"), 1, Knobs());
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("it runs on at least 2 ranks, not 1"));
   }
 }
 

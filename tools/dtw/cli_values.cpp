@@ -92,6 +92,9 @@ std::vector<std::string> parse_name_list(std::string_view flag, std::string_view
   std::vector<std::string> names;
   for (const std::string_view item : items_of(text)) {
     const std::string name(item);
+    if (name.empty())  // "a,", ",a", "a,,b" and "": not an unknown name, a slip
+      refuse(fmt::format("{} takes a comma-separated list of names, got {}: an empty item", flag,
+                         shown(text)));
     if (std::ranges::find(known, name) == known.end())
       refuse(fmt::format("{}: unknown name {}; the known ones: {}", flag, shown(name),
                          fmt::join(known, ", ")));

@@ -21,10 +21,11 @@ double DemoOutcome::busbw_gbps() const {
   return best;
 }
 
-const Demo& find_demo(const std::string& name) {
+const Demo& find_demo(const std::string& name, bool pitfall) {
   for (const Demo& d : demos())
     if (d.name == name) return d;
-  throw UsageError(fmt::format("no demo '{}'; the demos are:\n{}", name, demo_list()));
+  throw UsageError(fmt::format("no {} '{}'; the {}s are:\n{}", pitfall ? "pitfall" : "demo", name,
+                               pitfall ? "pitfall" : "demo", demo_list(pitfall)));
 }
 
 std::string demo_list(bool pitfalls) {

@@ -23,8 +23,9 @@ struct DemoOutcome {
   double busbw_gbps() const;
 };
 
-/// The demo called `name`; throws UsageError listing the demos when none is.
-const Demo& find_demo(const std::string& name);
+/// The demo called `name`; throws UsageError listing the demos (with
+/// `pitfall`, the pitfalls) when none is.
+const Demo& find_demo(const std::string& name, bool pitfall = false);
 
 /// The world sizes `demo` accepts: "2+", "1-12" or "2".
 std::string demo_ranks(const Demo& demo);

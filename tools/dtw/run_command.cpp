@@ -2,6 +2,7 @@
 // learner's library, in the chapter's lab-run program) and shows what every
 // rank found, the traffic it caused and, for a deadlock demo, the detector's report.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 #include <map>
@@ -170,12 +171,24 @@ int status_of(const DemoOutcome& outcome) {
 }  // namespace
 
 int run_command(const RunOptions& options) {
+  const std::vector<std::string>& words = options.words;
+  const bool pitfall = !words.empty() && words[0] == "pitfall";
+  if (options.list || (pitfall && words.size() == 1)) {
+    // A listing runs nothing: an option for a run, or a name, would be ignored.
+    const bool run_options = options.ranks > 0 || options.backend != "threads" || options.lab ||
+                             !options.trace.empty() || !options.json.empty() ||
+                             !options.hostfile.empty();
+    if (run_options || (options.list && !words.empty()))
+      throw UsageError(fmt::format("dtw run {} lists and runs nothing: give it no {}",
+                                   options.list ? "--list" : "pitfall",
+                                   run_options ? "--ranks, --backend, --lab, --trace, --json "
+                                                 "or --hostfile"
+                                               : "demo name (dtw run NAME runs one)"));
+  }
   if (options.list) {
     fmt::print("{}\n{}", paint(Paint::kBold, "Demos (dtw run NAME [--ranks N]):"), demo_list());
     return 0;
   }
-  const std::vector<std::string>& words = options.words;
-  const bool pitfall = !words.empty() && words[0] == "pitfall";
   if (pitfall && words.size() == 1) {
     fmt::print("{}\n{}", paint(Paint::kBold, "Pitfalls (dtw run pitfall NAME): bugs from the "
                                              "field, each caught by the workbench:"),
@@ -184,10 +197,11 @@ int run_command(const RunOptions& options) {
   }
   if (words.empty())
     throw UsageError("dtw run needs a demo name; the demos are:\n" + demo_list());
-  if (!pitfall && words.size() > 1)
-    throw UsageError(fmt::format("dtw run takes one demo name, not '{} {}' (or: dtw run pitfall NAME)",
-                                 words[0], words[1]));
-  const Demo& demo = find_demo(pitfall ? words[1] : words[0]);
+  if (words.size() > (pitfall ? 2u : 1u))
+    throw UsageError(fmt::format("dtw run takes one demo name (dtw run NAME) or one pitfall "
+                                 "(dtw run pitfall NAME), not '{}'",
+                                 fmt::join(words, " ")));
+  const Demo& demo = find_demo(pitfall ? words[1] : words[0], pitfall);
   if (options.lab && !options.lab_program) hand_over_to_lab(demo, options);
   if (pitfall && demo.catches.empty())
     throw UsageError(fmt::format("'{}' is a demo, not a pitfall: dtw run {}; the pitfalls are:\n{}",
@@ -195,6 +209,7 @@ int run_command(const RunOptions& options) {
   // An output that cannot be written fails now, not after the run.
   if (!options.trace.empty()) check_writable(options.trace, "dtw run --trace");
   if (!options.json.empty()) check_writable(options.json, "dtw run --json");
+  check_distinct_outputs({{options.trace, "dtw run --trace"}, {options.json, "dtw run --json"}});
   const bool on_mpi = options.backend == "mpi";
   if (!options.hostfile.empty() && !on_mpi)
     throw UsageError("--hostfile only applies to --backend mpi");
@@ -205,6 +220,14 @@ int run_command(const RunOptions& options) {
                     : on_mpi && inside_mpirun()        ? mpi_job_size()
                                                        : demo.default_ranks;
   check_demo_ranks(demo, ranks);
+  {
+    // What launch would refuse (an unknown backend, a bad
+    // DTW_MPI_WATCHDOG_SECONDS) is refused now: before the header names the
+    // backend, and before mpirun starts processes that would each refuse it.
+    LaunchOptions probe;
+    probe.backend = options.backend;
+    check_launch_options(ranks, probe);
+  }
   if (on_mpi && !inside_mpirun()) {
     std::vector<std::string> forward;
     if (!options.trace.empty()) forward = {"--trace", options.trace};
@@ -220,12 +243,6 @@ int run_command(const RunOptions& options) {
         "mpirun (dtw run {} --backend mpi --ranks {})",
         ranks, mpi_job_size(), ranks, demo.name, ranks));
   }
-  {
-    // An unknown backend is refused before the header names it.
-    LaunchOptions probe;
-    probe.backend = options.backend;
-    check_launch_options(ranks, probe);
-  }
   // A deliberate hang is caught on MPI by the watchdog, which aborts the job;
   // a short limit keeps that demo from waiting a minute.
   const std::chrono::milliseconds timeout =
@@ -238,9 +255,14 @@ int run_command(const RunOptions& options) {
                                  options.lab_program ? "with your lab" : "with the solution")),
                paint(Paint::kDim, demo.description));
     if (on_mpi && demo.expects_deadlock)
-      fmt::print("{}\n", paint(Paint::kDim, "(on MPI a deadlock is a real hang: after 5 s the "
-                                            "watchdog prints what each rank waits for and aborts "
-                                            "the job with exit status 3)"));
+      fmt::print("{}\n", paint(Paint::kDim,
+                               fmt::format("(on MPI a deadlock is a real hang{}: after 5 s the "
+                                           "watchdog prints what each rank waits for and aborts "
+                                           "the job with exit status 3)",
+                                           demo.catches.empty()
+                                               ? ""
+                                               : ", with no detector to name the cycle and catch "
+                                                 "the pitfall as on threads")));
     std::fflush(stdout);
   }
   DemoOutcome outcome = run_demo(demo, ranks, options.backend, !options.trace.empty(), timeout);

@@ -23,8 +23,8 @@ struct Row {
 
 // The one-line story of a run: a rank's detail, or what went wrong.
 std::string detail_of(const Demo& demo, const DemoOutcome& outcome) {
-  if (demo.expects_deadlock && outcome.deadlock) return "detector reported the wait-for cycle";
   if (const RankError* caught = pitfall_catch(demo, outcome)) return "caught: " + caught->message;
+  if (demo.expects_deadlock && outcome.deadlock) return "detector reported the wait-for cycle";
   if (!outcome.failures.empty())
     return outcome.failures.front().kind + ": " + outcome.failures.front().message;
   for (const std::optional<DemoCheck>& c : outcome.checks)

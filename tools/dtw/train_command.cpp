@@ -196,6 +196,10 @@ int train_command(const TrainCommandOptions& options) {
   check_writable(stem + ".svg", "dtw train --out (the loss plot)");
   check_writable(stem + "-timeline.svg", "dtw train --out (the timeline)");
   if (!options.json.empty()) check_writable(options.json, "dtw train --json");
+  check_distinct_outputs({{stem + ".csv", "dtw train --out (the loss curve)"},
+                          {stem + ".svg", "dtw train --out (the loss plot)"},
+                          {stem + "-timeline.svg", "dtw train --out (the timeline)"},
+                          {options.json, "dtw train --json"}});
 
   model::LayerTimes times;
   const bool gpt = config.kind == model::ModelKind::kGpt;

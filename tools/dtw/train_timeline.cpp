@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -17,6 +18,8 @@ namespace {
 
 // Up to this many ranks the table has a row per rank; beyond, a summary.
 constexpr std::size_t kRankRows = 16;
+// From this many trace events the replay on the modeled fabric is announced.
+constexpr std::size_t kLongReplayEvents = 200000;
 
 std::string percent(double x) { return std::isfinite(x) ? fmt::format("{:.0f}%", 100 * x) : "-"; }
 
@@ -59,6 +62,14 @@ nlohmann::json timeline_json(const train::Timeline& t) {
 
 TimelineFigures timeline_figures(const Report& report, int ranks, const train::Cluster& fabric,
                                  std::int64_t steps) {
+  // A ring collective over p ranks is p(p-1) messages: at hundreds of ranks
+  // the replay takes seconds, which should not pass as a hang.
+  if (report.trace.size() >= kLongReplayEvents) {
+    fmt::print("{}\n", paint(Paint::kDim, fmt::format("(replaying {} trace events on {} for the "
+                                                      "modeled step ...)",
+                                                      report.trace.size(), fabric.name)));
+    std::fflush(stdout);
+  }
   return {train::analyze_timeline(report.trace, ranks), train::replay_on(report.trace, ranks, fabric),
           fabric.name, std::max<std::int64_t>(steps, 1)};
 }

@@ -139,9 +139,17 @@ void check_strategy(const Strategy& strategy, const RunSpec& spec, int ranks, co
   spec.validate();  // the run's own fault, not the strategy's: no prefix
   try {
     check_knob_names(strategy, knobs);
+    // "on exactly 1 rank", "on at least 2 ranks" (no bound but the default
+    // 2^20), "on 2 to 8 ranks".
+    std::ostringstream worlds;
+    if (strategy.min_ranks == strategy.max_ranks)
+      worlds << "exactly " << strategy.min_ranks << (strategy.min_ranks == 1 ? " rank" : " ranks");
+    else if (strategy.max_ranks == Strategy{}.max_ranks)
+      worlds << "at least " << strategy.min_ranks << (strategy.min_ranks == 1 ? " rank" : " ranks");
+    else
+      worlds << strategy.min_ranks << " to " << strategy.max_ranks << " ranks";
     DTW_CHECK_ARG(ranks >= strategy.min_ranks && ranks <= strategy.max_ranks,
-                  "it runs on " << strategy.min_ranks << " to " << strategy.max_ranks
-                                << " ranks, not " << ranks);
+                  "it runs on " << worlds.str() << ", not " << ranks);
     if (strategy.check) strategy.check(spec, ranks, knobs);
   } catch (const InvalidArgument& e) {
     const std::string set = knobs.describe();

@@ -35,7 +35,10 @@ struct Demo {
   /// a global batch of 12 rows feeds at most 12 data shards); 0 for any.
   /// `dtw run` refuses a world outside [min_ranks, max_ranks] before it starts.
   int max_ranks = 0;
-  /// The demo fails on purpose with a DeadlockError (shown, not a bug).
+  /// The demo fails on purpose with a DeadlockError (shown, not a bug). A
+  /// pitfall caught as a deadlock sets it too: on MPI, which has no deadlock
+  /// detector, its run is a real hang, which `dtw run` announces and leaves
+  /// to the watchdog after 5 s (exit status 3).
   bool expects_deadlock = false;
   /// Non-empty makes the demo a *pitfall*: a broken variant of a chapter's
   /// code, taken from a bug seen in the field, that the workbench must catch.

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtw {
 
@@ -15,6 +16,22 @@ namespace dtw {
 /// where the option enters, so a run never computes for an hour and then
 /// fails to save its result.
 void check_writable(const std::string& path, std::string_view what);
+
+/// One output file of a program and what names it, for check_distinct_outputs.
+struct OutputPath {
+  std::string path;  ///< the file; "" for an output not asked for (skipped)
+  std::string what;  ///< the option that names it, e.g. "--json" or "--out (the loss plot)"
+};
+
+/// Raises InvalidArgument naming both options and both paths when two of
+/// `outputs` are the same file, which the later write would silently replace
+/// (`--out a --json a.csv` where --out writes a.csv). Paths are compared as
+/// files, not as text: made absolute, symbolic links resolved where they
+/// exist, "." and ".." removed, and an existing file reached by two names
+/// (a hard link) is one file. List every file a program writes (a stem's
+/// derived files one by one) and call it with check_writable, where the
+/// options enter, before any work starts.
+void check_distinct_outputs(const std::vector<OutputPath>& outputs);
 
 /// Raises InvalidArgument naming `what`, the path and the reason unless files
 /// can be written into the folder `dir`, making it if need be: `dir` is a

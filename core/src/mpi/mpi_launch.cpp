@@ -220,6 +220,7 @@ namespace {
     .launch = &mpi::launch,
     .takes_job_size = true,
     .claims = [](const LaunchOptions& options) { return route_launches() && options.backend == "threads"; },
+    .check_options = [](const LaunchOptions& options) { (void)watchdog_timeout(options); },
     .process_comm = [] { return process_comm(); },
 });
 }  // namespace
