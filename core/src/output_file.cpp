@@ -39,7 +39,6 @@ void check_writable(const std::string& path, std::string_view what) {
 
 namespace {
 
-<<<<<<< HEAD
 // Makes the folders from just below `at` (which exists) down to `dir` and a
 // probe file in `dir`, then removes what it made (never what another made).
 // The filesystem is asked, not the mode bits: root passes access() for /proc,
@@ -84,7 +83,8 @@ int try_folder(const std::filesystem::path& at, const std::filesystem::path& dir
     if (error != ENOENT) break;  // ENOENT: a folder vanished under us; again
   }
   return error;
-=======
+}
+
 // The file `path` names, as one spelling: absolute, links resolved as far as
 // the path exists, "." and ".." gone.
 std::filesystem::path file_of(const std::string& path) {
@@ -99,13 +99,10 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
   if (a == b) return true;
   std::error_code ec;  // two names of one existing file (a hard link)
   return std::filesystem::equivalent(a, b, ec) && !ec;
->>>>>>> main
 }
 
 }  // namespace
 
-<<<<<<< HEAD
-=======
 void check_distinct_outputs(const std::vector<OutputPath>& outputs) {
   std::vector<std::filesystem::path> files;
   for (const OutputPath& o : outputs) files.push_back(o.path.empty() ? "" : file_of(o.path));
@@ -121,7 +118,6 @@ void check_distinct_outputs(const std::vector<OutputPath>& outputs) {
     }
 }
 
->>>>>>> main
 void check_folder_writable(const std::string& dir, std::string_view what) {
   namespace fs = std::filesystem;
   DTW_CHECK_ARG(!dir.empty(), what << ": the folder name is empty");
