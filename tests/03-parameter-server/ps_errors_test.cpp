@@ -52,11 +52,11 @@ TEST(PsErrorsTest, ServerRangesMustOwnEveryParameterOnce) {
 
 TEST(PsErrorsTest, MalformedStragglersAndOrdersAreNamed) {
   expect_bad(3, {"straggler=1"}, "straggler=1: '1' must read WORKER:VALUE");
-  expect_bad(3, {"straggler=1:0.5"}, "worker 1's factor '0.5' must be a number >= 1");
+  expect_bad(3, {"straggler=1:0.5"}, "worker 1's factor '0.5' must be a number in [1, 100]");
   expect_bad(3, {"order=random"}, "order=random: use arrival");
   expect_bad(3, {"lr_scale=-2"}, "lr_scale=-2 must be a positive number");
   expect_bad(3, {"jitter=3"}, "jitter=3: must read FACTOR:SHARE");
-  expect_bad(3, {"jitter=0.5:0.1"}, "jitter=0.5:0.1: must read FACTOR:SHARE, a factor >= 1");
+  expect_bad(3, {"jitter=0.5:0.1"}, "jitter=0.5:0.1: must read FACTOR:SHARE, a factor in [1, 100]");
   expect_bad(3, {"jitter=2:1.5"}, "a share in [0, 1]");
 }
 
