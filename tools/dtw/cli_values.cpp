@@ -82,7 +82,11 @@ std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view
   for (const std::string_view item : items_of(text)) {
     if (item.empty())
       refuse(fmt::format("{} takes a comma-separated list of integers, got {}", flag, shown(text)));
-    values.push_back(parse_int(flag, item, range));
+    const std::int64_t value = parse_int(flag, item, range);
+    // Every list is a sweep (a row per value): a value twice would be a row twice.
+    if (std::ranges::find(values, value) != values.end())
+      refuse(fmt::format("{}: {} is given twice in {}", flag, value, text));
+    values.push_back(value);
   }
   return values;
 }

@@ -32,7 +32,8 @@ std::uint64_t parse_uint(std::string_view flag, std::string_view text);
 double parse_real(std::string_view flag, std::string_view text, RealRange range);
 
 // A comma-separated list ("1,2,4,8"), each item as parse_int reads it; an
-// empty list or an empty item is an error too.
+// empty list, an empty item or a value given twice is an error too (every
+// list is a sweep, one row per value).
 std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view text,
                                          IntRange range);
 // A comma-separated list of names, each one of `known`; otherwise an error
