@@ -144,6 +144,12 @@ int main(int argc, char** argv) {
       DTW_CHECK_ARG(s / elem <= (std::int64_t{1} << 31) - 1, "--sizes: " << s << " bytes is more than 2^31-1 elements");
       s -= s % elem;  // whole elements
     }
+    for (std::size_t i = 1; i < o.sizes.size(); ++i)
+      DTW_CHECK_ARG(std::find(o.sizes.begin(), o.sizes.begin() + static_cast<std::ptrdiff_t>(i),
+                              o.sizes[i]) == o.sizes.begin() + static_cast<std::ptrdiff_t>(i),
+                    "--sizes " << sizes << ": " << o.sizes[i] << " bytes"
+                               << " is measured twice (each size once; sizes are rounded down "
+                               << "to whole " << dtype << " elements)");
     o.peers = !no_peers;
     // One name once: a name given twice would run (and print) its rows twice.
     o.algos = algos == "all" ? kAlgos : dtw::cli::parse_name_list("--algo", algos, kAlgos);

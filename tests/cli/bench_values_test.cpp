@@ -73,6 +73,20 @@ TEST_F(BenchValuesTest, CollectivesRefusesAnAlgorithmTwiceOrAnEmptyOne) {
   expect_refused("collectives", {"--algo", "ringo"}, "--algo: unknown name ringo; the known ones: naive");
 }
 
+// Every list option is a sweep (a row per value): a value given twice was
+// measured and printed twice.
+TEST_F(BenchValuesTest, EverySweepRefusesAValueTwice) {
+  expect_refused("collectives", {"--sizes", "8,8"}, "--sizes 8,8: 8 bytes is measured twice");
+  // Sizes are whole elements: 12 bytes of int64 is 8.
+  expect_refused("collectives", {"--sizes", "12,8", "--dtype", "int64"},
+                 "--sizes 12,8: 8 bytes is measured twice");
+  expect_refused("train", {"--micro-batches", "4,2,4"}, "--micro-batches: 4 is given twice in 4,2,4");
+  if (fs::exists(bench("data-parallelism")))
+    expect_refused("data-parallelism", {"--caps", "1,1"}, "--caps: 1 is given twice in 1,1");
+  if (fs::exists(bench("zero")))
+    expect_refused("zero", {"--ranks", "2,2"}, "--ranks: 2 is given twice in 2,2");
+}
+
 TEST_F(BenchValuesTest, TrainRefusesAFolderAsTheTimelineStem) {
   // It wrote DIR-single-p1.svg next to the folder DIR, exit 0.
   expect_refused("train", {"--svg", dir_.string()},

@@ -82,7 +82,11 @@ std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view
   for (const std::string_view item : items_of(text)) {
     if (item.empty())
       refuse(fmt::format("{} takes a comma-separated list of integers, got {}", flag, shown(text)));
-    values.push_back(parse_int(flag, item, range));
+    const std::int64_t value = parse_int(flag, item, range);
+    // Every list is a sweep (a row per value): a value twice would be a row twice.
+    if (std::ranges::find(values, value) != values.end())
+      refuse(fmt::format("{}: {} is given twice in {}", flag, value, text));
+    values.push_back(value);
   }
   return values;
 }
@@ -231,6 +235,12 @@ CLI::Option* add_path(CLI::App& app, const std::string& flag, std::string& targe
 
 std::string parse_error_text(const CLI::ParseError& e) {
   const std::string text = e.what();
+  // CLI11's "--list excludes --strategy" for options that cannot be combined.
+  constexpr std::string_view kExcludes = " excludes ";
+  if (const std::size_t at = text.find(kExcludes);
+      dynamic_cast<const CLI::ExcludesError*>(&e) && at != std::string::npos)
+    return fmt::format("{} and {} cannot be given together", text.substr(0, at),
+                       text.substr(at + kExcludes.size()));
   constexpr std::string_view kTwice = ": At Most 1 required but received ";
   const std::size_t at = text.find(kTwice);
   if (at == std::string::npos) return text;

@@ -32,7 +32,8 @@ std::uint64_t parse_uint(std::string_view flag, std::string_view text);
 double parse_real(std::string_view flag, std::string_view text, RealRange range);
 
 // A comma-separated list ("1,2,4,8"), each item as parse_int reads it; an
-// empty list or an empty item is an error too.
+// empty list, an empty item or a value given twice is an error too (every
+// list is a sweep, one row per value).
 std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view text,
                                          IntRange range);
 // A comma-separated list of names, each one of `known`; otherwise an error
@@ -69,7 +70,9 @@ CLI::Option* add_path(CLI::App& app, const std::string& flag, std::string& targe
 
 // CLI11's message for `e`, in dtw's words where CLI11's are raw: an option
 // given twice ("--ranks: At Most 1 required but received 2") reads
-// "--ranks is given 2 times: give it once". Other messages pass unchanged.
+// "--ranks is given 2 times: give it once"; options that exclude each other
+// ("--list excludes --strategy") read "--list and --strategy cannot be given
+// together". Other messages pass unchanged.
 std::string parse_error_text(const CLI::ParseError& e);
 
 }  // namespace dtw::cli

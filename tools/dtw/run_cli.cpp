@@ -87,6 +87,11 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
   add_path(*train_cmd, "--json", options.json,
            "Write the losses and every rank's timeline and memory as JSON to this file; the "
            "terminal shows a summary beyond 16 ranks");
+  // --list only lists: an option beside it (--list --strategy nope) would be
+  // ignored, so it is refused.
+  CLI::Option* list = train_cmd->get_option("--list");
+  for (CLI::Option* o : train_cmd->get_options())
+    if (o != list && o != train_cmd->get_help_ptr()) list->excludes(o);
   return train_cmd;
 }
 
