@@ -39,24 +39,25 @@ void check_writable(const std::string& path, std::string_view what) {
 
 namespace {
 
-// Makes the folders from just below `at` (which exists) down to `dir` and a
-// probe file in `dir`, then removes what it made (never what another made).
-// The filesystem is asked, not the mode bits: root passes access() for /proc,
-// where mkdir fails, and another rank checking the same folder at once may
-// remove a folder between our mkdir and our probe (then we make it again).
-// Returns 0 or the errno of the first step that failed: a folder's mkdir (its
-// path in `where`) or the probe's (`where` empty).
-int try_folder(const std::filesystem::path& at, const std::filesystem::path& dir,
-               std::string& where) {
+// Makes the missing folders down to `dir` and a probe file in `dir`, then
+// removes what it made (never what another made). The filesystem is asked,
+// not the mode bits: root passes access() for /proc, where mkdir fails.
+// Another rank checking the same folder at once may make it before us (we
+// make nothing) and remove it before our probe: then the missing folders are
+// looked for again. Returns 0 or the errno of the first step that failed: a
+// folder's mkdir (its path in `where`) or the probe's (`where` empty).
+int try_folder(const std::filesystem::path& dir, std::string& where) {
   namespace fs = std::filesystem;
-  std::vector<fs::path> below;  // the folders to make, outermost first
-  for (fs::path p = dir; p != at && p.has_relative_path(); p = p.parent_path())
-    below.insert(below.begin(), p);
   static std::atomic<unsigned> count{0};
   const fs::path probe = dir / (".dtw-probe-" + std::to_string(::getpid()) + "-" +
                                 std::to_string(count.fetch_add(1)));
   int error = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::error_code ec;
+    std::vector<fs::path> below;  // the folders missing now, outermost first
+    for (fs::path p = dir; !fs::exists(fs::symlink_status(p, ec)) && p.has_relative_path();
+         p = p.parent_path())
+      below.insert(below.begin(), p);
     std::vector<fs::path> made;
     error = 0;
     for (const fs::path& p : below) {
@@ -80,7 +81,9 @@ int try_folder(const std::filesystem::path& at, const std::filesystem::path& dir
     }
     // Innermost first; a folder another check is using is not empty and stays.
     for (auto it = made.rbegin(); it != made.rend(); ++it) ::rmdir(it->c_str());
-    if (error != ENOENT) break;  // ENOENT: a folder vanished under us; again
+    // ENOENT after making what was missing: another check removed a folder
+    // under us (or the filesystem makes none, as /proc: then every try fails).
+    if (error != ENOENT) break;
   }
   return error;
 }
@@ -128,14 +131,20 @@ void check_folder_writable(const std::string& dir, std::string_view what) {
   while (!fs::exists(fs::symlink_status(at, ec)) && at.has_parent_path() && at != at.parent_path())
     at = at.parent_path();
   const std::string why = at == full ? "" : " (its part " + at.string() + ")";
-  DTW_CHECK_ARG(fs::is_directory(at, ec), what << ": cannot make the folder " << dir << ": "
-                                              << (why.empty() ? "it" : at.string())
-                                              << " exists and is not a folder");
-  DTW_CHECK_ARG(::access(at.c_str(), W_OK | X_OK) == 0,
+  // A folder another rank's check made and removed since we looked is not in
+  // the way: try_folder looks again.
+  // One stat, so that a folder removed and made again between two looks is
+  // never taken for a file.
+  const fs::file_type type = fs::status(at, ec).type();
+  DTW_CHECK_ARG(type == fs::file_type::directory || type == fs::file_type::not_found,
+                what << ": cannot make the folder " << dir << ": "
+                     << (why.empty() ? "it" : at.string()) << " exists and is not a folder");
+  const int access_error = ::access(at.c_str(), W_OK | X_OK) == 0 ? 0 : errno;
+  DTW_CHECK_ARG(access_error == 0 || access_error == ENOENT,
                 what << ": cannot write into the folder " << dir << why << ": "
-                     << std::strerror(errno));
+                     << std::strerror(access_error));
   std::string where;
-  const int error = try_folder(at, full, where);
+  const int error = try_folder(full, where);
   DTW_CHECK_ARG(error == 0 || !where.empty(),
                 what << ": cannot write into the folder " << dir << ": " << std::strerror(error));
   DTW_CHECK_ARG(error == 0, what << ": cannot make the folder " << dir

@@ -41,9 +41,10 @@ std::int64_t ZeroRun<T>::start(train::Replica<T>& replica) {
   DTW_CHECK_ARG(info.steps_done <= spec().steps,
                 "rank " << comm().rank() << ": checkpoint " << options_.resume_dir << " is after "
                         << info.steps_done << " steps; this run has only " << spec().steps);
-  // The log of the steps before the checkpoint continues where it stopped.
-  for (std::int64_t s = 0; s < info.steps_done; ++s)
-    run_.record_loss(s, info.losses[static_cast<std::size_t>(s)]);
+  // The log of the steps before the checkpoint continues where it stopped;
+  // they are the checkpoint's, not computed here (the rate counts only ours).
+  run_.record_resumed(std::span<const double>(info.losses.data(),
+                                              static_cast<std::size_t>(info.steps_done)));
   return info.steps_done;
 }
 

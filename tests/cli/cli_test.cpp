@@ -316,6 +316,28 @@ TEST_F(DtwCliTest, WhatTheMlpDoesNotUseIsRefusedAndANegativeSeqLenForEveryModel)
   EXPECT_THAT(gpt.output, HasSubstr("synthetic text"));
 }
 
+// A resumed ZeRO run said "24 rows in 2.7 ms" though it computed one step of
+// three: it says it resumed, and counts only the steps it computed.
+TEST_F(DtwCliTest, AResumedRunSaysSoAndCountsOnlyTheStepsItComputed) {
+  const std::string ckpt = (dir_ / "ckpt").string();
+  const Finished save =
+      train({"--strategy", "zero2", "--ranks", "2", "--steps", "2", "--set", "save=" + ckpt});
+  ASSERT_EQ(save.exit_code, 0) << save.output;
+  EXPECT_THAT(save.output, HasSubstr("; 16 rows in "));
+  EXPECT_THAT(save.output, Not(HasSubstr("resumed")));
+  const Finished resumed =
+      train({"--strategy", "zero2", "--ranks", "2", "--steps", "3", "--set", "resume=" + ckpt});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output,
+              HasSubstr("resumed from a checkpoint after step 2; this run computed step 3\n"));
+  EXPECT_THAT(resumed.output, HasSubstr("; 8 rows in "));
+  const Finished nothing_left =
+      train({"--strategy", "zero2", "--ranks", "2", "--steps", "2", "--set", "resume=" + ckpt});
+  EXPECT_EQ(nothing_left.exit_code, 0) << nothing_left.output;
+  EXPECT_THAT(nothing_left.output, HasSubstr("after step 2, the run's last: nothing left"));
+  EXPECT_THAT(nothing_left.output, HasSubstr("; 0 rows in "));
+}
+
 // A straggler or a crash of a worker the world does not have changed nothing
 // and the run passed (exit 0); a knob given twice kept the last silently.
 TEST_F(DtwCliTest, KnobsNamingAWorkerThatIsNotThereOrGivenTwiceAreRefused) {

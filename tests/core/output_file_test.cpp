@@ -5,6 +5,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
 #include <unistd.h>
 
 #include <filesystem>
@@ -101,6 +105,31 @@ TEST_F(OutputFileTest, AFolderTheFilesystemRefusesIsRefusedAndNothingIsLeft) {
   // A folder that can be made, many times over and deep: accepted, nothing left.
   for (int i = 0; i < 3; ++i) EXPECT_NO_THROW(check_folder_writable((dir_ / "x/y/z").string(), "save"));
   EXPECT_TRUE(fs::is_empty(dir_)) << "the check left something in " << dir_;
+}
+
+// Every rank of a run checks its checkpoint folder at once (ZeroOptions::
+// validate): one rank's check removing the folder it made must not fail
+// another's ("cannot write into the folder ...: No such file or directory").
+TEST_F(OutputFileTest, ChecksOfOneNewFolderAtOnceAllPass) {
+  const std::string dir = (dir_ / "ckpt" / "deep").string();
+  std::atomic<int> failed{0};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 8; ++r)
+    ranks.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        try {
+          check_folder_writable(dir, "save");
+        } catch (const InvalidArgument& e) {
+          if (failed++ == 0) ADD_FAILURE() << e.what();
+        }
+      }
+    });
+  for (std::thread& t : ranks) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  // No probe file is left; a folder may be (one check's rmdir can meet
+  // another's probe), which the run that passed the check makes anyway.
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir_))
+    EXPECT_TRUE(e.is_directory()) << "left behind: " << e.path();
 }
 
 // Two outputs of one command that are one file: the later write would replace

@@ -248,12 +248,23 @@ int train_command(const TrainCommandOptions& options) {
   DTW_CHECK(!out.losses.empty(), Error,
             "dtw train: strategy " << strategy.name << " recorded no losses (RankRun::record_loss)");
 
+  // A resumed run computed only the steps after its checkpoint: the rate is theirs.
+  const std::int64_t ran = spec.steps - out.resumed_steps;
   const double rate =
-      out.seconds > 0 ? static_cast<double>(spec.steps * spec.tokens_per_step()) / out.seconds : 0;
+      out.seconds > 0 ? static_cast<double>(ran * spec.tokens_per_step()) / out.seconds : 0;
+  if (out.resumed_steps > 0 && ran > 0)
+    fmt::print("resumed from a checkpoint after step {}; this run computed {}\n",
+               out.resumed_steps,
+               ran == 1 ? fmt::format("step {}", spec.steps)
+                        : fmt::format("steps {}-{}", out.resumed_steps + 1, spec.steps));
+  else if (out.resumed_steps > 0)
+    fmt::print("resumed from a checkpoint after step {}, the run's last: nothing left to "
+               "compute\n",
+               out.resumed_steps);
   fmt::print("{} parameters; loss {:.4f} -> {:.4f}; {} {} in {} ({} {}/s)\n",
              model::param_layout(config).size(), out.losses.front(), out.losses.back(),
-             spec.steps * spec.tokens_per_step(), unit, human_seconds(out.seconds),
-             human_rate(rate), unit);
+             ran * spec.tokens_per_step(), unit, human_seconds(out.seconds), human_rate(rate),
+             unit);
   if (options.compare && !out.checked)
     fmt::print("reference: not compared ({} does not reproduce the single-device run with "
                "these settings)\n",

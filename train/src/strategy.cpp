@@ -51,6 +51,19 @@ void RankRun<T>::record_loss(std::int64_t step, double loss) {
 }
 
 template <TrainElement T>
+void RankRun<T>::record_resumed(std::span<const double> losses) {
+  DTW_CHECK_ARG(losses_.empty(), "rank " << comm_.rank() << ": record_resumed after "
+                                         << losses_.size()
+                                         << " recorded steps (a checkpoint's steps come first)");
+  DTW_CHECK_ARG(static_cast<std::int64_t>(losses.size()) <= spec_.steps,
+                "rank " << comm_.rank() << ": a checkpoint after " << losses.size()
+                        << " steps, but this run has only " << spec_.steps);
+  losses_.assign(losses.begin(), losses.end());
+  resumed_steps_ = static_cast<std::int64_t>(losses.size());
+  last_step_ = std::chrono::steady_clock::now();
+}
+
+template <TrainElement T>
 void RankRun<T>::report_params(std::span<const T> params, std::int64_t begin) {
   reported_.emplace_back(begin, std::vector<T>(params.begin(), params.end()));
 }
@@ -197,6 +210,7 @@ struct Summary {  // the trivially copyable part of a RankOutcome
   double max_abs_diff = 0;
   std::int64_t compared = 0;
   double seconds = 0;
+  std::int64_t resumed_steps = 0;
 };
 }  // namespace
 
@@ -234,6 +248,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
     // The comparison runs here, inside the rank, so it works across processes.
     Summary mine;
     mine.seconds = took.count();
+    mine.resumed_steps = run.resumed_steps();
     std::string why;
     std::span<const double> losses = run.losses();
     const std::int64_t steps_done = spec.steps;
@@ -290,6 +305,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
       o.max_abs_diff = summaries[r].max_abs_diff;
       o.compared = summaries[r].compared;
       o.seconds = summaries[r].seconds;
+      o.resumed_steps = summaries[r].resumed_steps;
       o.losses = all_losses[r];
       out.ranks.push_back(std::move(o));
     }
@@ -302,6 +318,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
     out.max_abs_param_diff = std::max(out.max_abs_param_diff, o.max_abs_diff);
     out.compared += o.compared;
     out.seconds = std::max(out.seconds, o.seconds);
+    out.resumed_steps = std::max(out.resumed_steps, o.resumed_steps);
     if (out.losses.empty() && static_cast<std::int64_t>(o.losses.size()) == spec.steps)
       out.losses = o.losses;
   }

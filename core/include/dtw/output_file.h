@@ -40,7 +40,8 @@ void check_distinct_outputs(const std::vector<OutputPath>& outputs);
 /// folders are made and a file is created in `dir`, then what the check made
 /// is removed again (so /proc/x is refused, even for root). For an output
 /// folder (a checkpoint), checked before any work starts; safe to call from
-/// several ranks at once.
+/// several ranks at once (then a folder one check made may stay: the run
+/// that passed makes it anyway). A refused folder leaves nothing behind.
 void check_folder_writable(const std::string& dir, std::string_view what);
 /// Writes `contents` to `path`, replacing the file, and raises Error naming
 /// `what`, the path and the reason when opening, writing or closing fails (a

@@ -126,6 +126,13 @@ class RankRun {
   /// Diverged, naming the step and the loss (training on through NaN would
   /// end with a "result" that is not one).
   void record_loss(std::int64_t step, double loss);
+  /// Records the losses of the steps a checkpoint already took (steps 0 ...
+  /// losses.size() − 1), before any step of this run: a resumed run's log
+  /// continues where it stopped, but these steps are not computed again, so
+  /// they do not move the progress bar and resumed_steps() says how many.
+  void record_resumed(std::span<const double> losses);
+  /// Steps taken from a checkpoint (record_resumed), not computed by this run.
+  std::int64_t resumed_steps() const { return resumed_steps_; }
   /// Hands over the final parameters [begin, begin + params.size()) this rank
   /// holds; call once per piece (or use report(replica)). Copied.
   void report_params(std::span<const T> params, std::int64_t begin);
@@ -157,6 +164,7 @@ class RankRun {
   const RunSpec& spec_;
   const Knobs& knobs_;
   std::vector<double> losses_;
+  std::int64_t resumed_steps_ = 0;
   std::vector<std::pair<std::int64_t, std::vector<T>>> reported_;
   std::chrono::steady_clock::time_point last_step_;
   model::LayerTimes* layer_times_ = nullptr;
@@ -301,6 +309,7 @@ struct RankOutcome {
   std::int64_t compared = 0;    ///< parameter elements it reported
   double seconds = 0;           ///< wall time of its rank function
   std::vector<double> losses;   ///< the losses it recorded
+  std::int64_t resumed_steps = 0;  ///< of them, taken from a checkpoint (RankRun::record_resumed)
 };
 
 /// What a harness run did.
@@ -316,6 +325,9 @@ struct RunOutcome {
   double max_abs_param_diff = 0;     ///< over every rank
   std::int64_t compared = 0;         ///< parameter elements compared, all ranks
   double seconds = 0;                ///< slowest rank's wall time of the training
+  /// Steps a checkpoint had taken (resumed, not computed by this run; the
+  /// most over the ranks): spec.steps − resumed_steps steps ran in `seconds`.
+  std::int64_t resumed_steps = 0;
 };
 
 /// Runs `fn` on opts.ranks ranks for `spec` (in T; spec.dtype is set to
