@@ -235,12 +235,6 @@ CLI::Option* add_path(CLI::App& app, const std::string& flag, std::string& targe
 
 std::string parse_error_text(const CLI::ParseError& e) {
   const std::string text = e.what();
-  // CLI11's "--list excludes --strategy" for options that cannot be combined.
-  constexpr std::string_view kExcludes = " excludes ";
-  if (const std::size_t at = text.find(kExcludes);
-      dynamic_cast<const CLI::ExcludesError*>(&e) && at != std::string::npos)
-    return fmt::format("{} and {} cannot be given together", text.substr(0, at),
-                       text.substr(at + kExcludes.size()));
   constexpr std::string_view kTwice = ": At Most 1 required but received ";
   const std::size_t at = text.find(kTwice);
   if (at == std::string::npos) return text;

@@ -70,9 +70,7 @@ CLI::Option* add_path(CLI::App& app, const std::string& flag, std::string& targe
 
 // CLI11's message for `e`, in dtw's words where CLI11's are raw: an option
 // given twice ("--ranks: At Most 1 required but received 2") reads
-// "--ranks is given 2 times: give it once"; options that exclude each other
-// ("--list excludes --strategy") read "--list and --strategy cannot be given
-// together". Other messages pass unchanged.
+// "--ranks is given 2 times: give it once". Other messages pass unchanged.
 std::string parse_error_text(const CLI::ParseError& e);
 
 }  // namespace dtw::cli

@@ -72,8 +72,8 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
   add_int(*train_cmd, "--steps", spec.steps, "Optimizer steps");
   add_int(*train_cmd, "--batch", spec.batch, "Global batch (sequences, or rows for the MLP)");
   add_int(*train_cmd, "--seq-len", spec.seq_len, "Tokens per sequence (0: the context)");
-  train_cmd->add_option("--task", options.task, "corpus (built-in text) or synthetic")
-      ->capture_default_str();
+  train_cmd->add_option("--task", options.task,
+                        "GPT models only: corpus (built-in text, the default) or synthetic");
   train_cmd->add_option("--optimizer", options.optimizer, "adamw or sgd")->capture_default_str();
   add_real(*train_cmd, "--lr", options.lr,
            "Learning rate (default: the optimizer's: adamw 0.003, sgd 0.1)");
@@ -88,10 +88,16 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
            "Write the losses and every rank's timeline and memory as JSON to this file; the "
            "terminal shows a summary beyond 16 ranks");
   // --list only lists: an option beside it (--list --strategy nope) would be
-  // ignored, so it is refused.
-  CLI::Option* list = train_cmd->get_option("--list");
-  for (CLI::Option* o : train_cmd->get_options())
-    if (o != list && o != train_cmd->get_help_ptr()) list->excludes(o);
+  // ignored, so it is refused. Checked once parsing is done, not with CLI11's
+  // excludes(), which would print "Excludes: --list" under every option of
+  // the help.
+  train_cmd->parse_complete_callback([train_cmd] {
+    const CLI::Option* list = train_cmd->get_option("--list");
+    if (list->count() == 0) return;
+    for (const CLI::Option* o : train_cmd->get_options())
+      if (o != list && o->count() > 0)
+        throw CLI::ValidationError(o->get_name() + " and --list cannot be given together");
+  });
   return train_cmd;
 }
 
