@@ -24,12 +24,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::Finished;
 
-// The benchmark programs: this build's, or those in DTW_BENCH_DIR (to run
-// these checks against another build, e.g. to see them fail on an older one).
-std::string bench(const std::string& name) {
-  const char* other = std::getenv("DTW_BENCH_DIR");
-  return (other && *other ? std::string(other) : std::string(DTW_BENCH_DIR)) + "/dtw_bench_" + name;
-}
+std::string bench(const std::string& name) { return testing::bench_program(name); }
 
 std::size_t lines_of(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));

@@ -23,12 +23,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testing::Finished;
 
-// This build's benchmarks, or those in DTW_BENCH_DIR (to see these checks
-// fail on another build).
-std::string bench(const std::string& name) {
-  const char* other = std::getenv("DTW_BENCH_DIR");
-  return (other && *other ? std::string(other) : std::string(DTW_BENCH_DIR)) + "/dtw_bench_" + name;
-}
+std::string bench(const std::string& name) { return testing::bench_program(name); }
 
 class BenchValuesTest : public ::testing::Test {
  protected:

@@ -29,10 +29,7 @@ using testing::run_program;
 
 // The program under test: this build's, or DTW_CLI_PROGRAM (to run these
 // checks against another build, e.g. to see them fail on an older one).
-std::string program() {
-  const char* other = std::getenv("DTW_CLI_PROGRAM");
-  return other && *other ? other : DTW_PROGRAM;
-}
+std::string program() { return testing::dtw_program(); }
 
 // A scratch folder per test, so outputs never land in the build tree.
 class DtwCliTest : public ::testing::Test {

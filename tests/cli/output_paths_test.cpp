@@ -22,19 +22,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::Finished;
 
-// This build's dtw and benchmarks, or DTW_CLI_PROGRAM and DTW_BENCH_DIR (to
-// see these checks fail on another build).
 std::string program(const std::string& name) {
-  if (name == "dtw") {
-    const char* other = std::getenv("DTW_CLI_PROGRAM");
-    return other && *other ? other : DTW_PROGRAM;
-  }
-#ifdef DTW_BENCH_DIR
-  const char* other = std::getenv("DTW_BENCH_DIR");
-  return (other && *other ? std::string(other) : std::string(DTW_BENCH_DIR)) + "/dtw_bench_" + name;
-#else
-  return "";
-#endif
+  return name == "dtw" ? testing::dtw_program() : testing::bench_program(name);
 }
 
 class OutputPathsTest : public ::testing::Test {

@@ -8,9 +8,30 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 
 namespace dtw::testing {
+
+std::string dtw_program() {
+  if (const char* other = std::getenv("DTW_CLI_PROGRAM"); other && *other) return other;
+#ifdef DTW_PROGRAM
+  return DTW_PROGRAM;
+#else
+  return "";
+#endif
+}
+
+std::string bench_program(const std::string& name) {
+  std::string dir;
+  if (const char* other = std::getenv("DTW_BENCH_DIR"); other && *other) dir = other;
+#ifdef DTW_BENCH_DIR
+  if (dir.empty()) dir = DTW_BENCH_DIR;
+#endif
+  return dir.empty() ? "" : dir + "/dtw_bench_" + name;
+}
+
 namespace {
 
 // Starts argv with stdout and stderr on one pipe; returns the read end.
@@ -89,6 +110,15 @@ bool Running::alive() {
   if (exited_) return false;
   if (waitpid(pid_, nullptr, WNOHANG) == pid_) exited_ = true;
   return !exited_;
+}
+
+}  // namespace dtw::testing
+
+namespace dtw::testing {
+
+Finished run_dtw(std::vector<std::string> args) {
+  args.insert(args.begin(), dtw_program());
+  return run_program(args, std::filesystem::temp_directory_path().string());
 }
 
 }  // namespace dtw::testing

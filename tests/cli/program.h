@@ -15,6 +15,17 @@ struct Finished {
   std::string output;
 };
 
+/// The program under test, so that a test can be pointed at another build
+/// (to see it fail there): `dtw` is DTW_CLI_PROGRAM when set, otherwise this
+/// build's (DTW_PROGRAM); a benchmark `dtw_bench_NAME` is looked for in
+/// DTW_BENCH_DIR when set, otherwise in this build's bench folder. "" when the
+/// test target was given no such program.
+std::string dtw_program();
+std::string bench_program(const std::string& name);
+
+/// dtw_program() with `args`, run to the end in the temporary folder.
+Finished run_dtw(std::vector<std::string> args);
+
 /// Runs `argv` to the end, with `dir` as the working folder ("" = this one).
 Finished run_program(const std::vector<std::string>& argv, const std::string& dir = "");
 

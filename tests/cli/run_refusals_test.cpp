@@ -24,13 +24,8 @@ using ::testing::Not;
 using testing::Finished;
 using testing::run_program;
 
-// This build's dtw, or DTW_CLI_PROGRAM (to see these checks fail on another).
-Finished dtw(std::vector<std::string> args) {
-  const char* other = std::getenv("DTW_CLI_PROGRAM");
-  args.insert(args.begin(), other && *other ? other : DTW_PROGRAM);
-  // Demos write nothing here (no --trace/--json), so the temp folder will do.
-  return run_program(args, std::filesystem::temp_directory_path().string());
-}
+// Demos write nothing here (no --trace/--json), so the temp folder will do.
+Finished dtw(std::vector<std::string> args) { return testing::run_dtw(std::move(args)); }
 
 // The header `dtw run` prints before any rank starts.
 constexpr const char* kHeader = "rank(s), threads backend";
@@ -113,8 +108,7 @@ TEST(DtwRunTest, PitfallsAreNamedAndListedAsPitfalls) {
 // announced as the hang it is there and left to the watchdog.
 TEST(DtwRunTest, OnMpiABadWatchdogIsRefusedBeforeMpirunAndADeadlockPitfallIsAnnounced) {
   const auto with_env = [](const std::string& setting, std::vector<std::string> args) {
-    const char* other = std::getenv("DTW_CLI_PROGRAM");
-    args.insert(args.begin(), {"/usr/bin/env", setting, other && *other ? other : DTW_PROGRAM});
+    args.insert(args.begin(), {"/usr/bin/env", setting, testing::dtw_program()});
     return run_program(args, std::filesystem::temp_directory_path().string());
   };
   const Finished bad = with_env("DTW_MPI_WATCHDOG_SECONDS=-1",

@@ -18,12 +18,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::Finished;
 
-// This build's dtw, or DTW_CLI_PROGRAM (to see these checks fail on another).
-Finished dtw(std::vector<std::string> args) {
-  const char* other = std::getenv("DTW_CLI_PROGRAM");
-  args.insert(args.begin(), other && *other ? other : DTW_PROGRAM);
-  return testing::run_program(args, std::filesystem::temp_directory_path().string());
-}
+Finished dtw(std::vector<std::string> args) { return testing::run_dtw(std::move(args)); }
 
 TEST(DtwTrainListTest, RefusesAnOptionItWouldIgnore) {
   for (const std::vector<std::string>& beside :
