@@ -50,11 +50,42 @@ std::pair<int, int> blocks_of(UnitRange r, int layers) {
 
 }  // namespace
 
+namespace {
+
+// What a shard's blocks compute: its heads and hidden units.
+BlockDims shard_dims(const ModelConfig& c, const ModelShard& s, std::int64_t batch,
+                     std::int64_t seq) {
+  BlockDims d = block_dims(c, batch, seq);
+  const IndexRange h = s.heads.resolved(c.heads), f = s.hidden.resolved(c.mlp_hidden);
+  d.heads = h.end - h.begin;
+  d.mlp_hidden = f.end - f.begin;
+  return d;
+}
+
+// The embedding's and head's view of the shard: its vocabulary rows (left
+// at the default when whole, so the head takes the fused kernel) and the
+// positions of its tokens.
+template <class T>
+EndSeams<T> end_seams(const ModelConfig& c, const ModelShard& s, Seams<T>* seams,
+                      const TokenRuns* positions) {
+  EndSeams<T> at{seams, {}, positions};
+  const IndexRange v = s.vocab.resolved(c.vocab);
+  if (v.begin != 0 || v.end != c.vocab) at.vocab = v;
+  return at;
+}
+
+std::int64_t vocab_rows(const ModelConfig& c, const ModelShard& s) {
+  const IndexRange v = s.vocab.resolved(c.vocab);
+  return v.end - v.begin;
+}
+
+}  // namespace
+
 template <TrainElement T>
-Gpt<T>::Gpt(const ModelConfig& config) : config_(config) {
+Gpt<T>::Gpt(const ModelConfig& config, const ModelShard& shard) : config_(config), shard_(shard) {
   DTW_CHECK_ARG(config.kind == ModelKind::kGpt,
                 "Gpt: model " << config.name << " is a " << name_of(config.kind) << ", not a gpt");
-  layout_ = param_layout(config_);  // validates
+  layout_ = param_layout(config_, shard_);  // validates both
   units_ = model_units(config_, layout_);
 }
 
@@ -76,15 +107,20 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
                 "Gpt::forward: unit range [" << range.begin << ", " << range.end
                                              << ") is empty or outside [0, " << U << ")");
   DTW_CHECK_ARG(batch >= 1, "Gpt::forward: batch " << batch << " must be at least 1");
-  DTW_CHECK_ARG(seq_len >= 1 && seq_len <= c.context, "Gpt::forward: seq_len "
-                                                          << seq_len << " is outside [1, context "
-                                                          << c.context << "] of model " << c.name);
+  const std::int64_t whole_len = seq_len * shard_.sequence_shards;
+  DTW_CHECK_ARG(seq_len >= 1 && whole_len <= c.context,
+                "Gpt::forward: seq_len " << seq_len << " (" << shard_.sequence_shards
+                                         << " sequence shards: " << whole_len
+                                         << " tokens a sequence) is outside [1, context "
+                                         << c.context << "] of model " << c.name);
   const bool first = range.begin == 0, last = range.end == U;
   DTW_CHECK_ARG(first ? tokens != nullptr : x_in != nullptr,
                 "Gpt::forward: units [" << range.begin << ", " << range.end << ") need "
                                         << (first ? "tokens" : "an input activation x_in"));
   has_forward_ = false;  // until this forward completes
-  const std::int64_t N = batch * seq_len, C = c.dim, L = c.layers;
+  const std::int64_t N = batch * seq_len, C = c.dim, L = c.layers, V = vocab_rows(c, shard_);
+  positions_ = shard_.positions(whole_len);
+  const EndSeams<T> ends = end_seams(c, shard_, seams_, &positions_);
   const auto [b0, b1] = blocks_of(range, static_cast<int>(L));
   GptActivations<T>& a = acts_;
   a.batch = batch;
@@ -115,18 +151,19 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
     // Token and position embeddings start the residual stream ...
     const T* e = access.params(0);
     embed_forward(sized(a.x[0], N * C), tokens, e + layout_.find("wte").offset,
-                  e + layout_.find("wpe").offset, c, batch, seq_len, 0, times_);
+                  e + layout_.find("wpe").offset, c, batch, seq_len, 0, times_, ends);
     access.release_params(0);
   } else {
     std::copy_n(x_in, N * C, sized(a.x[b0], N * C));
   }
   // ... every block reads it and writes the next version of it ...
-  const BlockDims d = block_dims(c, batch, seq_len);
+  const BlockDims d = shard_dims(c, shard_, batch, seq_len);
   for (int l = b0; l < b1; ++l) {
     const int u = l + 1;
     const T* p = access.params(u);
     block_forward(sized(a.x[l + 1], N * C), a.blocks[l], a.x[l].data(),
-                  unit_block_weights(layout_, l, p, units_[u].begin), d, times_);
+                  unit_block_weights(layout_, l, p, units_[u].begin), d, times_,
+                  BlockSeams<T>{seams_, l, &positions_});
     access.release_params(u);
   }
   // ... and the head turns the last version into next-token probabilities.
@@ -135,8 +172,8 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
     const T* embed = c.tied_head ? access.params(0) : nullptr;
     const T* h = access.params(U - 1);
     loss = head_forward(a.head, a.x[L].data(), targets,
-                        unit_head_weights(layout_, c.tied_head, h, units_[U - 1], embed), N, C,
-                        c.vocab, times_);
+                        unit_head_weights(layout_, c.tied_head, h, units_[U - 1], embed), N, C, V,
+                        times_, ends);
     access.release_params(U - 1);
     if (c.tied_head) access.release_params(0);
   }
@@ -171,10 +208,11 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
   auto ready = [&](std::int64_t begin, std::int64_t end) {
     if (on_grad_ready) on_grad_ready(begin, end);
   };
-  const std::int64_t N = a.batch * a.seq, C = c.dim, L = c.layers;
+  const std::int64_t N = a.batch * a.seq, C = c.dim, L = c.layers, V = vocab_rows(c, shard_);
   const auto [b0, b1] = blocks_of(a.range, static_cast<int>(L));
-  const BlockDims d = block_dims(c, a.batch, a.seq);
-  T* scratch = sized(scratch_, std::max(last ? head_scratch_size(N, C, c.vocab) : 0,
+  const BlockDims d = shard_dims(c, shard_, a.batch, a.seq);
+  const EndSeams<T> ends = end_seams(c, shard_, seams_, &positions_);
+  T* scratch = sized(scratch_, std::max(last ? head_scratch_size(N, C, V) : 0,
                                         b1 > b0 ? block_scratch_size(d) : 0));
   T* dx = sized(dx_, N * C);
   const ParamView& wte = layout_.find("wte");
@@ -189,8 +227,8 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
     T* gembed = c.tied_head ? access.grads(0) : nullptr;
     head_backward(dx, unit_head_weights(layout_, c.tied_head, access.grads(U - 1), head, gembed),
                   a.x[L].data(), a.targets.data(), a.head,
-                  unit_head_weights(layout_, c.tied_head, h, head, embed), N, C, c.vocab, dloss,
-                  scratch, times_);
+                  unit_head_weights(layout_, c.tied_head, h, head, embed), N, C, V, dloss,
+                  scratch, times_, ends);
     access.release_params(U - 1);
     if (c.tied_head) access.release_params(0);
     ready(head.begin, head.end);
@@ -212,7 +250,8 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
     };
     block_backward(dx, unit_block_weights(layout_, l, g, units_[u].begin),
                    static_cast<const T*>(dx), a.x[l].data(), a.blocks[l],
-                   unit_block_weights(layout_, l, p, units_[u].begin), d, scratch, times_, done);
+                   unit_block_weights(layout_, l, p, units_[u].begin), d, scratch, times_, done,
+                   BlockSeams<T>{seams_, l, &positions_});
     access.release_params(u);
   }
   if (first) {
@@ -221,7 +260,7 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
     // embedding's gradient is the last one final.
     T* g = access.grads(0);
     embed_backward(g + wte.offset, g + layout_.find("wpe").offset, static_cast<const T*>(dx),
-                   a.tokens.data(), c, a.batch, a.seq, 0, times_);
+                   a.tokens.data(), c, a.batch, a.seq, 0, times_, ends);
     ready(units_[0].begin, units_[0].end);
   } else if (last && c.tied_head) {
     // This stage holds the tied head but not the embedding: its share of
@@ -251,14 +290,18 @@ std::int64_t Gpt<T>::activation_bytes(UnitRange range, std::int64_t batch,
   DTW_CHECK_ARG(0 <= range.begin && range.begin < range.end && range.end <= U,
                 "Gpt::activation_bytes: unit range [" << range.begin << ", " << range.end
                                                       << ") is empty or outside [0, " << U << ")");
-  const std::int64_t N = batch * seq_len, C = c.dim, F = c.mlp_hidden, V = c.vocab;
-  const std::int64_t W = c.heads * c.head_dim();
+  const BlockDims d = shard_dims(c, shard_, batch, seq_len);
+  const std::int64_t N = batch * seq_len, C = c.dim, F = d.mlp_hidden, V = vocab_rows(c, shard_);
+  const std::int64_t W = d.width();
   const auto [b0, b1] = blocks_of(range, static_cast<int>(c.layers));
   const bool first = range.begin == 0, last = range.end == U;
   // Per block: ln1, mid, ln2 [N, C]; two mean/rstd pairs [N]; qkv [N, 3W]; q,
-  // k, v, per_head, merged [N, W]; probs [B, H, S, S]; pre and act [N, F].
-  const std::int64_t per_block = 3 * N * C + 4 * N + 3 * N * W + 5 * N * W +
-                                 batch * c.heads * seq_len * seq_len + 2 * N * F;
+  // k, v, per_head, merged [N, W]; the core's cache (plain: probs [B, H, S,
+  // S]); pre and act [N, F]. Seams that gather rows keep more, unseen here.
+  Seams<T>& seams = seams_ != nullptr ? *seams_ : identity_seams<T>();
+  const std::int64_t core =
+      seams.attention().cache_elements({batch, d.heads, seq_len, seq_len, d.head_dim});
+  const std::int64_t per_block = 3 * N * C + 4 * N + 3 * N * W + 5 * N * W + core + 2 * N * F;
   std::int64_t values = (b1 - b0 + 1) * N * C + (b1 - b0) * per_block;
   // The head: ln [N, C], mean and rstd [N], logits and probs [N, V], losses [N].
   if (last) values += N * C + 3 * N + 2 * N * V;

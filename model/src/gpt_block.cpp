@@ -6,6 +6,7 @@
 #include "dtw/kernels/activations.h"
 #include "dtw/kernels/attention.h"
 #include "dtw/kernels/layernorm.h"
+#include "dtw/errors.h"
 #include "dtw/model/gpt_layers.h"
 
 namespace dtw::model {
@@ -43,8 +44,12 @@ double attention_flops(const BlockDims& d) {
 template <TrainElement T>
 void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
                                 const AttentionWeights<const T>& w, const BlockDims& d,
-                                LayerTimes* times) {
+                                LayerTimes* times, AttentionCore<T>* core,
+                                const TokenRuns* positions, int layer) {
   const std::int64_t N = d.rows(), W = d.width(), C = d.dim;
+  const TokenRuns whole{{{0, d.seq}}};
+  if (core == nullptr) core = &identity_seams<T>().attention();
+  if (positions == nullptr) positions = &whole;
   // One product computes the queries, keys and values of every head at once.
   linear_forward(sized(cache.qkv, N * 3 * W), x, w.qkv_weight, w.qkv_bias, N, C, 3 * W, times);
   {
@@ -53,9 +58,10 @@ void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
     T* k = sized(cache.k, N * W);
     T* v = sized(cache.v, N * W);
     split_qkv(q, k, v, cache.qkv.data(), d.batch, d.seq, d.heads, d.head_dim);
-    kernels::attention_forward(sized(cache.per_head, N * W),
-                               sized(cache.probs, d.batch * d.heads * d.seq * d.seq), q, k, v,
-                               attention_shape(d), true);
+    // The core is the only part that sees other tokens than a row's own:
+    // where sequence parallelism exchanges keys and values (seams.h).
+    core->forward(sized(cache.per_head, N * W), cache.core, q, k, v, attention_shape(d),
+                  *positions, layer);
     merge_heads(sized(cache.merged, N * W), cache.per_head.data(), d.batch, d.seq, d.heads,
                 d.head_dim);
   }
@@ -67,8 +73,12 @@ template <TrainElement T>
 void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
                                  const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
                                  const BlockDims& d, T* scratch, LayerTimes* times,
-                                 const GradFinal<T>& done) {
+                                 const GradFinal<T>& done, AttentionCore<T>* core,
+                                 const TokenRuns* positions, int layer) {
   const std::int64_t N = d.rows(), W = d.width(), C = d.dim;
+  const TokenRuns whole{{{0, d.seq}}};
+  if (core == nullptr) core = &identity_seams<T>().attention();
+  if (positions == nullptr) positions = &whole;
   T* d_merged = scratch;
   T* d_per_head = d_merged + N * W;
   T* dq = d_per_head + N * W;
@@ -81,11 +91,11 @@ void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const 
   report<T>(done, grads.proj_weight, C * W, grads.proj_bias, C);
   {
     // The permutes only move numbers, so their gradients are the inverse
-    // permutes; the attention kernel differentiates softmax(q kᵀ/√D) v.
+    // permutes; the core differentiates softmax(q kᵀ/√D) v.
     ScopedLayerTimer timer(times, "attention", 2 * attention_flops(d));
     split_heads(d_per_head, d_merged, d.batch, d.seq, d.heads, d.head_dim);
-    kernels::attention_backward(dq, dk, dv, d_per_head, cache.probs.data(), cache.q.data(),
-                                cache.k.data(), cache.v.data(), attention_shape(d));
+    core->backward(dq, dk, dv, d_per_head, cache.per_head.data(), cache.core, cache.q.data(),
+                   cache.k.data(), cache.v.data(), attention_shape(d), *positions, layer);
     join_qkv(dqkv, dq, dk, dv, d.batch, d.seq, d.heads, d.head_dim);
   }
   // qkv = x Wqkvᵀ + bqkv: dx = dqkv Wqkv, dWqkv += dqkvᵀ x.
@@ -136,44 +146,114 @@ std::int64_t mlp_sublayer_scratch_size(const BlockDims& d) {
 
 template <TrainElement T>
 void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWeights<const T>& w,
-                   const BlockDims& d, LayerTimes* times) {
+                   const BlockDims& d, LayerTimes* times, const BlockSeams<T>& at) {
   const std::int64_t N = d.rows(), C = d.dim;
+  Seams<T>& seams = at.seams != nullptr ? *at.seams : identity_seams<T>();
+  std::vector<T> out;  // where a seam that changes the row count writes
   {
     ScopedLayerTimer timer(times, "layernorm");
     kernels::layernorm_forward(sized(cache.ln1, N * C), sized(cache.ln1_mean, N),
                                sized(cache.ln1_rstd, N), x_in, w.ln1_gamma, w.ln1_beta, N, C);
   }
-  T* mid = sized(cache.mid, N * C);
-  attention_sublayer_forward(mid, cache.attn, cache.ln1.data(), w.attn, d, times);
-  {
-    // Pre-norm residual: the sublayer's output is added to its un-normalised input.
+  // enter → sublayer → leave → bias → residual: the projection's bias is
+  // added after leave, so a row-parallel rank adds it once, after the sum.
+  auto sublayer = [&](Site site, std::span<const T> in_norm, std::vector<T>& in_buffer, T* to,
+                      const T* bias, const T* residual, auto&& run) {
+    const std::span<const T> in = seams.enter(site, at.layer, in_norm, in_buffer);
+    if (in.data() != in_buffer.data()) in_buffer.clear();
+    BlockDims sd = d;
+    sd.seq = static_cast<std::int64_t>(in.size()) / (d.batch * C);
+    const bool same_rows = sd.rows() == N;
+    T* y = same_rows ? to : sized(out, sd.rows() * C);
+    run(y, in.data(), sd);
+    const std::span<const T> added = seams.leave(site, at.layer, {y, static_cast<std::size_t>(sd.rows() * C)}, out);
+    DTW_CHECK_ARG(static_cast<std::int64_t>(added.size()) == N * C,
+                  "Seams::leave(" << name_of(site) << ", layer " << at.layer << ") returned "
+                                  << added.size() << " values; the residual stream holds " << N * C);
+    if (added.data() != to) std::copy(added.begin(), added.end(), to);
+    if (bias != nullptr) {
+      ScopedLayerTimer timer(times, "bias");
+      kernels::bias_add(to, bias, N, C);
+    }
     ScopedLayerTimer timer(times, "residual");
-    kernels::add_into(mid, x_in, N * C);
-  }
+    // Pre-norm residual: the sublayer's output is added to its un-normalised input.
+    kernels::add_into(to, residual, N * C);
+  };
+  AttentionWeights<const T> attn = w.attn;
+  attn.proj_bias = nullptr;
+  T* mid = sized(cache.mid, N * C);
+  const TokenRuns whole{{{0, d.seq}}};
+  sublayer(Site::kAttention, {cache.ln1.data(), cache.ln1.size()}, cache.attn_in, mid,
+           w.attn.proj_bias, x_in, [&](T* y, const T* in, const BlockDims& sd) {
+             // A sublayer that sees more rows than the stream (Megatron-SP's
+             // all-gather) sees the whole sequence.
+             const TokenRuns* pos = sd.seq == d.seq ? at.positions : &whole;
+             attention_sublayer_forward(y, cache.attn, in, attn, sd, times,
+                                        &seams.attention(), pos, at.layer);
+           });
   {
     ScopedLayerTimer timer(times, "layernorm");
     kernels::layernorm_forward(sized(cache.ln2, N * C), sized(cache.ln2_mean, N),
                                sized(cache.ln2_rstd, N), mid, w.ln2_gamma, w.ln2_beta, N, C);
   }
-  mlp_sublayer_forward(x_out, cache.mlp, cache.ln2.data(), w.mlp, d, times);
-  ScopedLayerTimer timer(times, "residual");
-  kernels::add_into(x_out, static_cast<const T*>(mid), N * C);
+  MlpWeights<const T> mlp = w.mlp;
+  mlp.proj_bias = nullptr;
+  sublayer(Site::kMlp, {cache.ln2.data(), cache.ln2.size()}, cache.mlp_in, x_out,
+           w.mlp.proj_bias, mid, [&](T* y, const T* in, const BlockDims& sd) {
+             mlp_sublayer_forward(y, cache.mlp, in, mlp, sd, times);
+           });
 }
 
 template <TrainElement T>
 void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, const T* x_in,
                     const BlockCache<T>& cache, const BlockWeights<const T>& w, const BlockDims& d,
-                    T* scratch, LayerTimes* times, const GradFinal<T>& done) {
+                    T* scratch, LayerTimes* times, const GradFinal<T>& done,
+                    const BlockSeams<T>& at) {
   const std::int64_t N = d.rows(), C = d.dim;
+  Seams<T>& seams = at.seams != nullptr ? *at.seams : identity_seams<T>();
   T* d_ln = scratch;             // gradient at a layer norm's output
   T* d_mid = scratch + N * C;    // gradient at mid
   T* sub = scratch + 2 * N * C;  // the sublayers' scratch
+  std::vector<T> dy_buffer, dx_buffer, big;  // for seams that change the row count
+  // The backward of leave → sublayer → enter, from the gradient at the
+  // residual (dy) to the gradient at the norm's output (into d_ln). The
+  // bias, added after leave, takes its gradient from dy and is final first.
+  auto sublayer = [&](Site site, const T* dy, T* bias_grad, const std::vector<T>& in_buffer,
+                      const std::vector<T>& in_norm, auto&& run) {
+    if (bias_grad != nullptr) {
+      ScopedLayerTimer timer(times, "bias");
+      kernels::bias_backward(bias_grad, dy, N, C);
+    }
+    if (done && bias_grad != nullptr) done(bias_grad, C);
+    const std::span<const T> dsub =
+        seams.leave_backward(site, at.layer, {dy, static_cast<std::size_t>(N * C)}, dy_buffer);
+    const T* in = in_buffer.empty() ? in_norm.data() : in_buffer.data();
+    BlockDims sd = d;
+    sd.seq = static_cast<std::int64_t>(dsub.size()) / (d.batch * C);
+    const bool same_rows = sd.rows() == N;
+    T* sub_scratch = same_rows ? sub : sized(big, block_scratch_size(sd));
+    T* dx = same_rows ? d_ln : sized(dx_buffer, sd.rows() * C);
+    run(dx, dsub.data(), in, sd, sub_scratch);
+    const std::span<const T> dnorm =
+        seams.enter_backward(site, at.layer, {dx, static_cast<std::size_t>(sd.rows() * C)}, dx_buffer);
+    DTW_CHECK_ARG(static_cast<std::int64_t>(dnorm.size()) == N * C,
+                  "Seams::enter_backward(" << name_of(site) << ", layer " << at.layer
+                                           << ") returned " << dnorm.size()
+                                           << " values; the norm's output holds " << N * C);
+    if (dnorm.data() != d_ln) std::copy(dnorm.begin(), dnorm.end(), d_ln);
+  };
   // x_out = mid + mlp(LN2(mid))  ⇒  dmid = dx_out + LN2ᵀ(mlpᵀ(dx_out)): the
   // residual passes the gradient through unchanged and the branch adds its own.
   // Each gradient is reported the moment it is final, so a listener (DDP's
   // buckets) can send it while the rest of the block still computes.
-  mlp_sublayer_backward(d_ln, grads.mlp, dx_out, cache.ln2.data(), cache.mlp, w.mlp, d, sub, times,
-                        done);
+  MlpWeights<const T> mlp = w.mlp;
+  mlp.proj_bias = nullptr;
+  MlpWeights<T> gmlp = grads.mlp;
+  gmlp.proj_bias = nullptr;
+  sublayer(Site::kMlp, dx_out, grads.mlp.proj_bias, cache.mlp_in, cache.ln2,
+           [&](T* dx, const T* dy, const T* in, const BlockDims& sd, T* s) {
+             mlp_sublayer_backward(dx, gmlp, dy, in, cache.mlp, mlp, sd, s, times, done);
+           });
   {
     ScopedLayerTimer timer(times, "layernorm");
     kernels::layernorm_backward(d_mid, grads.ln2_gamma, grads.ln2_beta, d_ln, cache.mid.data(),
@@ -186,8 +266,17 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
   }
   // mid = x_in + attention(LN1(x_in))  ⇒  dx_in = dmid + LN1ᵀ(attentionᵀ(dmid)).
   // dx_out is not read after this point, so dx_in may share its memory.
-  attention_sublayer_backward(d_ln, grads.attn, static_cast<const T*>(d_mid), cache.ln1.data(),
-                              cache.attn, w.attn, d, sub, times, done);
+  AttentionWeights<const T> attn = w.attn;
+  attn.proj_bias = nullptr;
+  AttentionWeights<T> gattn = grads.attn;
+  gattn.proj_bias = nullptr;
+  const TokenRuns whole{{{0, d.seq}}};
+  sublayer(Site::kAttention, d_mid, grads.attn.proj_bias, cache.attn_in, cache.ln1,
+           [&](T* dx, const T* dy, const T* in, const BlockDims& sd, T* s) {
+             const TokenRuns* pos = sd.seq == d.seq ? at.positions : &whole;
+             attention_sublayer_backward(dx, gattn, dy, in, cache.attn, attn, sd, s, times, done,
+                                         &seams.attention(), pos, at.layer);
+           });
   {
     ScopedLayerTimer timer(times, "layernorm");
     kernels::layernorm_backward(dx_in, grads.ln1_gamma, grads.ln1_beta, d_ln, x_in,
@@ -206,20 +295,23 @@ std::int64_t block_scratch_size(const BlockDims& d) {
 #define DTW_INSTANTIATE(T)                                                                        \
   template void attention_sublayer_forward<T>(T*, AttentionCache<T>&, const T*,                   \
                                               const AttentionWeights<const T>&, const BlockDims&, \
-                                              LayerTimes*);                                       \
+                                              LayerTimes*, AttentionCore<T>*, const TokenRuns*,   \
+                                              int);                                               \
   template void attention_sublayer_backward<T>(                                                   \
       T*, const AttentionWeights<T>&, const T*, const T*, const AttentionCache<T>&,               \
-      const AttentionWeights<const T>&, const BlockDims&, T*, LayerTimes*, const GradFinal<T>&);  \
+      const AttentionWeights<const T>&, const BlockDims&, T*, LayerTimes*, const GradFinal<T>&,   \
+      AttentionCore<T>*, const TokenRuns*, int);                                                  \
   template void mlp_sublayer_forward<T>(T*, MlpCache<T>&, const T*, const MlpWeights<const T>&,   \
                                         const BlockDims&, LayerTimes*);                           \
   template void mlp_sublayer_backward<T>(T*, const MlpWeights<T>&, const T*, const T*,            \
                                          const MlpCache<T>&, const MlpWeights<const T>&,          \
                                          const BlockDims&, T*, LayerTimes*, const GradFinal<T>&); \
   template void block_forward<T>(T*, BlockCache<T>&, const T*, const BlockWeights<const T>&,      \
-                                 const BlockDims&, LayerTimes*);                                  \
+                                 const BlockDims&, LayerTimes*, const BlockSeams<T>&);            \
   template void block_backward<T>(T*, const BlockWeights<T>&, const T*, const T*,                 \
                                   const BlockCache<T>&, const BlockWeights<const T>&,             \
-                                  const BlockDims&, T*, LayerTimes*, const GradFinal<T>&);
+                                  const BlockDims&, T*, LayerTimes*, const GradFinal<T>&,         \
+                                  const BlockSeams<T>&);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)
 #undef DTW_INSTANTIATE

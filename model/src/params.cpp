@@ -168,8 +168,15 @@ double init_value(const ParamView& view, std::uint64_t seed, std::int64_t index)
   }
   // Keyed by the tensor's name, not its offset: the value does not change when
   // another tensor is added before it or when the tensor is cut into shards.
-  return view.init_std *
-         normal(hash_key(seed, hash_name(view.name), static_cast<std::uint64_t>(index)));
+  return view.init_std * normal(hash_key(seed, hash_name(view.name),
+                                         static_cast<std::uint64_t>(view.slice.whole_index(index))));
+}
+
+std::int64_t ParamView::whole_size() const {
+  if (whole_shape.empty()) return size;
+  std::int64_t n = 1;
+  for (std::int64_t s : whole_shape) n *= s;
+  return n;
 }
 
 template <TrainElement T>

@@ -308,7 +308,7 @@ TEST(UnitsTest, ActivationBytesAreWhatTheForwardKeeps) {
     for (const auto& x : a.x) add(x);
     for (const auto& b : a.blocks) {
       for (const auto* v : {&b.ln1, &b.ln1_mean, &b.ln1_rstd, &b.attn.qkv, &b.attn.q, &b.attn.k,
-                            &b.attn.v, &b.attn.probs, &b.attn.per_head, &b.attn.merged, &b.mid,
+                            &b.attn.v, &b.attn.core.probs, &b.attn.per_head, &b.attn.merged, &b.mid,
                             &b.ln2, &b.ln2_mean, &b.ln2_rstd, &b.mlp.pre, &b.mlp.act})
         add(*v);
     }

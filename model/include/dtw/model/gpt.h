@@ -18,6 +18,8 @@
 #include "dtw/model/gpt_layers.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
+#include "dtw/model/seams.h"
+#include "dtw/model/shard.h"
 #include "dtw/model/units.h"
 #include "dtw/types.h"
 
@@ -39,25 +41,38 @@ struct GptActivations {
   UnitRange range;                    ///< the units the forward ran
 };
 
-/// A decoder-only transformer of a kGpt configuration.
+/// A decoder-only transformer of a kGpt configuration, or one rank's shard of
+/// it (shard.h): the same forward and backward run on a slice of the heads,
+/// hidden units and vocabulary and on a range of each sequence's tokens,
+/// calling the seams (seams.h) where a parallel strategy's collectives go.
 template <TrainElement T>
 class Gpt {
  public:
-  /// Validates the configuration (InvalidArgument if bad or not a GPT).
-  explicit Gpt(const ModelConfig& config);
+  /// Validates the configuration and the shard (InvalidArgument if bad or not
+  /// a GPT). The parameters are laid out as param_layout(config, shard).
+  explicit Gpt(const ModelConfig& config, const ModelShard& shard = ModelShard::whole());
 
   /// The configuration this model was built from.
   const ModelConfig& config() const { return config_; }
-  /// Where each tensor lives in the flat params/grads buffers.
+  /// The share of the model this object computes.
+  const ModelShard& shard() const { return shard_; }
+  /// Where each tensor lives in the flat params/grads buffers (the shard's
+  /// local tensors; each view's slice places it in the whole tensor).
   const ParamLayout& layout() const { return layout_; }
+  /// Where the collectives of a parallel strategy go (nullptr: the identity
+  /// seams of a rank that holds the whole model). Must outlive the passes.
+  void set_seams(Seams<T>* seams) { seams_ = seams; }
   /// Records per-layer-kind time into `times` from now on (nullptr: stop).
   void set_times(LayerTimes* times) { times_ = times; }
 
   /// Runs the model on tokens [batch, seq_len] (row-major, ids in [0, vocab))
   /// and returns the mean next-token cross-entropy against targets [batch,
   /// seq_len]; keeps the activations for backward(). targets may be nullptr
-  /// (inference: logits only, returns 0). 1 ≤ seq_len ≤ context and
-  /// batch ≥ 1, otherwise InvalidArgument naming the values.
+  /// (inference: logits only, returns 0). seq_len counts this shard's tokens
+  /// of each sequence (a sequence shard holds seq_len of the
+  /// seq_len·sequence_shards of the whole sequence, at shard().positions());
+  /// 1 ≤ the whole length ≤ context and batch ≥ 1, otherwise InvalidArgument
+  /// naming the values.
   T forward(const T* params, const std::int32_t* tokens, const std::int32_t* targets,
             std::int64_t batch, std::int64_t seq_len);
 
@@ -116,10 +131,13 @@ class Gpt {
 
  private:
   ModelConfig config_;
+  ModelShard shard_;
   ParamLayout layout_;
+  Seams<T>* seams_ = nullptr;
   std::vector<Unit> units_;
   LayerTimes* times_ = nullptr;
   GptActivations<T> acts_;
+  TokenRuns positions_;  // of the last forward's tokens
   bool has_forward_ = false;
   std::vector<T> dx_;       // gradient of the residual stream, reused block to block
   std::vector<T> scratch_;  // backward scratch, sized for the largest layer

@@ -24,9 +24,11 @@
 #include <string>
 #include <vector>
 
+#include "dtw/model/attention_core.h"
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
+#include "dtw/model/seams.h"
 #include "dtw/types.h"
 
 namespace dtw::model {
@@ -156,24 +158,30 @@ struct AttentionCache {
   /// @var k
   /// keys [batch, heads, seq, head_dim]
   std::vector<T> q, k, v;   ///< values [batch, heads, seq, head_dim]
-  std::vector<T> probs;     ///< [batch, heads, seq, seq]
+  CoreCache<T> core;        ///< what the attention core keeps (plain: the probabilities)
   std::vector<T> per_head;  ///< attention output [batch, heads, seq, head_dim]
   std::vector<T> merged;    ///< the same as [rows, width]: the projection's input
 };
 
 /// `y = proj(attention(split(x Wqkvᵀ + bqkv)))`: causal multi-head attention
 /// of the (already normalised) x [rows, dim]; y [rows, dim] is overwritten.
+/// `core` computes softmax(q kᵀ/√D) v (nullptr: PlainAttention) on tokens at
+/// `positions` (nullptr: the whole sequence [0, seq)); `layer` is passed on
+/// to the core.
 template <TrainElement T>
 void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
                                 const AttentionWeights<const T>& w, const BlockDims& d,
-                                LayerTimes* times = nullptr);
+                                LayerTimes* times = nullptr, AttentionCore<T>* core = nullptr,
+                                const TokenRuns* positions = nullptr, int layer = -1);
 /// Overwrites dx [rows, dim]; accumulates into grads and reports each
 /// gradient tensor to `done` when it is final (the projection's first).
+/// `core`, `positions` and `layer` must be the forward's.
 template <TrainElement T>
 void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
                                  const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
                                  const BlockDims& d, T* scratch, LayerTimes* times = nullptr,
-                                 const GradFinal<T>& done = {});
+                                 const GradFinal<T>& done = {}, AttentionCore<T>* core = nullptr,
+                                 const TokenRuns* positions = nullptr, int layer = -1);
 /// Elements of scratch attention_sublayer_backward needs: 8·rows·width
 /// (d_merged, d_per_head, dq, dk, dv, and dqkv at 3·width).
 std::int64_t attention_sublayer_scratch_size(const BlockDims& d);
@@ -209,6 +217,9 @@ struct BlockCache {
   /// @var ln1_mean
   /// per-row mean of x_in [rows]
   std::vector<T> ln1, ln1_mean, ln1_rstd;  ///< per-row 1/std of x_in [rows]
+  /// @var attn_in
+  /// the attention sublayer's input when Seams::enter made a new one (else empty)
+  std::vector<T> attn_in, mlp_in;          ///< the MLP's likewise
   AttentionCache<T> attn;                  ///< the attention sublayer's cache
   std::vector<T> mid;                      ///< x_in + attention(LN1(x_in))
   /// @var ln2
@@ -219,12 +230,23 @@ struct BlockCache {
   MlpCache<T> mlp;                         ///< the MLP sublayer's cache
 };
 
+/// Where a block is and which seams it calls (seams.h).
+template <TrainElement T>
+struct BlockSeams {
+  Seams<T>* seams = nullptr;            ///< nullptr: identity_seams()
+  int layer = -1;                       ///< the block's index, passed to the seams
+  const TokenRuns* positions = nullptr;  ///< the tokens' positions (nullptr: [0, seq))
+};
+
 /// One pre-norm transformer block:
-/// `mid = x_in + attention(LN1(x_in))`, `x_out = mid + mlp(LN2(mid))`.
-/// x_in and x_out are [rows, dim] and must not alias (x_in is needed by the backward).
+/// `mid = x_in + leave(attention(enter(LN1(x_in)))) + b_attn`,
+/// `x_out = mid + leave(mlp(enter(LN2(mid)))) + b_mlp`, with the seams of
+/// `at` (identity by default); the projections' biases are added after
+/// leave, once. x_in and x_out are [rows, dim] and must not alias (x_in is
+/// needed by the backward).
 template <TrainElement T>
 void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWeights<const T>& w,
-                   const BlockDims& d, LayerTimes* times = nullptr);
+                   const BlockDims& d, LayerTimes* times = nullptr, const BlockSeams<T>& at = {});
 /// Overwrites dx_in (which may alias dx_out); accumulates into grads and
 /// reports each of the block's gradient tensors to `done` the moment it is
 /// final: the MLP's (projection, then fc), LN2's, the attention's, LN1's; of
@@ -233,7 +255,8 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
 template <TrainElement T>
 void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, const T* x_in,
                     const BlockCache<T>& cache, const BlockWeights<const T>& w, const BlockDims& d,
-                    T* scratch, LayerTimes* times = nullptr, const GradFinal<T>& done = {});
+                    T* scratch, LayerTimes* times = nullptr, const GradFinal<T>& done = {},
+                    const BlockSeams<T>& at = {});
 /// Elements of scratch block_backward needs: 2·rows·dim (gradients at a norm's
 /// output and at mid) plus the larger sublayer scratch.
 std::int64_t block_scratch_size(const BlockDims& d);
@@ -241,19 +264,35 @@ std::int64_t block_scratch_size(const BlockDims& d);
 // ---------------------------------------------------------------------------
 // Embedding and head
 
-/// `x[b·seq + t] = wte[tokens[b·seq + t]] + wpe[position_offset + t]` for
-/// batch×seq tokens; x is [batch·seq, dim]. position_offset lets a sequence
-/// shard start mid-sequence. Token ids outside [0, vocab) and positions beyond
-/// the context raise InvalidArgument naming the values.
+/// Where the embedding and the head sit in a shard (shard.h): the seams they
+/// call, the vocabulary rows this rank's wte (and head) holds, and the
+/// tokens' positions. The default is the whole model with identity seams.
+template <TrainElement T>
+struct EndSeams {
+  Seams<T>* seams = nullptr;             ///< nullptr: identity_seams()
+  IndexRange vocab;                      ///< vocabulary rows held (default: all)
+  const TokenRuns* positions = nullptr;  ///< positions of the tokens (nullptr: offset + t)
+};
+
+/// `x[b·seq + t] = leave(wte[tokens[b·seq + t]]) + wpe[position(t)]` for
+/// batch×seq tokens; x is [batch·seq, dim]. position(t) is `at.positions`'
+/// t-th position, or position_offset + t (a sequence shard starting
+/// mid-sequence). A vocabulary slice looks up only the tokens in its rows
+/// (the others' rows stay 0 until Seams::leave sums the slices); wte then has
+/// the slice's rows. Token ids outside [0, vocab) and positions beyond the
+/// context raise InvalidArgument naming the values.
 template <TrainElement T>
 void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
                    const ModelConfig& config, std::int64_t batch, std::int64_t seq,
-                   std::int64_t position_offset = 0, LayerTimes* times = nullptr);
-/// Accumulates dwte and dwpe from dx [batch·seq, dim].
+                   std::int64_t position_offset = 0, LayerTimes* times = nullptr,
+                   const EndSeams<T>& at = {});
+/// Accumulates dwte (the slice's rows) and dwpe from dx [batch·seq, dim];
+/// dx passes through Seams::leave_backward before reaching dwte.
 template <TrainElement T>
 void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
                     const ModelConfig& config, std::int64_t batch, std::int64_t seq,
-                    std::int64_t position_offset = 0, LayerTimes* times = nullptr);
+                    std::int64_t position_offset = 0, LayerTimes* times = nullptr,
+                    const EndSeams<T>& at = {});
 
 /// The final layer norm and the output projection (weight = wte when tied).
 template <class T>
@@ -278,24 +317,31 @@ struct HeadCache {
   /// @var mean
   /// per-row mean of x [rows]
   std::vector<T> ln, mean, rstd;  ///< per-row 1/std of x [rows]
+  std::vector<T> in;              ///< the projection's input when Seams::enter made one
   std::vector<T> logits;          ///< [rows, vocab]
   std::vector<T> probs;           ///< softmax(logits), when targets were given
   std::vector<T> losses;          ///< per-row cross-entropy
 };
 
-/// `logits = LNf(x) Wᵀ`; with targets, also the per-row cross-entropy; returns
-/// its mean over the rows (0 without targets: inference).
+/// `logits = enter(LNf(x)) Wᵀ`; with targets, also the per-row
+/// cross-entropy; returns its mean over the rows (0 without targets:
+/// inference). `vocab` is the rows of w.weight: with a vocabulary slice
+/// (`at.vocab` not whole) the loss takes its row maxima and sums over every
+/// slice from Seams::vocab_max and vocab_sum, and never gathers the logits;
+/// probs and logits then hold the slice's columns. enter(kHead) must keep
+/// the row count (targets are per row).
 template <TrainElement T>
 T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
                const HeadWeights<const T>& w, std::int64_t rows, std::int64_t dim,
-               std::int64_t vocab, LayerTimes* times = nullptr);
+               std::int64_t vocab, LayerTimes* times = nullptr, const EndSeams<T>& at = {});
 /// The gradient of `dloss · Σ_rows loss`: overwrites dx, accumulates into grads
-/// (dloss = 1/rows for the mean loss; tied: grads.weight is dwte).
+/// (dloss = 1/rows for the mean loss; tied: grads.weight is dwte); the
+/// gradient at the projection's input passes through Seams::enter_backward.
 template <TrainElement T>
 void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::int32_t* targets,
                    const HeadCache<T>& cache, const HeadWeights<const T>& w, std::int64_t rows,
                    std::int64_t dim, std::int64_t vocab, T dloss, T* scratch,
-                   LayerTimes* times = nullptr);
+                   LayerTimes* times = nullptr, const EndSeams<T>& at = {});
 /// Elements of scratch head_backward needs: rows·vocab (dlogits) + rows·dim
 /// (gradient at LNf's output).
 std::int64_t head_scratch_size(std::int64_t rows, std::int64_t dim, std::int64_t vocab);

@@ -48,6 +48,21 @@ enum class ParamInit {
   kNormal,  ///< N(0, init_std²): weight matrices and embeddings
 };
 
+/// Where the elements of a view sit in the whole model's tensor of the same
+/// name: `runs` runs of `run` contiguous elements, run k starting at element
+/// `first + k·stride` of the whole tensor. Rows [r0, r1) of a [rows, cols]
+/// matrix are one run; a column block is one run per row; the q, k, v rows of
+/// some heads are three runs. The default is the identity (the whole tensor).
+struct TensorSlice {
+  std::int64_t first = 0;   ///< the whole tensor's index of the view's element 0
+  std::int64_t run = 0;     ///< elements per run (0: one run, the whole view)
+  std::int64_t stride = 0;  ///< distance between the starts of consecutive runs
+  /// The whole tensor's index of the view's element i.
+  std::int64_t whole_index(std::int64_t i) const {
+    return run == 0 ? first + i : first + (i / run) * stride + i % run;
+  }
+};
+
 /// One named tensor inside the flat buffer.
 struct ParamView {
   std::string name;                  ///< unique, e.g. "h.0.attn.qkv.weight" (see the layout above)
@@ -62,6 +77,15 @@ struct ParamView {
   bool decay = false;
   ParamInit init = ParamInit::kZeros;  ///< how init_value() fills it
   double init_std = 0;  ///< standard deviation for kNormal
+  /// Where this view sits in the whole tensor (shard.h: a rank's slice); the
+  /// identity for a whole model's view.
+  TensorSlice slice;
+  /// The whole tensor's shape (empty: the same as shape, the view is whole).
+  std::vector<std::int64_t> whole_shape;
+  /// Elements of the whole tensor.
+  std::int64_t whole_size() const;
+  /// True when the view holds the whole tensor.
+  bool is_whole() const { return whole_shape.empty() || whole_size() == size; }
 };
 
 /// The views of a model, contiguous, in order, without gaps or overlaps.
@@ -98,8 +122,8 @@ class ParamLayout {
 ParamLayout param_layout(const ModelConfig& config);
 
 /// The initial value of element `index` (0 ≤ index < view.size) of a view: a
-/// pure function of (seed, view.name, index), so any slice of any tensor can
-/// be initialised on its own and matches the whole model's. GPT-2's scheme:
+/// pure function of (seed, view.name, view.slice.whole_index(index)), so any
+/// slice of any tensor initialises on its own and matches the whole model's. GPT-2's scheme:
 /// N(0, 0.02²) for matrices and embeddings, scaled by 1/√(2·layers) for the
 /// projections that write into the residual stream (attn.proj, mlp.proj);
 /// zeros for biases and norm shifts; ones for norm gains. MLP linears use

@@ -1,0 +1,97 @@
+#pragma once
+/// @file
+/// Seams: the places in the GPT's forward and backward where a parallel
+/// strategy puts its collectives, identity by default. The model calls them;
+/// chapters 06 and 07 override them, so a tensor- or sequence-parallel rank
+/// runs the model's own code on its shard (shard.h) with no second copy of
+/// the block's chain.
+///
+/// One block, forward, with the four sites and what plugs in at each:
+///
+///     x ─ LN1 ─ enter(kAttention) ─ attention ─ leave(kAttention) ─ +bias ─ + ─ mid
+///     │                                                                     │
+///     └─────────────────────────────────────────────────────────────────────┘
+///     mid ─ LN2 ─ enter(kMlp) ─ MLP ─ leave(kMlp) ─ +bias ─ + ─ x_out  (same residual)
+///
+///     embedding: wte lookup ─ leave(kEmbedding) ─ + wpe
+///     head:      LNf ─ enter(kHead) ─ logits ─ vocab_max, vocab_sum ─ loss
+///
+/// | seam           | tensor parallel (Megatron, ch06) | sequence parallel norms (Megatron-SP) |
+/// |----------------|----------------------------------|---------------------------------------|
+/// | enter          | f: identity                      | all-gather along the sequence          |
+/// | leave          | g: allreduce (sum of partials)   | reduce-scatter along the sequence      |
+/// | leave_backward | g backward: identity             | all-gather                             |
+/// | enter_backward | f backward: allreduce            | reduce-scatter                         |
+/// | attention()    | plain core on the rank's heads   | Ulysses: all-to-alls around a core; ring: K/V passed around |
+/// | vocab_max/sum  | allreduce max / sum over the vocabulary slices | —                       |
+///
+/// Sizes may change at a seam (an all-gather makes more rows): a sublayer
+/// runs on the rows `enter` returns, and `leave` must return as many rows as
+/// the residual stream holds. Rows are always sequence-major (row b·T + t).
+/// A row-parallel projection's bias is added after `leave`, once, whatever
+/// leave sums: that is why it is replicated and not sliced (shard.h).
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "dtw/model/attention_core.h"
+#include "dtw/types.h"
+
+namespace dtw::model {
+
+/// Where in the model a seam is.
+enum class Site {
+  kEmbedding,  ///< after the token lookup (a vocabulary slice looks up only its own rows)
+  kAttention,  ///< around the attention sublayer of a block
+  kMlp,        ///< around the MLP sublayer of a block
+  kHead,       ///< between the final norm and the logits
+};
+
+/// "embedding", "attention", "mlp", "head".
+const char* name_of(Site site);
+
+/// The seams of one rank (see the file comment). Every method's default is
+/// the identity; `layer` is the block (−1 for the embedding and the head).
+/// `buffer` is the caller's, kept as long as the returned span is used: a
+/// seam that changes the size writes its result there.
+template <TrainElement T>
+class Seams {
+ public:
+  virtual ~Seams() = default;
+  /// Forward, before a sublayer: x [rows, dim] is the norm's output; returns
+  /// the sublayer's input (f: x itself; Megatron-SP: the all-gather of x).
+  virtual std::span<const T> enter(Site site, int layer, std::span<const T> x,
+                                   std::vector<T>& buffer);
+  /// Forward, after a sublayer: y [rows, dim] is this rank's partial output
+  /// (before any bias); returns what the residual stream adds (g: the
+  /// allreduce of y, in place; Megatron-SP: a reduce-scatter into buffer).
+  virtual std::span<const T> leave(Site site, int layer, std::span<T> y, std::vector<T>& buffer);
+  /// Backward of leave: dy is the gradient at what leave returned; returns the
+  /// gradient at the sublayer's output (g's backward: dy itself).
+  virtual std::span<const T> leave_backward(Site site, int layer, std::span<const T> dy,
+                                            std::vector<T>& buffer);
+  /// Backward of enter: dx is this rank's partial gradient at the sublayer's
+  /// input; returns the gradient at the norm's output (f's backward: the
+  /// allreduce of dx, in place).
+  virtual std::span<const T> enter_backward(Site site, int layer, std::span<T> dx,
+                                            std::vector<T>& buffer);
+  /// The attention core every block uses (default: PlainAttention).
+  virtual AttentionCore<T>& attention() { return plain_; }
+  /// The loss over a vocabulary slice: turns each row's maximum of this
+  /// rank's logits into the maximum over every slice (an allreduce max).
+  virtual void vocab_max(std::span<T> row_max) { (void)row_max; }
+  /// Turns per-row partial sums into sums over every slice (an allreduce
+  /// sum): each row's Σ exp(logit − max) and its target's logit (0 on the
+  /// slices that do not hold the target), 2·rows values in one call.
+  virtual void vocab_sum(std::span<T> row_sums) { (void)row_sums; }
+
+ private:
+  PlainAttention<T> plain_;
+};
+
+/// The identity seams of a rank that holds the whole model.
+template <TrainElement T>
+Seams<T>& identity_seams();
+
+}  // namespace dtw::model

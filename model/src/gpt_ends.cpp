@@ -1,0 +1,258 @@
+// The GPT's two ends: the embedding (token and position lookups) and the
+// output head (final norm, projection to the vocabulary, cross-entropy), for
+// the whole model or a shard of it (a vocabulary slice, a token range).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "buffers.h"
+#include "dtw/errors.h"
+#include "dtw/kernels/cross_entropy.h"
+#include "dtw/kernels/embedding.h"
+#include "dtw/kernels/layernorm.h"
+#include "dtw/model/gpt_layers.h"
+
+namespace dtw::model {
+
+using detail::sized;
+
+namespace {
+
+void check_tokens(const char* who, const std::int32_t* tokens, const ModelConfig& config,
+                  std::int64_t batch, std::int64_t seq) {
+  DTW_CHECK_ARG(batch >= 0 && seq >= 0,
+                who << ": batch " << batch << " and seq " << seq << " must not be negative");
+  for (std::int64_t i = 0; i < batch * seq; ++i) {
+    DTW_CHECK_ARG(tokens[i] >= 0 && tokens[i] < config.vocab,
+                  who << ": token id " << tokens[i] << " (sequence " << i / seq << ", position "
+                      << i % seq << ") is outside [0, vocab " << config.vocab << ")");
+  }
+}
+
+// The position of each local token: the runs' positions, or offset + t.
+std::vector<std::int32_t> positions(const char* who, const ModelConfig& config, std::int64_t seq,
+                                    std::int64_t offset, const TokenRuns* runs) {
+  DTW_CHECK_ARG(runs == nullptr || runs->size() == seq,
+                who << ": " << seq << " tokens per sequence but " << runs->size()
+                    << " positions");
+  std::vector<std::int32_t> p(static_cast<std::size_t>(seq));
+  for (std::int64_t t = 0; t < seq; ++t) {
+    const std::int64_t at = runs != nullptr ? runs->position(t) : offset + t;
+    DTW_CHECK_ARG(at >= 0 && at < config.context,
+                  who << ": position " << at << " of token " << t << " is outside the context "
+                      << config.context << " of model " << config.name);
+    p[t] = static_cast<std::int32_t>(at);
+  }
+  return p;
+}
+
+template <class T>
+Seams<T>& seams_of(const EndSeams<T>& at) {
+  return at.seams != nullptr ? *at.seams : identity_seams<T>();
+}
+
+// The rows of a vocabulary slice [v0, v1) of ids: the local row of id, or −1.
+struct VocabSlice {
+  std::int64_t v0, v1;
+  bool whole;
+  std::int64_t row(std::int32_t id) const { return id >= v0 && id < v1 ? id - v0 : -1; }
+};
+// The head is told its slice only when it holds one (EndSeams' default is
+// the whole vocabulary, which takes the fused kernel).
+bool whole_vocab(IndexRange r) { return r.begin == 0 && r.end < 0; }
+VocabSlice slice_of(IndexRange r, const ModelConfig& c) {
+  const IndexRange v = r.resolved(c.vocab);
+  return {v.begin, v.end, v.begin == 0 && v.end == c.vocab};
+}
+
+}  // namespace
+
+template <TrainElement T>
+void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
+                   const ModelConfig& config, std::int64_t batch, std::int64_t seq,
+                   std::int64_t position_offset, LayerTimes* times, const EndSeams<T>& at) {
+  check_tokens("embed_forward", tokens, config, batch, seq);
+  const std::vector<std::int32_t> pos =
+      positions("embed_forward", config, seq, position_offset, at.positions);
+  ScopedLayerTimer timer(times, "embedding");
+  const std::int64_t C = config.dim, N = batch * seq;
+  const VocabSlice vocab = slice_of(at.vocab, config);
+  // x = wte[token] + wpe[position]: a lookup, then a second lookup added on top.
+  if (vocab.whole) {
+    kernels::embedding_forward(x, tokens, wte, N, C, config.vocab);
+  } else {
+    // A vocabulary slice holds some tokens' rows; the others are another
+    // slice's, and leave() sums the slices (Megatron's VocabParallelEmbedding).
+    for (std::int64_t i = 0; i < N; ++i) {
+      const std::int64_t r = vocab.row(tokens[i]);
+      if (r < 0) std::fill_n(x + i * C, C, T(0));
+      else std::copy_n(wte + r * C, C, x + i * C);
+    }
+  }
+  std::vector<T> buffer;
+  const std::span<const T> summed =
+      seams_of(at).leave(Site::kEmbedding, -1, {x, static_cast<std::size_t>(N * C)}, buffer);
+  DTW_CHECK_ARG(static_cast<std::int64_t>(summed.size()) == N * C,
+                "Seams::leave(embedding) returned " << summed.size() << " values, not " << N * C);
+  if (summed.data() != x) std::copy(summed.begin(), summed.end(), x);
+  for (std::int64_t b = 0; b < batch; ++b)
+    kernels::embedding_forward(x + b * seq * C, pos.data(), wpe, seq, C, config.context, true);
+}
+
+template <TrainElement T>
+void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
+                    const ModelConfig& config, std::int64_t batch, std::int64_t seq,
+                    std::int64_t position_offset, LayerTimes* times, const EndSeams<T>& at) {
+  check_tokens("embed_backward", tokens, config, batch, seq);
+  const std::vector<std::int32_t> pos =
+      positions("embed_backward", config, seq, position_offset, at.positions);
+  ScopedLayerTimer timer(times, "embedding");
+  const std::int64_t C = config.dim, N = batch * seq;
+  const VocabSlice vocab = slice_of(at.vocab, config);
+  // A lookup copies rows, so its gradient adds each row of dx back into the
+  // table row it came from: dwte[token] += dx, dwpe[position] += dx.
+  std::vector<T> buffer;
+  const std::span<const T> d_tok = seams_of(at).leave_backward(
+      Site::kEmbedding, -1, {dx, static_cast<std::size_t>(N * C)}, buffer);
+  if (vocab.whole) {
+    kernels::embedding_backward(dwte, tokens, d_tok.data(), N, C, config.vocab);
+  } else {
+    for (std::int64_t i = 0; i < N; ++i) {
+      const std::int64_t r = vocab.row(tokens[i]);
+      if (r < 0) continue;
+      for (std::int64_t j = 0; j < C; ++j) dwte[r * C + j] += d_tok[i * C + j];
+    }
+  }
+  for (std::int64_t b = 0; b < batch; ++b)
+    kernels::embedding_backward(dwpe, pos.data(), dx + b * seq * C, seq, C, config.context);
+}
+
+namespace {
+
+// Cross-entropy over a vocabulary slice without gathering the logits:
+// loss = log Σ_all exp(l − m) + m − l_target with m the row maximum over all
+// slices. Two reductions across the slices: the maxima (vocab_max), then the
+// sums of exponentials and the target's logit together (vocab_sum).
+template <class T>
+T sliced_cross_entropy(T* probs, T* losses, const T* logits, const std::int32_t* targets,
+                       std::int64_t rows, std::int64_t vocab_local, const VocabSlice& vocab,
+                       Seams<T>& seams) {
+  std::vector<T> row_max(static_cast<std::size_t>(rows)), sums(static_cast<std::size_t>(2 * rows));
+  for (std::int64_t r = 0; r < rows; ++r)
+    row_max[r] = *std::max_element(logits + r * vocab_local, logits + (r + 1) * vocab_local);
+  seams.vocab_max(row_max);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    T sum = 0;
+    for (std::int64_t j = 0; j < vocab_local; ++j)
+      sum += std::exp(logits[r * vocab_local + j] - row_max[r]);
+    sums[r] = sum;
+    const std::int64_t t = vocab.row(targets[r]);
+    sums[rows + r] = t < 0 ? T(0) : logits[r * vocab_local + t];
+  }
+  seams.vocab_sum(sums);
+  T total = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    losses[r] = std::log(sums[r]) + row_max[r] - sums[rows + r];
+    total += losses[r];
+    for (std::int64_t j = 0; j < vocab_local; ++j)
+      probs[r * vocab_local + j] = std::exp(logits[r * vocab_local + j] - row_max[r]) / sums[r];
+  }
+  return total / static_cast<T>(rows);
+}
+
+}  // namespace
+
+template <TrainElement T>
+T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
+               const HeadWeights<const T>& w, std::int64_t rows, std::int64_t dim,
+               std::int64_t vocab, LayerTimes* times, const EndSeams<T>& at) {
+  Seams<T>& seams = seams_of(at);
+  {
+    ScopedLayerTimer timer(times, "layernorm");
+    kernels::layernorm_forward(sized(cache.ln, rows * dim), sized(cache.mean, rows),
+                               sized(cache.rstd, rows), x, w.lnf_gamma, w.lnf_beta, rows, dim);
+  }
+  const std::span<const T> in = seams.enter(Site::kHead, -1, cache.ln, cache.in);
+  DTW_CHECK_ARG(static_cast<std::int64_t>(in.size()) == rows * dim,
+                "Seams::enter(head) returned " << in.size() << " values; the head keeps its "
+                                               << rows << " rows of " << dim);
+  if (in.data() != cache.in.data()) cache.in.clear();
+  linear_forward(sized(cache.logits, rows * vocab), in.data(), w.weight,
+                 static_cast<const T*>(nullptr), rows, dim, vocab, times);
+  if (targets == nullptr) {
+    cache.probs.clear();
+    return T(0);
+  }
+  ScopedLayerTimer timer(times, "loss");
+  if (whole_vocab(at.vocab)) {
+    return kernels::cross_entropy_forward(sized(cache.probs, rows * vocab),
+                                          sized(cache.losses, rows), cache.logits.data(), targets,
+                                          rows, vocab);
+  }
+  const VocabSlice slice{at.vocab.begin, at.vocab.end, false};
+  DTW_CHECK_ARG(slice.v1 - slice.v0 == vocab,
+                "head_forward: the vocabulary slice [" << slice.v0 << ", " << slice.v1
+                                                       << ") does not have " << vocab << " rows");
+  return sliced_cross_entropy(sized(cache.probs, rows * vocab), sized(cache.losses, rows),
+                              cache.logits.data(), targets, rows, vocab, slice, seams);
+}
+
+template <TrainElement T>
+void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::int32_t* targets,
+                   const HeadCache<T>& cache, const HeadWeights<const T>& w, std::int64_t rows,
+                   std::int64_t dim, std::int64_t vocab, T dloss, T* scratch, LayerTimes* times,
+                   const EndSeams<T>& at) {
+  DTW_CHECK_ARG(targets != nullptr && cache.probs.size() == static_cast<std::size_t>(rows * vocab),
+                "head_backward: the forward pass ran without targets (or on other sizes: "
+                    << rows << " rows, vocab " << vocab << ")");
+  T* dlogits = scratch;
+  T* dln = scratch + rows * vocab;
+  {
+    // loss = logsumexp(logits) − logits[target]  ⇒  dlogits = dloss·(probs − onehot).
+    ScopedLayerTimer timer(times, "loss");
+    if (whole_vocab(at.vocab)) {
+      kernels::cross_entropy_backward(dlogits, cache.probs.data(), targets, rows, vocab, dloss);
+    } else {
+      // The probabilities are already normalised over every slice; the
+      // one-hot lands only on the slice holding the target.
+      const VocabSlice slice{at.vocab.begin, at.vocab.end, false};
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t j = 0; j < vocab; ++j)
+          dlogits[r * vocab + j] = dloss * cache.probs[r * vocab + j];
+        const std::int64_t t = slice.row(targets[r]);
+        if (t >= 0) dlogits[r * vocab + t] -= dloss;
+      }
+    }
+  }
+  // logits = in Wᵀ: a linear layer without bias (tied: W is wte, whose
+  // gradient also receives the embedding's contribution).
+  const T* in = cache.in.empty() ? cache.ln.data() : cache.in.data();
+  linear_backward(dln, grads.weight, static_cast<T*>(nullptr), dlogits, in, w.weight, rows, dim,
+                  vocab, times);
+  std::vector<T> buffer;
+  const std::span<const T> d_norm = seams_of(at).enter_backward(
+      Site::kHead, -1, {dln, static_cast<std::size_t>(rows * dim)}, buffer);
+  ScopedLayerTimer timer(times, "layernorm");
+  kernels::layernorm_backward(dx, grads.lnf_gamma, grads.lnf_beta, d_norm.data(), x,
+                              cache.mean.data(), cache.rstd.data(), w.lnf_gamma, rows, dim);
+}
+
+#define DTW_INSTANTIATE(T)                                                                        \
+  template void embed_forward<T>(T*, const std::int32_t*, const T*, const T*, const ModelConfig&, \
+                                 std::int64_t, std::int64_t, std::int64_t, LayerTimes*,           \
+                                 const EndSeams<T>&);                                             \
+  template void embed_backward<T>(T*, T*, const T*, const std::int32_t*, const ModelConfig&,      \
+                                  std::int64_t, std::int64_t, std::int64_t, LayerTimes*,          \
+                                  const EndSeams<T>&);                                            \
+  template T head_forward<T>(HeadCache<T>&, const T*, const std::int32_t*,                        \
+                             const HeadWeights<const T>&, std::int64_t, std::int64_t,             \
+                             std::int64_t, LayerTimes*, const EndSeams<T>&);                      \
+  template void head_backward<T>(T*, const HeadWeights<T>&, const T*, const std::int32_t*,        \
+                                 const HeadCache<T>&, const HeadWeights<const T>&, std::int64_t,  \
+                                 std::int64_t, std::int64_t, T, T*, LayerTimes*,                  \
+                                 const EndSeams<T>&);
+DTW_INSTANTIATE(float)
+DTW_INSTANTIATE(double)
+#undef DTW_INSTANTIATE
+
+}  // namespace dtw::model
