@@ -182,11 +182,11 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
   AttentionWeights<const T> attn = w.attn;
   attn.proj_bias = nullptr;
   T* mid = sized(cache.mid, N * C);
-  const TokenRuns whole{{{0, d.seq}}};
   sublayer(Site::kAttention, {cache.ln1.data(), cache.ln1.size()}, cache.attn_in, mid,
            w.attn.proj_bias, x_in, [&](T* y, const T* in, const BlockDims& sd) {
              // A sublayer that sees more rows than the stream (Megatron-SP's
              // all-gather) sees the whole sequence.
+             const TokenRuns whole{{{0, sd.seq}}};
              const TokenRuns* pos = sd.seq == d.seq ? at.positions : &whole;
              attention_sublayer_forward(y, cache.attn, in, attn, sd, times,
                                         &seams.attention(), pos, at.layer);
@@ -270,9 +270,9 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
   attn.proj_bias = nullptr;
   AttentionWeights<T> gattn = grads.attn;
   gattn.proj_bias = nullptr;
-  const TokenRuns whole{{{0, d.seq}}};
   sublayer(Site::kAttention, d_mid, grads.attn.proj_bias, cache.attn_in, cache.ln1,
            [&](T* dx, const T* dy, const T* in, const BlockDims& sd, T* s) {
+             const TokenRuns whole{{{0, sd.seq}}};
              const TokenRuns* pos = sd.seq == d.seq ? at.positions : &whole;
              attention_sublayer_backward(dx, gattn, dy, in, cache.attn, attn, sd, s, times, done,
                                          &seams.attention(), pos, at.layer);
