@@ -13,7 +13,9 @@ using model::UnitRange;
 template <class T>
 class GptNetwork final : public Network<T> {
  public:
-  explicit GptNetwork(const model::ModelConfig& c) : gpt_(c) {}
+  GptNetwork(const model::ModelConfig& c, const model::ModelShard& shard) : gpt_(c, shard) {}
+  const model::ModelShard& shard() const override { return gpt_.shard(); }
+  void set_seams(model::Seams<T>* seams) override { gpt_.set_seams(seams); }
   const model::ModelConfig& config() const override { return gpt_.config(); }
   const model::ParamLayout& layout() const override { return gpt_.layout(); }
   const std::vector<model::Unit>& units() const override { return gpt_.units(); }
@@ -37,16 +39,25 @@ class GptNetwork final : public Network<T> {
   }
   double forward_flops(UnitRange range, const Batch& b) const override {
     // 2·N·(weights of every product): qkv, proj, fc and proj per block, the
-    // head; plus attention's two products per block (QKᵀ and PV).
+    // head; plus attention's two products per block (QKᵀ and PV). A shard
+    // counts its own heads (W wide), hidden units and vocabulary rows, and its
+    // queries against every key of the whole sequence.
     const model::ModelConfig& c = config();
+    const model::ModelShard& s = gpt_.shard();
+    const auto extent = [](model::IndexRange r, std::int64_t n) {
+      const model::IndexRange x = r.resolved(n);
+      return static_cast<double>(x.end - x.begin);
+    };
     const double N = static_cast<double>(b.rows * b.seq_len), C = static_cast<double>(c.dim);
-    const double F = static_cast<double>(c.mlp_hidden), S = static_cast<double>(b.seq_len);
+    const double W = extent(s.heads, c.heads) * static_cast<double>(c.head_dim());
+    const double F = extent(s.hidden, c.mlp_hidden), V = extent(s.vocab, c.vocab);
+    const double S = static_cast<double>(b.seq_len * s.sequence_shards);
     const int U = static_cast<int>(units().size());
     double flops = 0;
     for (int u = range.begin; u < range.end; ++u) {
       if (u == 0) continue;  // the embedding is a lookup
-      if (u == U - 1) flops += 2 * N * C * static_cast<double>(c.vocab);
-      else flops += 2 * N * (4 * C * C + 2 * C * F) + 2 * 2 * N * S * C;
+      if (u == U - 1) flops += 2 * N * C * V;
+      else flops += 2 * N * (4 * C * W + 2 * C * F) + 2 * 2 * N * S * W;
     }
     return flops;
   }
@@ -59,6 +70,9 @@ class GptNetwork final : public Network<T> {
 template <class T>
 class MlpNetwork final : public Network<T> {
  public:
+  void set_seams(model::Seams<T>* seams) override {
+    DTW_CHECK_ARG(seams == nullptr, "Network: an mlp has no seams to plug collectives into");
+  }
   explicit MlpNetwork(const model::ModelConfig& c) : mlp_(c) {}
   const model::ModelConfig& config() const override { return mlp_.config(); }
   const model::ParamLayout& layout() const override { return mlp_.layout(); }
@@ -108,8 +122,14 @@ class MlpNetwork final : public Network<T> {
 }  // namespace
 
 template <TrainElement T>
-std::unique_ptr<Network<T>> Network<T>::make(const model::ModelConfig& config) {
-  if (config.kind == model::ModelKind::kGpt) return std::make_unique<GptNetwork<T>>(config);
+std::unique_ptr<Network<T>> Network<T>::make(const model::ModelConfig& config,
+                                             const model::ModelShard& shard) {
+  if (config.kind == model::ModelKind::kGpt) return std::make_unique<GptNetwork<T>>(config, shard);
+  DTW_CHECK_ARG(shard.sequence_shards == 1 && shard.heads.begin == 0 && shard.heads.end < 0 &&
+                    shard.hidden.begin == 0 && shard.hidden.end < 0 && shard.vocab.begin == 0 &&
+                    shard.vocab.end < 0,
+                "Network: only a gpt can be cut into shards; model " << config.name
+                                                                     << " is an mlp");
   return std::make_unique<MlpNetwork<T>>(config);
 }
 

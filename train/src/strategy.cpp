@@ -70,11 +70,8 @@ void RankRun<T>::report_params(std::span<const T> params, std::int64_t begin) {
 
 template <TrainElement T>
 void RankRun<T>::report(Replica<T>& replica) {
-  for (const Range& r : replica.plan().params) {
-    if (r.size() == 0) continue;
-    const std::span<T> p = replica.params(r);
-    report_params(std::span<const T>(p.data(), p.size()), r.begin);
-  }
+  // Offsets of the whole model: a shard's slices are placed through their views.
+  for (const auto& [begin, values] : replica.whole_params()) report_params(values, begin);
 }
 
 template <TrainElement T>

@@ -12,6 +12,8 @@
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
+#include "dtw/model/seams.h"
+#include "dtw/model/shard.h"
 #include "dtw/model/units.h"
 #include "dtw/train/run_spec.h"
 #include "dtw/types.h"
@@ -23,8 +25,10 @@ template <TrainElement T>
 class Network {
  public:
   virtual ~Network() = default;
-  /// A Gpt<T> or an Mlp<T> for `config`.
-  static std::unique_ptr<Network> make(const model::ModelConfig& config);
+  /// A Gpt<T> (of `shard`, shard.h) or an Mlp<T> (whole only: InvalidArgument
+  /// for a shard) for `config`.
+  static std::unique_ptr<Network> make(const model::ModelConfig& config,
+                                       const model::ModelShard& shard = model::ModelShard::whole());
 
   /// The configuration.
   virtual const model::ModelConfig& config() const = 0;
@@ -36,6 +40,14 @@ class Network {
   model::UnitRange all() const { return {0, static_cast<int>(units().size())}; }
   /// Records per-layer time (and matmul FLOPs) from now on; nullptr stops.
   virtual void set_times(model::LayerTimes* times) = 0;
+  /// The share of the model this network computes (the whole for an MLP).
+  virtual const model::ModelShard& shard() const {
+    static const model::ModelShard whole;
+    return whole;
+  }
+  /// Where a parallel strategy's collectives go (seams.h); nullptr: identity.
+  /// An MLP has no seams (InvalidArgument for a non-null one).
+  virtual void set_seams(model::Seams<T>* seams) = 0;
 
   /// Forward of units `range` on `batch`'s rows: from the batch's tokens or
   /// inputs when the range starts at unit 0, else from x_in (the previous

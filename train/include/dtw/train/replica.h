@@ -30,18 +30,25 @@
 /// on a last stage with a tied head); a parameter server the shard it serves.
 /// The pieces of each list are stored back to back in one Array.
 ///
-/// **Tensor parallelism fits without a rewrite**: a plan is a layout of views
-/// the replica owns, of which a contiguous range is one case. A TP rank will
-/// hold, per tensor, a slice (rows [r0, r1) of a column-parallel weight, a
-/// column block of a row-parallel one, the three row ranges of its heads in
-/// qkv): pieces that are strided views rather than ranges. Everything the
-/// replica does per element — initialisation (init_value is keyed by tensor
-/// and index, so any slice initialises alone), the optimizer step (element-wise,
-/// with each view's decay flag), the sum of squares for clipping — only needs,
-/// per stored element, its tensor and index, which a slice piece provides as
-/// a range does. The TP chapter adds a piece kind and a UnitAccess that hands
-/// its sublayer calls (BlockDims with fewer heads) the slices; forward_backward
-/// on a whole range and the accessors here stay as they are.
+/// **A replica often holds a shard.** The plan's `shard` (model/shard.h) says
+/// which part of each tensor the rank computes: a tensor-parallel rank holds
+/// rows of a column-parallel weight, a column block of a row-parallel one, the
+/// q, k, v rows of its heads and a vocabulary slice; a sequence-parallel rank
+/// holds every tensor but only some tokens. The plan's ranges are then ranges
+/// of the *shard's* flat buffer (param_layout(config, shard)), whose views
+/// carry their place in the whole tensor: initialisation, the optimizer step
+/// (element-wise, with each view's decay flag), the comparison with the
+/// reference and `tensor(name)` all go through it, so strategy code never
+/// computes a flat offset by hand. The model's own forward and backward run on
+/// the shard and call the seams (`set_seams`, model/seams.h) where the
+/// strategy's collectives go.
+///
+/// **Replicated tensors.** A plan names the tensors a rank holds whole while
+/// the other ranks of a group hold the same copy (`Replication`: LayerNorm
+/// gains and biases, row-parallel biases under tensor parallelism). The
+/// clipping norm counts each of their elements once across the group
+/// (local_sum_of_squares skips them on every member but the group's first),
+/// and check_replicated (replicated.h) finds a copy that drifted.
 ///
 /// Precondition of all computing calls: the model code runs on the host, so
 /// the Exec must be the host (InvalidArgument otherwise).
@@ -50,11 +57,15 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dtw/array.h"
 #include "dtw/comm.h"
 #include "dtw/exec.h"
+#include "dtw/model/seams.h"
+#include "dtw/model/shard.h"
 #include "dtw/model/units.h"
 #include "dtw/train/network.h"
 #include "dtw/train/run_spec.h"
@@ -76,6 +87,19 @@ struct Cost {
   double bytes = 0;  ///< memory traffic of the element-wise rest
 };
 
+/// Tensors a rank holds whole while `group_size` ranks hold identical copies
+/// (see the file comment); this rank is `group_rank` of them.
+struct Replication {
+  std::vector<std::string> tensors;  ///< names in the plan's layout
+  int group_rank = 0;                ///< this rank's index in the group
+  int group_size = 1;                ///< ranks that hold the same copy
+  /// Every tensor of `layout` that the shard does not cut (view.is_whole()):
+  /// tensor parallelism's replicated set (norms, row-parallel biases, wpe).
+  static Replication uncut(const model::ParamLayout& layout, int group_rank, int group_size);
+  /// True when `name` is listed.
+  bool holds(std::string_view name) const;
+};
+
 /// What a replica holds: for each kind of state, sorted, disjoint ranges.
 /// Every optimizer range must lie inside one parameter range and one gradient
 /// range (stepping needs both). Lists may be empty (a worker that never steps
@@ -84,6 +108,11 @@ struct ReplicaPlan {
   std::vector<Range> params;     ///< parameters held (initialised from the seed)
   std::vector<Range> grads;      ///< gradients held (start at zero)
   std::vector<Range> optimizer;  ///< what step() updates (optimizer state held for these)
+  /// The share of the model computed (whole by default); the ranges above are
+  /// ranges of param_layout(config, shard).
+  model::ModelShard shard;
+  /// The tensors held replicated over a group (none by default).
+  Replication replicated;
 
   /// The whole model, everything: DDP and the reference.
   static ReplicaPlan whole(const RunSpec& spec);
@@ -91,6 +120,9 @@ struct ReplicaPlan {
   static ReplicaPlan range(std::int64_t begin, std::int64_t end);
   /// Several ranges, everything (a pipeline stage with the tied wte).
   static ReplicaPlan ranges(std::vector<Range> ranges);
+  /// All of `shard`'s local tensors, everything, with `replicated`.
+  static ReplicaPlan slice(const RunSpec& spec, const model::ModelShard& shard,
+                           Replication replicated = {});
   /// "params [0, 100) grads [0, 100) optimizer [0, 50)".
   std::string describe() const;
 };
@@ -145,6 +177,27 @@ class Replica {
   /// InvalidArgument). What a checkpoint saves and restores beside the
   /// parameters; a strategy never updates it by hand (step() does).
   std::span<T> optimizer_state(int moment, std::int64_t begin, std::int64_t end);
+  /// One tensor of this replica's layout: its view (shape on this rank, and
+  /// the slice of the whole tensor it holds), its parameters and its
+  /// gradients (empty when not held). A tensor that is neither held whole in
+  /// one parameter range nor in one gradient range raises InvalidArgument
+  /// naming it and what is held.
+  struct Tensor {
+    const model::ParamView* view = nullptr;  ///< name, local shape, slice of the whole
+    std::span<T> params;                     ///< [view->size] or empty
+    std::span<T> grads;                      ///< [view->size] or empty
+    /// The whole tensor's index of local element i.
+    std::int64_t whole_index(std::int64_t i) const { return view->slice.whole_index(i); }
+  };
+  /// The tensor called `name` ("h.1.mlp.fc.weight").
+  Tensor tensor(std::string_view name);
+  /// The held parameters as runs of the *whole* model's flat buffer: (first
+  /// whole offset, values), one entry per maximal run of consecutive whole
+  /// offsets. What the comparison with the reference reads.
+  std::vector<std::pair<std::int64_t, std::span<const T>>> whole_params();
+  /// Where the collectives go in this replica's passes (and in StagePasses
+  /// made after this call); nullptr: identity (model/seams.h).
+  void set_seams(model::Seams<T>* seams);
   /// Moments the optimizer keeps per element: 2 for AdamW, 1 for SGD.
   int optimizer_moments() const;
   /// Sets every held gradient to zero (step() does it after updating).
@@ -168,10 +221,11 @@ class Replica {
   double forward_backward(std::int64_t step, std::int64_t shard, std::int64_t shards,
                           T loss_scale = T(1), const model::GradReady& on_grad_ready = {},
                           model::UnitAccess<T>* access = nullptr);
-  /// Σ g² over the optimizer ranges' gradients. The optimizer ranges of all
-  /// ranks that step partition the model, so the sum of this over them
-  /// (an allreduce) is the global sum of squares; with full gradients on
-  /// every rank, this rank's value already is.
+  /// Σ g² over the optimizer ranges' gradients, replicated tensors counted
+  /// only on their group's first member. The optimizer ranges of all ranks
+  /// that step partition the model (each replicated element counted once),
+  /// so the sum of this over them (an allreduce) is the global sum of
+  /// squares; with full gradients on every rank, this rank's value already is.
   double local_sum_of_squares();
   /// Clips by the global norm √global_sum_of_squares exactly as the reference
   /// does (scale by clip/(norm + 1e-6) when norm > clip; nothing when the
