@@ -169,7 +169,7 @@ TEST(ShardTest, ClippingCountsAReplicatedTensorOnce) {
   for (int t : {2, 4}) {
     HarnessOptions o = on(t);
     o.compare = false;
-    std::vector<double> counted(static_cast<std::size_t>(t)), naive(static_cast<std::size_t>(t));
+    // Asserted inside the rank function, so the MPI twin checks every process.
     run_ranks<double>(spec, o, [&](RankRun<double>& run) {
       Comm& comm = run.comm();
       const auto shard = model::ModelShard::tensor_slice(spec.config(), comm.rank(), t);
@@ -181,17 +181,13 @@ TEST(ShardTest, ClippingCountsAReplicatedTensorOnce) {
       replica.forward_backward(0, 0, 1);
       double sum = replica.local_sum_of_squares();
       allreduce(comm, std::span<double>(&sum, 1));
-      counted[comm.rank()] = sum;
+      EXPECT_NEAR(sum, want, 1e-12 * want) << "t=" << t << " rank " << comm.rank();
       // The field's bug: every rank counts the replicated tensors.
       double all = 0;
       for (double g : replica.grads()) all += g * g;
       allreduce(comm, std::span<double>(&all, 1));
-      naive[comm.rank()] = all;
+      EXPECT_GT(all, want * (1 + 1e-9)) << "t=" << t << ": the naive sum counts copies";
     });
-    for (int r = 0; r < t; ++r) {
-      EXPECT_NEAR(counted[r], want, 1e-12 * want) << "t=" << t << " rank " << r;
-      EXPECT_GT(naive[r], want * (1 + 1e-9)) << "t=" << t << ": the naive sum counts copies";
-    }
   }
 }
 
@@ -199,7 +195,6 @@ TEST(ShardTest, ADriftedReplicatedTensorIsNamedByTensorElementAndRanks) {
   const RunSpec spec = tiny(1, 0);
   HarnessOptions o = on(3);
   o.compare = false;
-  std::vector<std::string> messages(3);
   run_ranks<double>(spec, o, [&](RankRun<double>& run) {
     Comm& comm = run.comm();
     const auto shard = model::ModelShard::whole();
@@ -208,18 +203,18 @@ TEST(ShardTest, ADriftedReplicatedTensorIsNamedByTensorElementAndRanks) {
                             ReplicaPlan::slice(spec, shard, Replication::uncut(local, comm.rank(), 3)));
     EXPECT_GT(check_replicated(replica, comm, "at the start"), 0);
     if (comm.rank() == 2) replica.tensor("h.1.ln2.gamma").params[5] += 1e-12;
+    // Every rank raises the same error (none is left waiting).
+    std::string m;
     try {
       check_replicated(replica, comm, "after step 1");
     } catch (const InvalidArgument& e) {
-      messages[comm.rank()] = e.what();
+      m = e.what();
     }
-  });
-  for (const std::string& m : messages) {
-    EXPECT_NE(m.find("h.1.ln2.gamma"), std::string::npos) << m;
+    EXPECT_NE(m.find("h.1.ln2.gamma"), std::string::npos) << "rank " << comm.rank() << ": " << m;
     EXPECT_NE(m.find("element 5"), std::string::npos) << m;
     EXPECT_NE(m.find("group rank 2 (world rank 2)"), std::string::npos) << m;
     EXPECT_NE(m.find("after step 1"), std::string::npos) << m;
-  }
+  });
 }
 
 TEST(ShardTest, TheTensorAccessorGivesTheSliceAndItsPlaceInTheWhole) {
