@@ -173,6 +173,15 @@ void zero3_prefetch(train::RankRun<T>& run);
 /// use it to try bad options).
 template <TrainElement T>
 void train_zero(train::RankRun<T>& run, const ZeroOptions& options);
+/// Any stage on `comm` instead of the run's world: its ranks shard the model
+/// and the step's batch among themselves (micro-batch k of rank r is
+/// train::micro_batch_shard(r, comm.size(), k, m)), and every collective,
+/// the end of the step's and the checkpoint's included, stays inside it. So
+/// a composed run (chapter 08) can give ZeRO a sub-group of its world (a
+/// Grid's group). Each group trains, records and reports on its own; options
+/// are checked against `comm`'s rank and size.
+template <TrainElement T>
+void train_zero(train::RankRun<T>& run, Comm& comm, const ZeroOptions& options);
 
 // ---- pitfalls from the field: broken on purpose (dtw run pitfall NAME) ----------------
 

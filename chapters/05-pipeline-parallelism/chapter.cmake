@@ -6,7 +6,7 @@ dtw_add_chapter(05-pipeline-parallelism
     check_schedule.cpp strategies.cpp
   DEMOS demos.cpp
   TESTS stage_split_test.cpp schedule_test.cpp pipeline_test.cpp interleaved_test.cpp
-    checkpoint_test.cpp check_schedule_test.cpp
+    checkpoint_test.cpp check_schedule_test.cpp composition_test.cpp
   STEPS 05.1 05.2 05.3 05.4 05.5 05.6
   LIBS dtw::train
   DEPENDS 01

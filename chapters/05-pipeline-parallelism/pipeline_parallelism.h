@@ -23,6 +23,7 @@
 /// values, before any message moves.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -31,6 +32,7 @@
 
 #include "dtw/comm.h"
 #include "dtw/model/units.h"
+#include "dtw/train/micro_batches.h"
 #include "dtw/train/replica.h"
 #include "dtw/train/strategy.h"
 #include "dtw/types.h"
@@ -114,26 +116,79 @@ struct ExecutorOptions {
   bool blocking_sends = false;
 };
 
+/// What the end of a pipeline step is handed, once the last backward is done
+/// and the tied embedding's two shares of wte's gradient are summed on the
+/// embedding's rank (before the stepped wte goes back to the head's copy).
+template <TrainElement T>
+struct StepEnd {
+  train::RankRun<T>& run;      ///< the rank's run (its phases)
+  Comm& comm;                  ///< the pipeline's communicator: the executor's
+  train::Replica<T>& replica;  ///< this rank's chunks, holding the step's gradient
+  std::int64_t step = 0;       ///< the data step
+  /// Σ weight × loss over the micro-batches whose last chunk ran here (0 on
+  /// the other ranks): this pipeline's share of the global mean loss.
+  double loss = 0;
+};
+
+/// The end of a step: reduce what must be reduced, clip, step; returns the
+/// step's global mean loss, known on every rank of the pipeline.
+template <TrainElement T>
+using EndOfStep = std::function<double(const StepEnd<T>&)>;
+
+/// Step 05.3: the end of a step of a pipeline that is the whole run (the
+/// default EndOfStep): one allreduce over end.comm of {Σ g² of this rank's
+/// optimizer ranges, end.loss} gives the global clipping norm and the loss;
+/// clip and step inside an "optimizer" phase. Returns the loss.
+template <TrainElement T>
+double clip_and_step(const StepEnd<T>& end);
+
+/// Where a step's micro-batches come from: micro-batch `mb` of `m` of data
+/// step `step`. Its rows and its weight (its share of the global batch) are
+/// what the executor forwards and weighs the backward with.
+using MicroBatchSource = std::function<train::Batch(std::int64_t step, int mb, int m)>;
+
+/// What a composed run (chapter 08: data-parallel replicas of a pipeline)
+/// changes in the executor. Empty members keep chapter 05's behaviour.
+template <TrainElement T>
+struct ExecutorHooks {
+  /// Null: the whole batch cut into m, train::micro_batch(spec, step, 0, 1,
+  /// mb, m). A data-parallel replica r of dp gives train::micro_batch(spec,
+  /// step, r, dp, mb, m): its m of the dp·m shards.
+  MicroBatchSource micro_batches;
+  /// Null: clip_and_step. A replica of dp allreduces the gradients over its
+  /// data-parallel group first (then the norm over the pipeline, and the
+  /// loss over both).
+  EndOfStep<T> end_of_step;
+};
+
 /// Runs one rank's list of a schedule, step after step, on a Replica that
 /// holds this rank's chunks (stage_plan). Every forward and backward is a
 /// timeline phase with its chunk (as the stage) and micro-batch.
 template <TrainElement T>
 class Executor {
  public:
-  /// For `run`'s rank, whose state is `replica`, cut by `map`.
+  /// For `run`'s rank, whose state is `replica`, cut by `map`: a pipeline
+  /// over the run's whole world, with the default hooks.
   Executor(train::RankRun<T>& run, train::Replica<T>& replica, const StageMap& map,
            ExecutorOptions options);
+  /// The same on `comm`, the pipeline's own communicator (a Grid's
+  /// group("pp") in a composed run; map.ranks must be comm.size(), and the
+  /// schedule's ranks are comm's ranks), with `hooks`' micro-batches and end
+  /// of step. No message of the executor leaves `comm`.
+  Executor(train::RankRun<T>& run, Comm& comm, train::Replica<T>& replica, const StageMap& map,
+           ExecutorOptions options, ExecutorHooks<T> hooks = {});
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
   /// Step 05.3: runs `actions` for data step `step` cut into `m`
-  /// micro-batches (micro-batch mb is make_batch(spec, step, mb, m)), then
-  /// the optimizer step: wte's two shares summed on its owner, the global
-  /// gradient norm (allreduce), clip, step, wte sent back. Returns the
-  /// step's global mean loss, known on every rank. InvalidArgument naming the
-  /// rank and the action for an action on a chunk this rank does not run or
-  /// a micro-batch outside [0, m).
+  /// micro-batches (micro-batch mb from the hooks' source: by default
+  /// make_batch(spec, step, mb, m)), then the end of the step: wte's two
+  /// shares summed on its owner, the hooks' end of step (by default
+  /// clip_and_step: the global gradient norm by allreduce, clip, step), wte
+  /// sent back. Returns the step's global mean loss, known on every rank.
+  /// InvalidArgument naming the rank and the action for an action on a chunk
+  /// this rank does not run or a micro-batch outside [0, m).
   double step(std::span<const Action> actions, std::int64_t step, int m);
 
  private:

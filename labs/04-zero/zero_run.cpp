@@ -1,10 +1,14 @@
 // The part of a ZeRO step that does not depend on the stage (zero_run.h), and
 // the strategies' entry points.
 //
-// Data: micro-batch k of rank r reads shard r·m + k of p·m, so the p·m shards
-// together are the reference's whole batch, and each shard's gradient enters
-// with the weight of its rows (rows / batch). A batch that does not divide
-// still averages exactly.
+// Data: micro-batch k of rank r reads shard r·m + k of p·m (the training
+// layer's rule, train/micro_batches.h), so the p·m shards together are the
+// reference's whole batch, and each shard's gradient enters with the weight
+// of its rows (rows / batch). A batch that does not divide still averages
+// exactly.
+//
+// The group is whatever communicator ZeroRun is given (the world by
+// default): every collective below and in the stages goes through comm().
 //
 // The end of a step needs two global numbers: the mean loss (for the log) and
 // the gradient norm (for the clip). After the reduce-scatter each rank holds
@@ -13,19 +17,24 @@
 #include <array>
 
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
+#include "dtw/train/micro_batches.h"
 #include "zero_run.h"
 
 namespace dtw::ch04 {
 
 template <class T>
 ZeroRun<T>::ZeroRun(train::RankRun<T>& run, const ZeroOptions& options)
-    : run_(run), options_(options), sharding_(Sharding::of(run.spec(), run.comm().size())) {
-  options_.validate(run.comm().rank(), run.comm().size(), run.spec());
+    : ZeroRun(run, run.comm(), options) {}
+
+template <class T>
+ZeroRun<T>::ZeroRun(train::RankRun<T>& run, Comm& comm, const ZeroOptions& options)
+    : run_(run), comm_(comm), options_(options), sharding_(Sharding::of(run.spec(), comm.size())) {
+  options_.validate(comm.rank(), comm.size(), run.spec());
 }
 
 template <class T>
 train::ReplicaPlan ZeroRun<T>::plan() const {
-  const std::vector<train::Range> mine = sharding_.owned(run_.comm().rank());
+  const std::vector<train::Range> mine = sharding_.owned(comm_.rank());
   const std::vector<train::Range> all = {{0, sharding_.model_size()}};
   switch (options_.stage) {
     case 1: return {all, all, mine};    // ZeRO-1: full parameters and gradients
@@ -52,9 +61,8 @@ template <class T>
 double ZeroRun<T>::micro_batch(train::Replica<T>& replica, std::int64_t step, int k,
                                const model::GradReady& on_ready, ZeroAccess<T>* access,
                                model::UnitAccess<T>* model_access) {
-  const int m = options_.micro_batches;
-  const std::int64_t shard = static_cast<std::int64_t>(comm().rank()) * m + k;
-  const std::int64_t shards = static_cast<std::int64_t>(comm().size()) * m;
+  const auto [shard, shards] =
+      train::micro_batch_shard(comm().rank(), comm().size(), k, options_.micro_batches);
   const train::Batch rows = train::make_batch(spec(), step, shard, shards);
   const T weight = static_cast<T>(rows.weight);
   // The model reports a block's gradients tensor by tensor; ZeRO reduces and
@@ -101,7 +109,12 @@ void ZeroRun<T>::finish(train::Replica<T>& replica) {
 
 template <TrainElement T>
 void train_zero(train::RankRun<T>& run, const ZeroOptions& options) {
-  ZeroRun<T> z(run, options);
+  train_zero(run, run.comm(), options);
+}
+
+template <TrainElement T>
+void train_zero(train::RankRun<T>& run, Comm& comm, const ZeroOptions& options) {
+  ZeroRun<T> z(run, comm, options);
   switch (options.stage) {
     case 1: return run_zero1(z);
     case 2: return run_zero2(z);
@@ -123,6 +136,7 @@ void zero3_prefetch(train::RankRun<T>& run) {
 #define DTW_INSTANTIATE(T)                                              \
   template class ZeroRun<T>;                                            \
   template void train_zero<T>(train::RankRun<T>&, const ZeroOptions&); \
+  template void train_zero<T>(train::RankRun<T>&, Comm&, const ZeroOptions&); \
   template void zero1<T>(train::RankRun<T>&);                           \
   template void zero2<T>(train::RankRun<T>&);                           \
   template void zero3<T>(train::RankRun<T>&);                           \

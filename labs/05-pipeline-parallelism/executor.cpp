@@ -28,6 +28,10 @@
 // and the slot and send bookkeeping both use in pipeline_internal.h. After the
 // last action comes the step, the same on every schedule (finish_step,
 // step_sync.cpp).
+//
+// Every message goes through `comm`, the pipeline's communicator: the world
+// in this chapter, one pipeline's group of it when chapter 08 runs several
+// data-parallel replicas of the pipeline side by side.
 #include <memory>
 #include <utility>
 
@@ -57,7 +61,11 @@ void Executor<T>::State::send(const Action& a, Slot& slot) {
 template <TrainElement T>
 Executor<T>::Executor(train::RankRun<T>& run, train::Replica<T>& replica, const StageMap& map,
                       ExecutorOptions options)
-    : state_(std::make_unique<State>(run, replica, map, options)) {}
+    : Executor(run, run.comm(), replica, map, options) {}
+template <TrainElement T>
+Executor<T>::Executor(train::RankRun<T>& run, Comm& comm, train::Replica<T>& replica,
+                      const StageMap& map, ExecutorOptions options, ExecutorHooks<T> hooks)
+    : state_(std::make_unique<State>(run, comm, replica, map, options, std::move(hooks))) {}
 template <TrainElement T>
 Executor<T>::~Executor() = default;
 

@@ -13,12 +13,19 @@
 //   3. Clip and step, exactly as the reference (Replica does both).
 //   4. The embedding's rank sends the stepped wte back to the head's copy.
 //
+// Steps 2 and 3 are the end of the step proper (clip_and_step), which a
+// composed run replaces through ExecutorHooks::end_of_step: data-parallel
+// replicas of the pipeline first allreduce their gradients over their
+// data-parallel group, then agree on the norm over the pipeline. Steps 1
+// and 4 stay: they are the pipeline's own business.
+//
 //      rank of chunk 0                       rank of the last chunk
 //      grads[wte] += ─────── share of dwte ────── grads[wte]
 //      allreduce(Σ g², loss) ◄──────────────────► allreduce(Σ g², loss)
 //      clip, step wte and its units               clip, step its units
 //      params[wte] ───────── stepped wte ───────► params[wte]
 #include <array>
+#include <utility>
 
 #include "collectives.h"  // chapter 01's allreduce (DEPENDS 01)
 #include "dtw/errors.h"
@@ -28,9 +35,9 @@
 namespace dtw::ch05 {
 
 template <class T>
-StepContext<T>::StepContext(train::RankRun<T>& r, train::Replica<T>& rep, const StageMap& sm,
-                            ExecutorOptions opts)
-    : run(r), comm(r.comm()), replica(rep), map(sm), options(opts), rank(r.comm().rank()) {
+StepContext<T>::StepContext(train::RankRun<T>& r, Comm& cm, train::Replica<T>& rep,
+                            const StageMap& sm, ExecutorOptions opts, ExecutorHooks<T> h)
+    : run(r), comm(cm), replica(rep), map(sm), options(opts), hooks(std::move(h)), rank(cm.rank()) {
   DTW_CHECK_ARG(map.ranks == comm.size(), "rank " << rank << ": a stage map for " << map.ranks
                                                   << " ranks in a world of " << comm.size());
   embed_rank = map.rank_of(0);
@@ -55,7 +62,9 @@ void StepContext<T>::begin_step(std::int64_t s, int micro_batches) {
 template <class T>
 const train::Batch& StepContext<T>::batch(int mb) {
   auto& b = batches[static_cast<std::size_t>(mb)];
-  if (!b) b = train::make_batch(run.spec(), step, mb, m);
+  // By default the pipeline is the whole run: data-parallel rank 0 of 1.
+  if (!b) b = hooks.micro_batches ? hooks.micro_batches(step, mb, m)
+                                  : train::micro_batch(run.spec(), step, 0, 1, mb, m);
   return *b;
 }
 
@@ -86,12 +95,24 @@ void StepContext<T>::check_complete(std::int64_t done) const {
 
 template <class T>
 double StepContext<T>::finish_step() {
+  DTW_TODO("05.3: Start the step's end: the head's rank sends its share of the tied wte's gradient to the embedding's rank, which adds it in.");
+  // The end of the step proper: clip_and_step below, or a composed run's own.
+  const StepEnd<T> end{.run = run, .comm = comm, .replica = replica, .step = step, .loss = loss};
+  const double global_loss = hooks.end_of_step ? hooks.end_of_step(end) : clip_and_step(end);
+  DTW_TODO("05.3: Finish the step: the embedding's rank sends the stepped wte back to the head's copy.");
+  return global_loss;
+}
+
+template <TrainElement T>
+double clip_and_step(const StepEnd<T>& end) {
   std::array<double, 2> sums{0, 0};  // Σ g², loss
-  DTW_TODO("05.3: End the step: combine the tied wte's gradient, agree on the norm and the loss, clip, step, and send the stepped wte back.");
+  DTW_TODO("05.3: End a step of a pipeline that is the whole run: agree on the norm and the loss, then clip and step.");
   return sums[1];
 }
 
 template struct StepContext<float>;
 template struct StepContext<double>;
+template double clip_and_step<float>(const StepEnd<float>&);
+template double clip_and_step<double>(const StepEnd<double>&);
 
 }  // namespace dtw::ch05

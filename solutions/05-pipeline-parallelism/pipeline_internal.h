@@ -1,7 +1,9 @@
 // What the executor (executor.cpp, executor_passes.cpp) shares with the end
-// of its step (step_sync.cpp): the rank's run, its replica and map, the
-// micro-batches of the step, and the checks that turn a wrong schedule into a
-// clear error; and the executor's own state, which its two files share.
+// of its step (step_sync.cpp): the rank's run, the pipeline's communicator
+// (the world, or a group of it in a composed run), its replica and map, the
+// micro-batches of the step and where they come from, the end of the step,
+// and the checks that turn a wrong schedule into a clear error; and the
+// executor's own state, which its two files share.
 #pragma once
 
 #include <cstddef>
@@ -23,14 +25,15 @@ inline constexpr int kTiedParamTag = 2;  ///< the stepped wte, back to the head
 
 template <class T>
 struct StepContext {
-  StepContext(train::RankRun<T>& run, train::Replica<T>& replica, const StageMap& map,
-              ExecutorOptions options);
+  StepContext(train::RankRun<T>& run, Comm& comm, train::Replica<T>& replica,
+              const StageMap& map, ExecutorOptions options, ExecutorHooks<T> hooks);
 
   train::RankRun<T>& run;
-  Comm& comm;
+  Comm& comm;  // the pipeline's: ranks are stages
   train::Replica<T>& replica;
   StageMap map;
   ExecutorOptions options;
+  ExecutorHooks<T> hooks;
   int rank = 0;
   int embed_rank = 0, head_rank = 0;  // ranks of the first and the last chunk
   std::int64_t wte_end = 0;           // > 0: wte [0, wte_end) is on both of them
@@ -42,7 +45,7 @@ struct StepContext {
   train::Network<T>& net() { return replica.network(); }
   /// Starts data step `step` with `m` micro-batches.
   void begin_step(std::int64_t step, int m);
-  /// Micro-batch `mb` of the step (made once).
+  /// Micro-batch `mb` of the step (made once, from hooks.micro_batches).
   const train::Batch& batch(int mb);
   /// InvalidArgument naming the rank and the action unless action `index`
   /// is for a chunk of this rank, a micro-batch of the step, and a message
@@ -51,7 +54,8 @@ struct StepContext {
   /// InvalidArgument unless `done` (chunk, micro-batch) pairs, every one of
   /// this rank's, were forwarded and backwarded.
   void check_complete(std::int64_t done) const;
-  /// The optimizer step after the last backward; returns the global mean loss.
+  /// The end of the step after the last backward (the tied wte, then
+  /// hooks.end_of_step); returns the global mean loss.
   double finish_step();
 };
 

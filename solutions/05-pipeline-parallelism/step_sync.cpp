@@ -13,12 +13,19 @@
 //   3. Clip and step, exactly as the reference (Replica does both).
 //   4. The embedding's rank sends the stepped wte back to the head's copy.
 //
+// Steps 2 and 3 are the end of the step proper (clip_and_step), which a
+// composed run replaces through ExecutorHooks::end_of_step: data-parallel
+// replicas of the pipeline first allreduce their gradients over their
+// data-parallel group, then agree on the norm over the pipeline. Steps 1
+// and 4 stay: they are the pipeline's own business.
+//
 //      rank of chunk 0                       rank of the last chunk
 //      grads[wte] += ─────── share of dwte ────── grads[wte]
 //      allreduce(Σ g², loss) ◄──────────────────► allreduce(Σ g², loss)
 //      clip, step wte and its units               clip, step its units
 //      params[wte] ───────── stepped wte ───────► params[wte]
 #include <array>
+#include <utility>
 
 #include "collectives.h"  // chapter 01's allreduce (DEPENDS 01)
 #include "dtw/errors.h"
@@ -28,9 +35,9 @@
 namespace dtw::ch05 {
 
 template <class T>
-StepContext<T>::StepContext(train::RankRun<T>& r, train::Replica<T>& rep, const StageMap& sm,
-                            ExecutorOptions opts)
-    : run(r), comm(r.comm()), replica(rep), map(sm), options(opts), rank(r.comm().rank()) {
+StepContext<T>::StepContext(train::RankRun<T>& r, Comm& cm, train::Replica<T>& rep,
+                            const StageMap& sm, ExecutorOptions opts, ExecutorHooks<T> h)
+    : run(r), comm(cm), replica(rep), map(sm), options(opts), hooks(std::move(h)), rank(cm.rank()) {
   DTW_CHECK_ARG(map.ranks == comm.size(), "rank " << rank << ": a stage map for " << map.ranks
                                                   << " ranks in a world of " << comm.size());
   embed_rank = map.rank_of(0);
@@ -55,7 +62,9 @@ void StepContext<T>::begin_step(std::int64_t s, int micro_batches) {
 template <class T>
 const train::Batch& StepContext<T>::batch(int mb) {
   auto& b = batches[static_cast<std::size_t>(mb)];
-  if (!b) b = train::make_batch(run.spec(), step, mb, m);
+  // By default the pipeline is the whole run: data-parallel rank 0 of 1.
+  if (!b) b = hooks.micro_batches ? hooks.micro_batches(step, mb, m)
+                                  : train::micro_batch(run.spec(), step, 0, 1, mb, m);
   return *b;
 }
 
@@ -86,40 +95,60 @@ void StepContext<T>::check_complete(std::int64_t done) const {
 
 template <class T>
 double StepContext<T>::finish_step() {
-  std::array<double, 2> sums{0, 0};  // Σ g², loss
-  // @lab 05.3: End the step: combine the tied wte's gradient, agree on the norm and the loss, clip, step, and send the stepped wte back.
-  // @hint 1: In this order: (1) when wte_end > 0, the head's rank sends its share of wte's
-  // @hint 1: gradient, replica.grads(0, wte_end), to the embedding's rank, which adds it in with
-  // @hint 1: recv_reduce; (2) put {replica.local_sum_of_squares(), loss} into `sums` and sum it
-  // @hint 1: over the ranks with one ch01::allreduce; (3) clip by sums[0] and step; (4) the
-  // @hint 1: embedding's rank sends replica.params(0, wte_end) back to the head's rank, which
-  // @hint 1: receives it into its copy.
-  // @hint 2: head_rank and embed_rank are the two ranks, kTiedGradTag and kTiedParamTag the tags
-  // @hint 2: (wte_end is 0 when there is no tied copy). Add the wte share before the allreduce:
-  // @hint 2: only the embedding's rank steps wte, so its Σ g² counts wte once, and whole. Clip and
-  // @hint 2: step inside run.phase("optimizer", ...) with replica.optimizer_cost()'s flops and
-  // @hint 2: bytes.
+  // @lab 05.3: Start the step's end: the head's rank sends its share of the tied wte's gradient to the embedding's rank, which adds it in.
+  // @hint 1: Only when wte_end > 0 (a tied head on another rank than the embedding): the head's
+  // @hint 1: rank sends replica.grads(0, wte_end) to the embedding's rank, which adds it into
+  // @hint 1: its own with recv_reduce.
+  // @hint 2: head_rank and embed_rank are the two ranks, kTiedGradTag the tag. This comes before
+  // @hint 2: the norm (clip_and_step): only the embedding's rank steps wte, so its Σ g² counts
+  // @hint 2: wte once, and whole.
   if (wte_end > 0 && rank == head_rank)
     comm.send(replica.grads(0, wte_end), embed_rank, kTiedGradTag);
   if (wte_end > 0 && rank == embed_rank)
     comm.recv_reduce(replica.grads(0, wte_end), head_rank, ReduceOp::kSum, kTiedGradTag);
-  sums = {replica.local_sum_of_squares(), loss};
-  ch01::allreduce(comm, std::span<double>(sums), ReduceOp::kSum);
-  {
-    const train::Cost c = replica.optimizer_cost();
-    auto phase = run.phase("optimizer", {.flops = c.flops, .bytes = c.bytes});
-    replica.clip(sums[0]);
-    replica.step(step);
-  }
+  // @end
+  // The end of the step proper: clip_and_step below, or a composed run's own.
+  const StepEnd<T> end{.run = run, .comm = comm, .replica = replica, .step = step, .loss = loss};
+  const double global_loss = hooks.end_of_step ? hooks.end_of_step(end) : clip_and_step(end);
+  // @lab 05.3: Finish the step: the embedding's rank sends the stepped wte back to the head's copy.
+  // @hint 1: Only when wte_end > 0: the embedding's rank sends replica.params(0, wte_end) to the
+  // @hint 1: head's rank, which receives it into its own copy, the same span.
+  // @hint 2: The tag is kTiedParamTag. The head's copy has no optimizer state: it is never stepped,
+  // @hint 2: only overwritten here, so both ends forward the next step with the same wte.
   if (wte_end > 0 && rank == embed_rank)
     comm.send(replica.params(0, wte_end), head_rank, kTiedParamTag);
   if (wte_end > 0 && rank == head_rank)
     comm.recv(replica.params(0, wte_end), embed_rank, kTiedParamTag);
+  // @end
+  return global_loss;
+}
+
+template <TrainElement T>
+double clip_and_step(const StepEnd<T>& end) {
+  std::array<double, 2> sums{0, 0};  // Σ g², loss
+  // @lab 05.3: End a step of a pipeline that is the whole run: agree on the norm and the loss, then clip and step.
+  // @hint 1: Put {end.replica.local_sum_of_squares(), end.loss} into `sums` and sum it over the
+  // @hint 1: pipeline's ranks with one ch01::allreduce on end.comm; then clip by sums[0] and
+  // @hint 1: step end.step. The loss is sums[1].
+  // @hint 2: Every rank holds the gradient of its own units only, so the global Σ g² is the sum
+  // @hint 2: over the ranks; the loss is known only where the last chunk runs, and rides in the
+  // @hint 2: same allreduce. Clip and step inside end.run.phase("optimizer", ...) with
+  // @hint 2: end.replica.optimizer_cost()'s flops and bytes.
+  sums = {end.replica.local_sum_of_squares(), end.loss};
+  ch01::allreduce(end.comm, std::span<double>(sums), ReduceOp::kSum);
+  {
+    const train::Cost c = end.replica.optimizer_cost();
+    auto phase = end.run.phase("optimizer", {.flops = c.flops, .bytes = c.bytes});
+    end.replica.clip(sums[0]);
+    end.replica.step(end.step);
+  }
   // @end
   return sums[1];
 }
 
 template struct StepContext<float>;
 template struct StepContext<double>;
+template double clip_and_step<float>(const StepEnd<float>&);
+template double clip_and_step<double>(const StepEnd<double>&);
 
 }  // namespace dtw::ch05

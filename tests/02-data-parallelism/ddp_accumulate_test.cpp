@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dp_test.h"
+#include "dtw/train/micro_batches.h"
 
 namespace dtw::ch02 {
 namespace {
@@ -33,6 +34,11 @@ TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
         for (int r = 0; r < p; ++r) {
           const std::vector<std::int64_t> shards = micro_batch_shards(spec, r, p, m);
           ASSERT_EQ(shards.size(), static_cast<std::size_t>(m)) << "p " << p << " m " << m;
+          // The training layer's rule, which ZeRO and the pipelines use.
+          for (int k = 0; k < static_cast<int>(m); ++k)
+            EXPECT_EQ(shards[static_cast<std::size_t>(k)],
+                      train::micro_batch_shard(r, p, k, static_cast<int>(m)).shard)
+                << "p " << p << " m " << m << " rank " << r << " micro-batch " << k;
           for (const std::int64_t s : shards) {
             const train::ShardRows rows = train::shard_rows(spec, s, p * m);
             EXPECT_EQ(rows.begin, next_row)

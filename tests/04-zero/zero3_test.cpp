@@ -2,6 +2,7 @@
 // models, with micro-batches too; the ledger's parameter peak is the shard
 // plus the units held whole, exactly; 3Ψ(p−1)/p-ish bytes, counted chunk by
 // chunk; and a rank that runs a layer once more is named with the layer.
+#include <memory>
 #include <string>
 
 #include "zero_test_util.h"
@@ -34,6 +35,25 @@ TEST(Zero3Test, MicroBatchesGatherEveryPass) {
   for (int r = 0; r < 3; ++r)
     EXPECT_EQ(testing::bytes_sent(out.report, r), 2 * testing::bytes_per_step(spec, 3, 3, r, 2))
         << "rank " << r;
+}
+
+TEST(Zero3Test, RunsOnASubGroupOfTheWorld) {
+  // A world of 3 split into {0, 1} and {2}: each group shards the model and
+  // the batch (2 micro-batches per rank) among its own ranks and trains the
+  // whole batch, so every rank matches the reference, and the model is
+  // reported once per group. Sharding or reducing over the world instead
+  // would not pair up, or would give 1/3 shards.
+  const train::RunSpec spec = tiny("gpt-tiny", 2);
+  DTW_TRACE("zero3 on groups {0, 1} and {2}, " << ::dtw::testing::describe_run(spec, 3));
+  const train::RunOutcome out = train::run_ranks<double>(
+      spec, on(3, {"micro_batches=2"}), [](train::RankRun<double>& run) {
+        const int r = run.comm().rank();
+        const std::unique_ptr<Comm> group = run.comm().split(r < 2 ? 0 : 1, r);
+        train_zero(run, *group, ZeroOptions::from_knobs(run.knobs(), 3));
+      });
+  EXPECT_TRUE(out.matches) << out.mismatch;
+  EXPECT_EQ(out.compared, 2 * testing::units_of(spec).back().end);
+  for (const train::RankOutcome& r : out.ranks) EXPECT_EQ(r.losses.size(), 2u) << "rank " << r.rank;
 }
 
 TEST(Zero3Test, HoldsTheShardPlusTheUnitsInFlight) {
