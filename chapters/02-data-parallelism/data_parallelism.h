@@ -54,8 +54,12 @@ struct DdpOptions {
   std::int64_t check_every = 1;
 };
 
-/// The default bucket cap in KiB for `spec`'s model: see the chapter text
-/// ("How big a bucket?") for why it is scaled to the model.
+/// The default bucket cap in KiB for `spec`'s model in `spec.dtype`: a
+/// quarter of its gradients, 256·⌊Ψ/1024⌋ values (at least 256), so
+/// ⌊Ψ/1024⌋ KiB in float and twice that in double. The cap holds the same
+/// number of values in both precisions, so a float and a double run cut the
+/// same buckets. See the chapter text ("How big a bucket?") for why it is
+/// scaled to the model.
 std::int64_t default_bucket_kib(const train::RunSpec& spec);
 
 /// Reads the knobs. Throws InvalidArgument naming the rank, the knob and its

@@ -33,13 +33,20 @@
 namespace dtw::ch02 {
 
 std::int64_t default_bucket_kib(const train::RunSpec& spec) {
-  // About a quarter of the model's gradients per bucket (float32), as
-  // PyTorch's 25 MiB is about a quarter of ResNet-50's 100 MB: enough buckets
-  // for backward to hide most of them, few enough that their latencies do not
-  // add up. The chapter's sweep (docs/results/02-data-parallelism.md) shows the
-  // U-shaped curve this default sits near the bottom of.
+  // About a quarter of the model's gradients per bucket, as PyTorch's 25 MiB
+  // is about a quarter of ResNet-50's 100 MB: enough buckets for backward to
+  // hide most of them, few enough that their latencies do not add up. The
+  // chapter's sweep (docs/results/02-data-parallelism.md) shows the U-shaped
+  // curve this default sits near the bottom of.
+  //
+  // The quarter is counted in values, not bytes: 256·⌊Ψ/1024⌋ values (at
+  // least 256), which is ⌊Ψ/1024⌋ KiB in float and twice that in double. A
+  // cap fixed in bytes would hold half as many doubles, so a double run
+  // would cut twice the buckets of the same run in float and the two would
+  // not be the same schedule.
   const std::int64_t psi = model::param_layout(spec.config()).size();
-  return std::max<std::int64_t>(1, psi * 4 / 4 / 1024);
+  const std::int64_t element_bytes = spec.dtype == train::DType::kFloat64 ? 8 : 4;
+  return std::max<std::int64_t>(1, psi / 1024) * element_bytes / 4;
 }
 
 namespace {
@@ -63,9 +70,9 @@ std::vector<train::Knob> ddp_knobs(bool buckets, bool accumulate) {
   std::vector<train::Knob> k;
   if (buckets)
     k.push_back({.name = "bucket_kib",
-                 .default_value = "Ψ/1024",
+                 .default_value = "Ψe/4096",
                  .help = "largest gradient bucket in KiB (> 0); default: a quarter of the "
-                         "model's float32 gradients",
+                         "model's gradients (Ψ/4 values, the same buckets in float and double)",
                  .default_for = [](const train::RunSpec& spec, int, const train::Knobs&) {
                    return std::to_string(default_bucket_kib(spec));
                  }});

@@ -1,8 +1,9 @@
 // Step 02.3: DDP with gradient buckets. It matches the reference on 1-4 ranks
 // for both models and several caps (one bucket per tensor, a few, one for
 // everything); the traffic shows one allreduce per bucket per step (counted
-// from the messages, not from the strategy's own bookkeeping); a bad cap is a
-// clear error on every rank.
+// from the messages, not from the strategy's own bookkeeping); the default cap
+// cuts the same buckets in float and double; a bad cap is a clear error on
+// every rank.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -55,6 +56,36 @@ TEST(DdpBucketedTest, StartsOneAllreducePerBucketPerStep) {
                   ((p - 1) * model_size(spec) + spec.steps * 2 * (p - 1) * (model_size(spec) + 1)))
         << kib << " KiB";
   }
+}
+
+TEST(DdpBucketedTest, TheDefaultCapCutsTheSameBucketsInFloatAndDouble) {
+  // The default cap counts values, so a double run's is twice a float run's
+  // in KiB; a cap fixed in bytes cut a double run into twice the buckets.
+  for (const char* model : {"gpt-tiny", "mlp-tiny", "gpt-small"}) {
+    train::RunSpec f32 = train::standard_run(model), f64 = f32;
+    f32.dtype = train::DType::kFloat32;
+    f64.dtype = train::DType::kFloat64;
+    EXPECT_EQ(default_bucket_kib(f64), 2 * default_bucket_kib(f32)) << model;
+    const model::ParamLayout layout = model::param_layout(f32.config());
+    const auto in_float = make_buckets(layout, ddp_options({}, f32, 0).bucket_bytes, sizeof(float));
+    const auto in_double =
+        make_buckets(layout, ddp_options({}, f64, 0).bucket_bytes, sizeof(double));
+    ASSERT_EQ(in_float.size(), in_double.size()) << model;
+    EXPECT_GT(in_float.size(), 1u) << model;
+    for (std::size_t b = 0; b < in_float.size(); ++b) {
+      EXPECT_EQ(in_float[b].begin, in_double[b].begin) << model << ", bucket " << b;
+      EXPECT_EQ(in_float[b].end, in_double[b].end) << model << ", bucket " << b;
+    }
+  }
+  // And the runs: one allreduce per bucket per step, so the same messages.
+  train::RunSpec spec = tiny("mlp-tiny", 2);
+  const train::Knobs once = train::Knobs().set("check_every", "0");
+  spec.dtype = train::DType::kFloat32;
+  const train::RunOutcome f = train::run_ranks<float>(
+      spec, testing::on(2, once), [](train::RankRun<float>& run) { ddp_bucketed(run); });
+  spec.dtype = train::DType::kFloat64;
+  const train::RunOutcome d = train::run_ranks<double>(spec, testing::on(2, once), bucketed);
+  EXPECT_EQ(f.report.traffic.total_messages(), d.report.traffic.total_messages());
 }
 
 TEST(DdpBucketedTest, FloatRunsFollowTheReferencesLossCurve) {

@@ -174,7 +174,7 @@ TEST_F(DtwCliTest, TheHeaderNamesEveryKnobInForceDefaultsIncluded) {
   const Finished defaults = train({"--strategy", "ddp-bucketed", "--ranks", "2", "--steps", "1"});
   ASSERT_EQ(defaults.exit_code, 0) << defaults.output;
   const std::string header = defaults.output.substr(0, defaults.output.find('\n'));
-  // mlp-tiny's default cap (default_bucket_kib: a quarter of its float32 gradients).
+  // mlp-tiny's default cap in float (default_bucket_kib: a quarter of its gradients).
   EXPECT_THAT(header, HasSubstr(", knobs bucket_kib=5 check_every=1")) << header;
   const Finished given =
       train({"--strategy", "ddp-bucketed", "--ranks", "2", "--steps", "1", "--set", "bucket_kib=64"});
@@ -186,7 +186,7 @@ TEST_F(DtwCliTest, TheHeaderNamesEveryKnobInForceDefaultsIncluded) {
 TEST_F(DtwCliTest, TheListShowsEveryStrategysKnobsWithDefaultsAndHelp) {
   const Finished run = dtw({"train", "--list"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_THAT(run.output, ::testing::ContainsRegex("ddp-bucketed [^\n]*\n +bucket_kib=Ψ/1024 +largest "
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("ddp-bucketed [^\n]*\n +bucket_kib=Ψe/4096 +largest "
                                                    "gradient bucket in KiB"));
   EXPECT_THAT(run.output, ::testing::ContainsRegex("\n +staleness=2 +clocks a worker may run ahead"));
   EXPECT_THAT(run.output, ::testing::ContainsRegex("\n +prefetch=1 +units gathered ahead"));

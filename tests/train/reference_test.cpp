@@ -1,7 +1,10 @@
 // The reference: train_reference is the memoised reference run, computed once
-// for many rank threads; comparisons name the first divergent element.
+// for many rank threads; comparisons name the first divergent element and
+// compute each tensor's scale once, however finely a rank reports it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -9,6 +12,7 @@
 #include "dtw/errors.h"
 #include "dtw/model/trainer.h"
 #include "dtw/train/reference.h"
+#include "reference_work.h"
 
 namespace dtw::train {
 namespace {
@@ -76,6 +80,46 @@ TEST(ReferenceTest, ComparisonNamesTheFirstDivergentElementInLayerOrder) {
   EXPECT_NE(l.message.find("rank 1, step 1: loss"), std::string::npos) << l.message;
   EXPECT_THROW(compare_to_reference<double>(0, spec, {}, slice, run->layout.size() - 3),
                InvalidArgument);
+}
+
+TEST(ReferenceTest, ATensorReportedRowByRowGetsTheSameVerdictAndItsScaleOnce) {
+  RunSpec spec = tiny();
+  spec.seed = 78;  // not computed by another test: the scales are new
+  const auto run = reference_run<double>(spec);
+  const auto& fc = run->layout.find("h.0.mlp.fc.weight");  // [256, 64]
+  const std::int64_t cols = fc.shape[1], rows = fc.shape[0];
+  std::vector<double> p(run->params.back().begin() + fc.offset,
+                        run->params.back().begin() + fc.offset + fc.size);
+  p[static_cast<std::size_t>(3 * cols + 9)] *= 1 + 1e-6;  // row 3, col 9
+  const std::int64_t before = reference_scales_computed();
+  const ReferenceCheck whole =
+      compare_to_reference<double>(0, spec, {}, p, fc.offset, kDoubleTolerance, 3);
+  ReferenceCheck by_rows;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const ReferenceCheck c = compare_to_reference<double>(
+        0, spec, {}, std::span<const double>(p).subspan(static_cast<std::size_t>(r * cols),
+                                                         static_cast<std::size_t>(cols)),
+        fc.offset + r * cols, kDoubleTolerance, 3);
+    if (by_rows.ok && !c.ok) {
+      by_rows.ok = false;
+      by_rows.message = c.message;
+    }
+    by_rows.max_abs_diff = std::max(by_rows.max_abs_diff, c.max_abs_diff);
+    by_rows.max_rel_error = std::max(by_rows.max_rel_error, c.max_rel_error);
+    by_rows.compared += c.compared;
+  }
+  EXPECT_FALSE(whole.ok);
+  EXPECT_NE(whole.message.find("h.0.mlp.fc.weight[201] (row 3, col 9)"), std::string::npos)
+      << whole.message;
+  EXPECT_EQ(by_rows.ok, whole.ok);
+  EXPECT_EQ(by_rows.message, whole.message);
+  EXPECT_EQ(by_rows.max_abs_diff, whole.max_abs_diff);
+  EXPECT_EQ(by_rows.max_rel_error, whole.max_rel_error);
+  EXPECT_EQ(by_rows.compared, fc.size);
+  // One scale per tensor of the model for this step, by the first call; the
+  // 256 rows after it compute none (they computed 256 passes over the tensor).
+  EXPECT_EQ(reference_scales_computed() - before,
+            static_cast<std::int64_t>(run->layout.views().size()));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dtw/errors.h"
+#include "dtw/launch.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
 
@@ -65,6 +66,24 @@ TEST(StrategyTest, SingleMatchesTheReferenceInBothPrecisions) {
     ASSERT_EQ(out.report.memory.size(), 1u);
     EXPECT_GT(out.report.memory[0].peak_of(MemoryCategory::kActivations), 0);
   }
+}
+
+TEST(StrategyTest, ARankRunMadeFromTemporariesKeepsItsOwnSpecAndKnobs) {
+  // Both arguments die at the end of the declaration; a RankRun that kept
+  // references to them read freed memory afterwards (ASan:
+  // stack-use-after-scope), as any strategy called from a test this way did.
+  launch(1, LaunchOptions{}, [](Comm& comm) {
+    RankRun<double> run(comm, standard_run("mlp-tiny"),
+                        Knobs::parse({"bucket_kib=64", "check_every=3"}));
+    const std::vector<RunSpec> others(8, standard_run("gpt-tiny"));  // reuses the stack
+    EXPECT_EQ(run.spec().model, "mlp-tiny");
+    EXPECT_EQ(run.spec().steps, standard_run("mlp-tiny").steps);
+    EXPECT_EQ(run.knobs().describe(), "bucket_kib=64 check_every=3");
+    EXPECT_EQ(run.knobs().get_int("check_every", 1), 3);
+    run.record_loss(0, 1.5);  // reads spec() for the progress line
+    EXPECT_EQ(run.losses(), std::vector<double>{1.5});
+    EXPECT_EQ(others.size(), 8u);
+  });
 }
 
 TEST(StrategyTest, WorldsOutsideTheStrategysRangeAreRefused) {

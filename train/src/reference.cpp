@@ -1,6 +1,7 @@
 // The reference run (train_reference on a Replica), its memo, and the comparison.
 #include "dtw/train/reference.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <future>
@@ -11,6 +12,7 @@
 #include "dtw/errors.h"
 #include "dtw/kernels/optim.h"
 #include "dtw/model/trainer.h"
+#include "reference_work.h"
 
 namespace dtw::train {
 namespace {
@@ -101,6 +103,32 @@ Memo<ReferenceRun<T>>& run_memo() {
   return memo;
 }
 
+std::atomic<std::int64_t> g_scales_computed{0};
+
+// Per tensor (in layout.views() order), its scale after `steps_done` steps:
+// the RMS of its expected values. Memoised beside the run, so a rank that
+// reports a tensor a row at a time costs one pass over it, not one per row.
+template <class T>
+std::shared_ptr<const std::vector<double>> reference_scales(const RunSpec& spec,
+                                                            std::int64_t steps_done) {
+  static Memo<std::vector<double>> memo;
+  RunSpec s = spec;
+  s.dtype = dtype_of<T>();
+  return memo.get(s.describe() + " after " + std::to_string(steps_done), [&] {
+    const std::shared_ptr<const ReferenceRun<T>> run = reference_run<T>(spec);
+    const std::shared_ptr<const std::vector<T>> ref = reference_params<T>(spec, steps_done);
+    std::vector<double> scales;
+    for (const model::ParamView& v : run->layout.views()) {
+      double sq = 0;
+      for (std::int64_t i = v.offset; i < v.offset + v.size; ++i)
+        sq += static_cast<double>((*ref)[i]) * static_cast<double>((*ref)[i]);
+      scales.push_back(std::max(std::sqrt(sq / static_cast<double>(v.size)), 1e-30));
+      g_scales_computed.fetch_add(1, std::memory_order_relaxed);
+    }
+    return scales;
+  });
+}
+
 // "h.1.attn.qkv.weight[37] (row 0, col 37)".
 std::string element_name(const model::ParamLayout& layout, std::int64_t flat) {
   for (const model::ParamView& v : layout.views()) {
@@ -115,6 +143,8 @@ std::string element_name(const model::ParamLayout& layout, std::int64_t flat) {
 }
 
 }  // namespace
+
+std::int64_t reference_scales_computed() { return g_scales_computed.load(); }
 
 template <TrainElement T>
 std::shared_ptr<const ReferenceRun<T>> reference_run(const RunSpec& spec) {
@@ -193,13 +223,15 @@ ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<con
   }
   const std::shared_ptr<const std::vector<T>> ref = reference_params<T>(spec, steps_done);
   const bool judge_params = dtype_of<T>() == DType::kFloat64;
-  for (const model::ParamView& v : run->layout.views()) {
+  // Computed only when parameters are compared (a losses-only check needs none).
+  std::shared_ptr<const std::vector<double>> scales;
+  const std::vector<model::ParamView>& views = run->layout.views();
+  for (std::size_t t = 0; t < views.size() && count > 0; ++t) {
+    const model::ParamView& v = views[t];
     const std::int64_t lo = std::max(begin, v.offset), hi = std::min(begin + count, v.offset + v.size);
     if (lo >= hi) continue;
-    double sq = 0;  // the tensor's scale: RMS of its expected values
-    for (std::int64_t i = v.offset; i < v.offset + v.size; ++i)
-      sq += static_cast<double>((*ref)[i]) * static_cast<double>((*ref)[i]);
-    const double scale = std::max(std::sqrt(sq / static_cast<double>(v.size)), 1e-30);
+    if (!scales) scales = reference_scales<T>(spec, steps_done);
+    const double scale = (*scales)[t];  // the tensor's: RMS of its expected values
     for (std::int64_t i = lo; i < hi; ++i) {
       const double e = static_cast<double>((*ref)[i]), g = static_cast<double>(params[i - begin]);
       const double diff = std::abs(g - e), rel = diff / std::max(std::abs(e), scale);
