@@ -101,7 +101,8 @@ class RankRun {
   /// Hands over the final parameters [begin, begin + params.size()) this rank
   /// holds; call once per piece (or use report(replica)). Copied.
   void report_params(std::span<const T> params, std::int64_t begin);
-  /// Reports every parameter piece `replica` holds.
+  /// Reports every parameter piece `replica` holds at its offsets in the whole
+  /// model (a shard's slices placed through their views: Replica::whole_params).
   void report(Replica<T>& replica);
 
   /// Marks a phase of the timeline that lasts as long as the returned object
