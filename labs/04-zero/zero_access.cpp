@@ -51,7 +51,7 @@ void ZeroAccess<T>::begin_pass(train::RankRun<T>* run, const train::Batch& batch
   ph.micro_batch = micro_batch;
   const std::size_t n = replica_.units().size();
   const model::ModelConfig& c = replica_.network().config();
-  ph.tied = c.kind == model::ModelKind::kGpt && c.tied_head;
+  ph.tied = model::head_is_tied(c);
   ph.seen.assign(n, 0);
   if (ph.rows != batch.rows) {  // micro-batches of one rank may differ by a row
     ph.rows = batch.rows;

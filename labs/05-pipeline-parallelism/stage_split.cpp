@@ -100,7 +100,7 @@ std::vector<double> time_units(const train::RunSpec& spec, int micro_batches) {
   const model::ParamLayout layout = model::param_layout(config);
   const std::vector<model::Unit> units = model::model_units(config, layout);
   const int n = static_cast<int>(units.size());
-  const bool tied = config.kind == model::ModelKind::kGpt && config.tied_head;
+  const bool tied = model::head_is_tied(config);
   const train::Batch batch = train::make_batch(spec, 0, 0, micro_batches);
   std::vector<double> seconds;
   for (int u = 0; u < n; ++u) {

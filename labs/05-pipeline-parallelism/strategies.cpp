@@ -132,8 +132,7 @@ void train_pipeline(train::RankRun<T>& run, const Schedule& schedule,
   if (settings.check) check_schedule(schedule);
   const model::ModelConfig config = spec.config();
   const model::ParamLayout layout = model::param_layout(config);
-  const bool tied = config.kind == model::ModelKind::kGpt && config.tied_head;
-  const std::int64_t wte_end = tied ? layout.find("wte").offset + layout.find("wte").size : 0;
+  const std::int64_t wte_end = model::tied_wte(config, layout).end;
   train::Replica<T> replica(spec, run.exec(),
                             stage_plan(map, model::model_units(config, layout), wte_end, rank));
   replica.set_times(run.layer_times());

@@ -169,13 +169,13 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
   // ... and the head turns the last version into next-token probabilities.
   T loss = 0;
   if (last) {
-    const T* embed = c.tied_head ? access.params(0) : nullptr;
+    const T* embed = head_is_tied(c) ? access.params(0) : nullptr;
     const T* h = access.params(U - 1);
     loss = head_forward(a.head, a.x[L].data(), targets,
-                        unit_head_weights(layout_, c.tied_head, h, units_[U - 1], embed), N, C, V,
+                        unit_head_weights(layout_, head_is_tied(c), h, units_[U - 1], embed), N, C, V,
                         times_, ends);
     access.release_params(U - 1);
-    if (c.tied_head) access.release_params(0);
+    if (head_is_tied(c)) access.release_params(0);
   }
   has_forward_ = true;
   return loss;
@@ -222,15 +222,15 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
     // weight loss_scale/N.
     const T dloss = loss_scale / static_cast<T>(N);
     const Unit& head = units_[U - 1];
-    const T* embed = c.tied_head ? access.params(0) : nullptr;
+    const T* embed = head_is_tied(c) ? access.params(0) : nullptr;
     const T* h = access.params(U - 1);
-    T* gembed = c.tied_head ? access.grads(0) : nullptr;
-    head_backward(dx, unit_head_weights(layout_, c.tied_head, access.grads(U - 1), head, gembed),
+    T* gembed = head_is_tied(c) ? access.grads(0) : nullptr;
+    head_backward(dx, unit_head_weights(layout_, head_is_tied(c), access.grads(U - 1), head, gembed),
                   a.x[L].data(), a.targets.data(), a.head,
-                  unit_head_weights(layout_, c.tied_head, h, head, embed), N, C, V, dloss,
+                  unit_head_weights(layout_, head_is_tied(c), h, head, embed), N, C, V, dloss,
                   scratch, times_, ends);
     access.release_params(U - 1);
-    if (c.tied_head) access.release_params(0);
+    if (head_is_tied(c)) access.release_params(0);
     ready(head.begin, head.end);
   } else if (dx_out != nullptr) {  // checked above; the test tells the compiler too
     std::copy_n(dx_out, N * C, dx);
@@ -262,7 +262,7 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
     embed_backward(g + wte.offset, g + layout_.find("wpe").offset, static_cast<const T*>(dx),
                    a.tokens.data(), c, a.batch, a.seq, 0, times_, ends);
     ready(units_[0].begin, units_[0].end);
-  } else if (last && c.tied_head) {
+  } else if (last && head_is_tied(c)) {
     // This stage holds the tied head but not the embedding: its share of
     // dwte is complete here.
     ready(wte.offset, wte.offset + wte.size);

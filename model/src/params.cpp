@@ -8,6 +8,7 @@
 
 #include "dtw/errors.h"
 #include "dtw/model/random.h"
+#include "dtw/model/units.h"
 
 namespace dtw::model {
 namespace {
@@ -68,7 +69,7 @@ std::vector<ParamView> gpt_views(const ModelConfig& c) {
   }
   b.add("lnf.gamma", {C}, -1, ParamInit::kOnes);
   b.add("lnf.beta", {C}, -1, ParamInit::kZeros);
-  if (!c.tied_head) b.add("head.weight", {c.vocab, C}, -1, ParamInit::kNormal, kGptInitStd);
+  if (!head_is_tied(c)) b.add("head.weight", {c.vocab, C}, -1, ParamInit::kNormal, kGptInitStd);
   return b.take();
 }
 

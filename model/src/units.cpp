@@ -28,6 +28,16 @@ std::vector<Unit> model_units(const ModelConfig& config, const ParamLayout& layo
   return units;
 }
 
+bool head_is_tied(const ModelConfig& config) {
+  return config.kind == ModelKind::kGpt && config.tied_head;
+}
+
+TiedWte tied_wte(const ModelConfig& config, const ParamLayout& layout) {
+  if (!head_is_tied(config)) return {};
+  const ParamView& wte = layout.find("wte");
+  return {wte.offset, wte.offset + wte.size};
+}
+
 GradReady whole_units(std::vector<Unit> units, GradReady on_unit) {
   // What each unit still misses in this pass; shared by the copies a
   // std::function makes of the returned closure.

@@ -22,7 +22,7 @@ using train::MemoryFigures;
 // needs only its gradient; a tied head borrows the embedding in both passes.
 std::vector<int> gathers_per_pass(const model::ModelConfig& c, std::size_t units) {
   std::vector<int> g(units, 2);
-  if (c.kind == model::ModelKind::kGpt) g[0] = c.tied_head ? 3 : 1;
+  if (c.kind == model::ModelKind::kGpt) g[0] = model::head_is_tied(c) ? 3 : 1;
   return g;
 }
 
@@ -61,7 +61,7 @@ double busiest_bytes(const FormulaInput& in, int stage) {
 MemoryFigures peak_figures(const FormulaInput& in, int stage, int prefetch) {
   const Sharding s = Sharding::of(in.spec, in.ranks);
   const model::ModelConfig c = in.spec.config();
-  const bool tied = c.kind == model::ModelKind::kGpt && c.tied_head;
+  const bool tied = model::head_is_tied(c);
   std::int64_t largest = 0, largest_but_embed = 0;
   for (std::size_t u = 0; u < s.units().size(); ++u) {
     largest = std::max(largest, s.units()[u].size());

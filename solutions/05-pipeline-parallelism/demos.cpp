@@ -45,7 +45,7 @@ double busiest_bytes(const FormulaInput& in, ScheduleKind kind) {
   const train::Batch all = train::make_batch(in.spec, 0);
   const int n = s.map.chunk_count(), p = in.ranks;
   const model::ModelConfig c = in.spec.config();
-  const bool tied = c.kind == model::ModelKind::kGpt && c.tied_head && p > 1;
+  const bool tied = model::head_is_tied(c) && p > 1;
   double busiest = 0;
   for (int r = 0; r < p; ++r) {
     double values = 0;
@@ -66,8 +66,7 @@ train::MemoryFigures busiest_peak(const FormulaInput& in, ScheduleKind kind) {
   const model::ModelConfig c = in.spec.config();
   const model::ParamLayout layout = model::param_layout(c);
   const auto units = model::model_units(c, layout);
-  const bool tied = c.kind == model::ModelKind::kGpt && c.tied_head;
-  const std::int64_t wte_end = tied ? layout.find("wte").size : 0;
+  const std::int64_t wte_end = model::tied_wte(c, layout).end;
   train::MemoryFigures f = train::no_memory_figures();
   const auto at = [&](MemoryCategory k) -> double& { return f[static_cast<std::size_t>(k)]; };
   for (MemoryCategory k : {MemoryCategory::kParameters, MemoryCategory::kGradients,

@@ -43,10 +43,8 @@ StepContext<T>::StepContext(train::RankRun<T>& r, Comm& cm, train::Replica<T>& r
   embed_rank = map.rank_of(0);
   head_rank = map.rank_of(map.chunk_count() - 1);
   const model::ModelConfig& c = replica.network().config();
-  if (c.kind == model::ModelKind::kGpt && c.tied_head && embed_rank != head_rank) {
-    const model::ParamView& wte = replica.layout().find("wte");
-    wte_end = wte.offset + wte.size;  // wte opens the flat buffer (offset 0)
-  }
+  // wte opens the flat buffer (offset 0), so its end is the range to move.
+  if (embed_rank != head_rank) wte_end = model::tied_wte(c, replica.layout()).end;
 }
 
 template <class T>

@@ -74,7 +74,7 @@ TEST(Zero3PrefetchTest, HoldsAtMostTheShardPlusTheUnitsInFlight) {
       const int p = 3;
       const train::RunOutcome out = run_prefetch(spec, p, {"prefetch=" + std::to_string(depth)});
       const std::vector<model::Unit> units = testing::units_of(spec);
-      const bool tied = spec.config().kind == model::ModelKind::kGpt && spec.config().tied_head;
+      const bool tied = model::head_is_tied(spec.config());
       std::int64_t largest = 0;
       for (const model::Unit& u : units) largest = std::max(largest, u.size());
       for (int r = 0; r < p; ++r) {

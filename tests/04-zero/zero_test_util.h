@@ -68,7 +68,7 @@ inline std::int64_t owned(const train::RunSpec& spec, int p, int r) {
 /// the whole backward beside each other unit's.
 inline std::int64_t gradient_buffers_peak(const train::RunSpec& spec) {
   const std::vector<model::Unit> units = units_of(spec);
-  const bool tied = spec.config().kind == model::ModelKind::kGpt && spec.config().tied_head;
+  const bool tied = model::head_is_tied(spec.config());
   std::int64_t most = 0;
   for (std::size_t u = tied ? 1 : 0; u < units.size(); ++u) most = std::max(most, units[u].size());
   return tied ? units[0].size() + most : most;
@@ -78,7 +78,7 @@ inline std::int64_t gradient_buffers_peak(const train::RunSpec& spec) {
 /// once: one unit, or at a tied head the head and the embedding it borrows.
 inline std::int64_t gathered_peak(const train::RunSpec& spec) {
   const std::vector<model::Unit> units = units_of(spec);
-  const bool tied = spec.config().kind == model::ModelKind::kGpt && spec.config().tied_head;
+  const bool tied = model::head_is_tied(spec.config());
   std::int64_t most = 0;
   for (const model::Unit& u : units) most = std::max(most, u.size());
   return std::max(most, units.back().size() + (tied ? units[0].size() : 0));

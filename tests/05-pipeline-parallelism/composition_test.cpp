@@ -38,7 +38,7 @@ train::RunOutcome run_dp_pp(const train::RunSpec& spec, int m) {
     const StageMap map = make_stage_map(spec, Balance::kParams, pp.size(), 1, m, nullptr);
     const model::ModelConfig config = spec.config();
     const model::ParamLayout layout = model::param_layout(config);
-    const bool tied = config.kind == model::ModelKind::kGpt && config.tied_head;
+    const bool tied = model::head_is_tied(config);
     const std::int64_t wte_end = tied ? layout.find("wte").offset + layout.find("wte").size : 0;
     train::Replica<double> replica(
         spec, run.exec(), stage_plan(map, model::model_units(config, layout), wte_end, stage));
@@ -85,7 +85,7 @@ TEST(PipelineCompositionTest, TwoDataParallelReplicasOfATwoStagePipelineMatchThe
       // GPT the head's copy of the tied wte twice more.
       const model::ModelConfig c = spec.config();
       const model::ParamLayout layout = model::param_layout(c);
-      const bool tied = c.kind == model::ModelKind::kGpt && c.tied_head;
+      const bool tied = model::head_is_tied(c);
       EXPECT_EQ(out.compared, 2 * (layout.size() + (tied ? layout.find("wte").size : 0))) << what;
     }
 }

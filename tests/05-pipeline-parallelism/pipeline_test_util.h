@@ -115,7 +115,7 @@ inline train::RunOutcome run_hand_built(const train::RunSpec& spec, int p, int m
     const model::UnitRange mine = map.chunks[static_cast<std::size_t>(r)];
     train::ReplicaPlan plan = train::ReplicaPlan::range(units[mine.begin].begin, units[mine.end - 1].end);
     const model::ModelConfig c = spec.config();
-    if (c.kind == model::ModelKind::kGpt && c.tied_head && p > 1 && r == p - 1) {
+    if (model::head_is_tied(c) && p > 1 && r == p - 1) {
       const std::int64_t wte = layout.find("wte").size;
       plan.params.insert(plan.params.begin(), {0, wte});
       plan.grads.insert(plan.grads.begin(), {0, wte});

@@ -98,10 +98,7 @@ struct Replica<T>::State {
       : exec(e), net(Network<T>::make(spec.config(), plan.shard)), own(*this) {
     const std::int64_t n = net->layout().size();
     const model::ModelConfig& c = net->config();
-    if (c.kind == model::ModelKind::kGpt && c.tied_head) {
-      const model::ParamView& wte = net->layout().find("wte");
-      tied_wte_end = wte.offset + wte.size;
-    }
+    tied_wte_end = model::tied_wte(c, net->layout()).end;
     param_pieces = detail::Pieces(plan.params, n, "parameter", exec);
     grad_pieces = detail::Pieces(plan.grads, n, "gradient", exec);
     opt_pieces = detail::Pieces(plan.optimizer, n, "optimizer", exec);

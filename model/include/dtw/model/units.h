@@ -42,6 +42,23 @@ struct Unit {
 /// them); MLP units are "fc.0" … "fc.n−1", one per linear layer.
 std::vector<Unit> model_units(const ModelConfig& config, const ParamLayout& layout);
 
+/// The tied-embedding rule, decided here and nowhere else: a GPT whose head
+/// is tied to the token embedding (ModelConfig::tied_head) multiplies by wte,
+/// so the head's forward reads wte and its backward adds into wte's gradient
+/// before the embedding's does. A pass or a plan that holds the head
+/// therefore needs wte too: the embedding unit's first tensor, [begin, end)
+/// of the flat buffer.
+struct TiedWte {
+  std::int64_t begin = 0;  ///< first element of wte (0: it opens the buffer)
+  std::int64_t end = 0;    ///< one past its last; begin == end when the head is not tied
+  /// True when the head shares wte.
+  bool tied() const { return end > begin; }
+};
+/// True when `config`'s head shares wte: a GPT with tied_head (never an MLP).
+bool head_is_tied(const ModelConfig& config);
+/// Where wte lies in `layout` when the head shares it, else an empty range.
+TiedWte tied_wte(const ModelConfig& config, const ParamLayout& layout);
+
 /// A run of units [begin, end) in forward order: a pipeline stage. For a GPT
 /// the run includes the embedding when begin == 0 and the head (and the loss)
 /// when end == the number of units; for an MLP, the inputs when begin == 0 and
