@@ -236,6 +236,25 @@ TEST(ShardTest, TheTensorAccessorGivesTheSliceAndItsPlaceInTheWhole) {
   EXPECT_THROW(replica.tensor("h.9.mlp.fc.weight"), InvalidArgument);
 }
 
+TEST(ShardTest, ASequenceShardOfABatchKeepsItsTokensAndWeighsItsShare) {
+  const RunSpec spec = tiny(1, 0);
+  const Batch rows = make_batch(spec, 0, 1, 3);  // one row of three
+  const auto shard = model::ModelShard::sequence(1, 4, model::SequenceSplit::kZigZag);
+  const Batch mine = sequence_shard_of(rows, shard);
+  const std::int64_t T = rows.seq_len, n = T / 8;  // 8 chunks of 4 tokens
+  ASSERT_EQ(mine.seq_len, 2 * n);
+  for (std::int64_t t = 0; t < n; ++t) {
+    EXPECT_EQ(mine.tokens[t], rows.tokens[n + t]);           // chunk 1
+    EXPECT_EQ(mine.targets[n + t], rows.targets[6 * n + t]);  // chunk 2·4 − 1 − 1
+  }
+  EXPECT_DOUBLE_EQ(mine.weight, rows.weight / 4);
+  // An MLP batch has no sequence; a sequence that does not cut is refused.
+  EXPECT_THROW(sequence_shard_of(make_batch(standard_run("mlp-tiny"), 0), shard), InvalidArgument);
+  EXPECT_THROW(sequence_shard_of(rows, model::ModelShard::sequence(0, 3, model::SequenceSplit::kContiguous)),
+               InvalidArgument);
+  EXPECT_THROW(Network<double>::make(standard_run("mlp-tiny").config(), shard), InvalidArgument);
+}
+
 // One sequence-parallel rank: every parameter, its token range of every row;
 // gradients summed over the ranks as data parallelism sums them.
 void sequence_parallel(RankRun<double>& run, model::SequenceSplit split) {
