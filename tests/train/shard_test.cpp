@@ -144,6 +144,10 @@ void tensor_parallel(RankRun<double>& run) {
     check_replicated(replica, comm, "after step " + std::to_string(step + 1));
     run.record_loss(step, loss);
   }
+  // The in-rank comparison places the slices too.
+  const ReferenceCheck c = compare_to_reference<double>(comm.rank(), replica, run.losses());
+  EXPECT_TRUE(c.ok) << c.message;
+  EXPECT_EQ(c.compared, static_cast<std::int64_t>(replica.params().size()));
   run.report(replica);
 }
 

@@ -261,11 +261,9 @@ template <TrainElement T>
 ReferenceCheck compare_to_reference(int rank, Replica<T>& replica, std::span<const double> losses,
                                     std::int64_t steps_done) {
   ReferenceCheck all;
-  for (const Range& r : replica.plan().params) {
-    if (r.size() == 0) continue;
-    const std::span<T> p = replica.params(r);
-    ReferenceCheck c = compare_to_reference<T>(rank, replica.spec(), losses,
-                                               std::span<const T>(p.data(), p.size()), r.begin,
+  // At the whole model's offsets: a shard's slices are placed through their views.
+  for (const auto& [begin, p] : replica.whole_params()) {
+    ReferenceCheck c = compare_to_reference<T>(rank, replica.spec(), losses, p, begin,
                                                default_tolerance(dtype_of<T>()), steps_done);
     if (all.ok && !c.ok) {
       all.ok = false;

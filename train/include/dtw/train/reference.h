@@ -98,7 +98,8 @@ ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<con
   return compare_to_reference<T>(rank, spec, losses, params, begin,
                                  default_tolerance(dtype_of<T>()));
 }
-/// Every parameter piece `replica` holds, after `steps_done` steps (−1:
+/// Every parameter piece `replica` holds (a shard's slices at their whole
+/// offsets: Replica::whole_params), after `steps_done` steps (−1:
 /// losses.size()), with the default tolerance of T.
 template <TrainElement T>
 ReferenceCheck compare_to_reference(int rank, Replica<T>& replica, std::span<const double> losses,
