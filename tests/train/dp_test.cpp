@@ -78,8 +78,62 @@ TEST(PlainDpTest, APlantedErrorIsNamedByRankTensorAndIndex) {
       << bad.mismatch;
   EXPECT_NE(bad.mismatch.find("tolerance 1.0000000000000001e-09"), std::string::npos)
       << bad.mismatch;
-  EXPECT_EQ(out.mismatch, bad.mismatch);  // the other ranks are right
+  EXPECT_NE(out.mismatch.find(bad.mismatch), std::string::npos);  // the other ranks are right
   for (int r = 0; r + 1 < ranks; ++r) EXPECT_TRUE(out.ranks[r].matches) << out.ranks[r].mismatch;
+  EXPECT_EQ(out.divergence.step, 3);  // planted in the last step's update
+}
+
+// A perturbation on one rank spreads to all through the next allreduce; at
+// the end the lowest rank's first element in layer order is wrong, which is
+// not where it began. The harness reruns on fewer steps and names the first
+// step, the rank and the element with the largest error then.
+TEST(PlainDpTest, ADivergenceIsTracedToItsFirstStepRankAndElement) {
+  const RunSpec spec = tiny("gpt-tiny", 4, 8);
+  const auto& layout = reference_run<double>(spec)->layout;
+  const std::int64_t index = layout.find("wte").offset + 1000;
+  const RunOutcome out = run_ranks<double>(spec, on(4), [&](RankRun<double>& run) {
+    testing::plain_dp(run, {.rank = 2, .step = 1, .index = index});
+  });
+  EXPECT_FALSE(out.matches);
+  EXPECT_FALSE(out.ranks[0].matches) << "the error has spread to rank 0 by the end";
+  EXPECT_EQ(out.divergence.step, 2) << out.mismatch;
+  EXPECT_EQ(out.divergence.ranks, std::vector<int>{2}) << out.mismatch;
+  EXPECT_NE(out.divergence.largest.find("rank 2, after 2 steps: wte[1000] (row 15, col 40)"),
+            std::string::npos)
+      << out.divergence.largest;
+  EXPECT_EQ(out.mismatch.rfind("first divergence after step 2 of 4, on rank 2; the largest error "
+                               "then: rank 2, after 2 steps: wte[1000]",
+                               0),
+            0u)
+      << out.mismatch;
+}
+
+TEST(PlainDpTest, AStrategyThatReportsNothingOrHalfDoesNotMatch) {
+  const RunSpec spec = tiny("gpt-tiny", 2, 8);
+  const std::int64_t n = reference_run<double>(spec)->layout.size();
+  // Nothing reported: the gradients could be anything.
+  RunOutcome out = run_ranks<double>(spec, on(3), [](RankRun<double>& run) {
+    testing::plain_dp(run, {.reported = 0});
+  });
+  EXPECT_FALSE(out.matches);
+  EXPECT_EQ(out.covered, 0);
+  EXPECT_EQ(out.model_elements, n);
+  EXPECT_NE(out.mismatch.find("parameters reported by no rank"), std::string::npos) << out.mismatch;
+  EXPECT_NE(out.mismatch.find("rank 2 reported 0 of "), std::string::npos) << out.mismatch;
+  // Half reported, with a wrong element in the other half.
+  const std::int64_t wrong = n - 10;
+  out = run_ranks<double>(spec, on(2), [&](RankRun<double>& run) {
+    testing::plain_dp(run, {.rank = 1, .step = 0, .index = wrong, .reported = 0.5});
+  });
+  EXPECT_FALSE(out.matches);
+  EXPECT_EQ(out.covered, n / 2);
+  EXPECT_EQ(out.divergence.step, -1) << "nothing reported diverged: no origin to look for";
+  EXPECT_NE(out.mismatch.find("(flat index " + std::to_string(n / 2) + ")"), std::string::npos)
+      << out.mismatch;
+  // Everything reported: covered, and a match.
+  out = run_ranks<double>(spec, on(2), [](RankRun<double>& run) { testing::plain_dp(run); });
+  EXPECT_TRUE(out.matches) << out.mismatch;
+  EXPECT_EQ(out.covered, n);
 }
 
 TEST(PlainDpTest, FloatRunsCompareLossCurves) {

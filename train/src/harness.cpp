@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <sstream>
 
 #include "dtw/errors.h"
 #include "dtw/process_comm.h"
@@ -20,7 +21,113 @@ struct Summary {  // the trivially copyable part of a RankOutcome
   std::int64_t compared = 0;
   double seconds = 0;
   std::int64_t resumed_steps = 0;
+  double largest_rel_error = 0;
 };
+}  // namespace
+
+template <TrainElement T>
+RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
+                     const std::function<void(RankRun<T>&)>& fn);
+
+namespace {
+
+// 433152 → "433,152": counts of elements are read, not parsed.
+std::string thousands(std::int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// Every element of the model must have been reported by some rank: a
+// strategy that reports nothing, or half, compares nothing wrong and would
+// pass. The union of what the ranks reported is the coverage.
+void check_coverage(RunOutcome& out, const RunSpec& spec,
+                    const std::vector<std::vector<std::int64_t>>& reported) {
+  const model::ParamLayout layout = model::param_layout(spec.config());
+  out.model_elements = layout.size();
+  std::vector<std::pair<std::int64_t, std::int64_t>> all;
+  for (const auto& ranges : reported)
+    for (std::size_t i = 0; i + 1 < ranges.size(); i += 2) all.emplace_back(ranges[i], ranges[i + 1]);
+  std::sort(all.begin(), all.end());
+  std::int64_t covered = 0, reach = 0, first_gap = -1;
+  for (const auto& [b, e] : all) {
+    if (b > reach && first_gap < 0) first_gap = reach;
+    if (e > reach) {
+      covered += e - std::max(b, reach);
+      reach = e;
+    }
+  }
+  if (reach < out.model_elements && first_gap < 0) first_gap = reach;
+  out.covered = covered;
+  if (covered == out.model_elements) return;
+  std::ostringstream os;
+  os << "parameters reported by no rank: " << thousands(out.model_elements - covered) << " of "
+     << thousands(out.model_elements) << " elements, the first " << element_name(layout, first_gap)
+     << " (flat index " << first_gap << "); a strategy reports every parameter it holds at the "
+     << "end (RankRun::report)";
+  const std::size_t shown = std::min<std::size_t>(out.ranks.size(), 16);
+  for (std::size_t r = 0; r < shown; ++r)
+    os << (r == 0 ? ": " : ", ") << "rank " << r << " reported " << thousands(out.ranks[r].compared)
+       << " of " << thousands(out.model_elements);
+  if (shown < out.ranks.size()) os << ", … (" << out.ranks.size() - shown << " more ranks)";
+  out.matches = false;
+  out.mismatch = os.str() + (out.mismatch.empty() ? "" : "; and " + out.mismatch);
+}
+
+// A diverged double run is rerun on fewer steps, bisecting for the first
+// number of steps after which some rank differs: there the ranks that differ
+// are where the error began (later, an allreduce has spread it to all), and
+// the element with the largest error is its origin rather than the first in
+// layer order.
+template <TrainElement T>
+void locate_divergence(RunOutcome& out, const RunSpec& spec, const HarnessOptions& opts,
+                       const std::function<void(RankRun<T>&)>& fn) {
+  HarnessOptions quiet = opts;
+  quiet.locate_divergence = false;
+  quiet.trace = false;
+  quiet.on_step = {};
+  quiet.layer_times = nullptr;
+  std::int64_t lo = 1, hi = spec.steps;  // after hi steps it differs
+  RunOutcome at_hi = out;
+  try {
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      RunSpec shorter = spec;
+      shorter.steps = mid;
+      RunOutcome o = run_ranks<T>(shorter, quiet, fn);
+      if (o.matches) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+        at_hi = std::move(o);
+      }
+    }
+  } catch (const Error&) {
+    return;  // a strategy that cannot run shorter (a knob naming a later step): no origin
+  }
+  Divergence& d = out.divergence;
+  d.step = hi;
+  double worst = -1;
+  for (const RankOutcome& o : at_hi.ranks) {
+    if (o.matches) continue;
+    d.ranks.push_back(o.rank);
+    if (o.largest_rel_error > worst) {
+      worst = o.largest_rel_error;
+      d.largest = "rank " + std::to_string(o.rank) + ", " + o.largest_error;
+    }
+  }
+  std::ostringstream os;
+  os << "first divergence after step " << hi << " of " << spec.steps << ", on rank"
+     << (d.ranks.size() == 1 ? " " : "s ");
+  for (std::size_t i = 0; i < d.ranks.size() && i < 16; ++i) os << (i ? ", " : "") << d.ranks[i];
+  if (d.ranks.size() > 16) os << ", … (" << d.ranks.size() << " ranks)";
+  if (!d.largest.empty()) os << "; the largest error then: " << d.largest;
+  out.mismatch = os.str() + "; at the end: " + out.mismatch;
+}
+
 }  // namespace
 
 template <TrainElement T>
@@ -43,7 +150,8 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
   std::mutex mutex;
   bool filled = false;
   std::vector<Summary> summaries;
-  std::vector<std::string> messages;
+  std::vector<std::string> messages, largests;
+  std::vector<std::vector<std::int64_t>> reported;
   std::vector<std::vector<double>> all_losses;
   out.report = launch(opts.ranks, lo, [&](Comm& comm) {
     RankRun<T> run(comm, spec, opts.knobs);
@@ -58,7 +166,8 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
     Summary mine;
     mine.seconds = took.count();
     mine.resumed_steps = run.resumed_steps();
-    std::string why;
+    std::string why, largest;
+    std::vector<std::int64_t> ranges;  // [begin, end) pairs of what it reported
     std::span<const double> losses = run.losses();
     const std::int64_t steps_done = spec.steps;
     if (opts.compare) {
@@ -75,19 +184,29 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
           mine.matches = 0;
           why = c.message;
         }
+        if (c.largest_rel_error > mine.largest_rel_error) {
+          mine.largest_rel_error = c.largest_rel_error;
+          largest = c.largest;
+        }
         mine.max_abs_diff = std::max(mine.max_abs_diff, c.max_abs_diff);
         mine.compared += c.compared;
+        ranges.push_back(begin);
+        ranges.push_back(begin + static_cast<std::int64_t>(values.size()));
         losses = {};  // compared once
       }
     }
     auto s = allgather_results(comm, mine);
     auto m = allgather_results(comm, why);
+    auto g = allgather_results(comm, largest);
+    auto c = allgather_results(comm, ranges);
     auto l = allgather_results(comm, std::vector<double>(run.losses()));
     std::lock_guard<std::mutex> lock(mutex);
     if (filled) return;
     filled = true;
     summaries = std::move(s);
     messages = std::move(m);
+    largests = std::move(g);
+    reported = std::move(c);
     all_losses = std::move(l);
   });
   // On the mpi backend a process beyond the world ran no rank: it takes the
@@ -96,11 +215,15 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
   if (const std::unique_ptr<Comm> job = process_comm(out.report.backend)) {
     const auto s = allgather_results(*job, summaries);
     const auto m = allgather_results(*job, messages);
+    const auto g = allgather_results(*job, largests);
+    const auto c = allgather_results(*job, reported);
     const auto l = allgather_results(*job, all_losses);
     for (std::size_t p = 0; p < s.size() && !filled; ++p) {
       if (s[p].empty()) continue;
       summaries = s[p];
       messages = m[p];
+      largests = g[p];
+      reported = c[p];
       all_losses = l[p];
       filled = true;
     }
@@ -116,6 +239,8 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
       o.seconds = summaries[r].seconds;
       o.resumed_steps = summaries[r].resumed_steps;
       o.losses = all_losses[r];
+      o.largest_error = largests[r];
+      o.largest_rel_error = summaries[r].largest_rel_error;
       out.ranks.push_back(std::move(o));
     }
   }
@@ -131,6 +256,10 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
     if (out.losses.empty() && static_cast<std::int64_t>(o.losses.size()) == spec.steps)
       out.losses = o.losses;
   }
+  if (out.checked) check_coverage(out, spec, reported);
+  if (out.checked && !out.matches && out.covered == out.model_elements && opts.locate_divergence &&
+      spec.dtype == DType::kFloat64 && spec.steps > 1 && out.resumed_steps == 0)
+    locate_divergence<T>(out, spec, opts, fn);
   return out;
 }
 

@@ -129,7 +129,8 @@ std::shared_ptr<const std::vector<double>> reference_scales(const RunSpec& spec,
   });
 }
 
-// "h.1.attn.qkv.weight[37] (row 0, col 37)".
+}  // namespace
+
 std::string element_name(const model::ParamLayout& layout, std::int64_t flat) {
   for (const model::ParamView& v : layout.views()) {
     if (flat < v.offset || flat >= v.offset + v.size) continue;
@@ -142,7 +143,6 @@ std::string element_name(const model::ParamLayout& layout, std::int64_t flat) {
   return "element " + std::to_string(flat);
 }
 
-}  // namespace
 
 std::int64_t reference_scales_computed() { return g_scales_computed.load(); }
 
@@ -237,11 +237,19 @@ ReferenceCheck compare_to_reference(int rank, const RunSpec& spec, std::span<con
       const double diff = std::abs(g - e), rel = diff / std::max(std::abs(e), scale);
       check.max_abs_diff = std::max(check.max_abs_diff, std::isnan(diff) ? INFINITY : diff);
       check.max_rel_error = std::max(check.max_rel_error, std::isnan(rel) ? INFINITY : rel);
-      if (judge_params && !(rel <= tolerance))
-        say(param_why,
-            "after " + std::to_string(steps_done) + " steps: " + element_name(run->layout, i) +
-                " (flat index " + std::to_string(i) + ")",
-            e, g, rel);
+      if (judge_params && !(rel <= tolerance)) {
+        const std::string what = "after " + std::to_string(steps_done) + " steps: " +
+                                 element_name(run->layout, i) + " (flat index " +
+                                 std::to_string(i) + ")";
+        say(param_why, what, e, g, rel);
+        // The largest error, not only the first in layer order: after an
+        // allreduce spread a bad element everywhere, it is where it began.
+        if (!(rel <= check.largest_rel_error)) {
+          check.largest_rel_error = std::isnan(rel) ? INFINITY : rel;
+          check.largest.clear();
+          say(check.largest, what, e, g, rel);
+        }
+      }
     }
   }
   check.compared = count;
@@ -268,6 +276,10 @@ ReferenceCheck compare_to_reference(int rank, Replica<T>& replica, std::span<con
     if (all.ok && !c.ok) {
       all.ok = false;
       all.message = c.message;
+    }
+    if (c.largest_rel_error > all.largest_rel_error) {
+      all.largest_rel_error = c.largest_rel_error;
+      all.largest = c.largest;
     }
     all.max_abs_diff = std::max(all.max_abs_diff, c.max_abs_diff);
     all.max_rel_error = std::max(all.max_rel_error, c.max_rel_error);

@@ -32,6 +32,10 @@ struct HarnessOptions {
   std::chrono::milliseconds timeout{120'000};  ///< per blocking call
   Knobs knobs;                     ///< the strategy's parameters
   bool compare = true;             ///< compare with the reference on every rank
+  /// On a divergence in a double run of more than one step, rerun the
+  /// strategy on fewer steps (a bisection: about log₂ steps more runs) to name
+  /// the first step after which any rank differs (RunOutcome::divergence).
+  bool locate_divergence = true;
   /// World rank 0's record_loss calls (progress bars); called on its thread.
   std::function<void(const model::StepInfo&)> on_step;
   /// Where world rank 0's layer times go (RankRun::layer_times); may be null.
@@ -45,9 +49,21 @@ struct RankOutcome {
   std::string mismatch;         ///< the first divergence on this rank
   double max_abs_diff = 0;      ///< max |θ − θ_ref| over what the rank reported
   std::int64_t compared = 0;    ///< parameter elements it reported
+  /// The element with the largest relative error among those it reported
+  /// (empty when none differs), and that error.
+  std::string largest_error;
+  double largest_rel_error = 0;  ///< of largest_error
   double seconds = 0;           ///< wall time of its rank function
   std::vector<double> losses;   ///< the losses it recorded
   std::int64_t resumed_steps = 0;  ///< of them, taken from a checkpoint (RankRun::record_resumed)
+};
+
+/// Where a run first went wrong (RunOutcome::divergence), found by rerunning
+/// it on fewer steps.
+struct Divergence {
+  std::int64_t step = -1;   ///< the first number of steps after which a rank differs (1-based)
+  std::vector<int> ranks;   ///< the ranks that differ then
+  std::string largest;      ///< the element with the largest relative error then, and on which rank
 };
 
 /// What a harness run did.
@@ -62,6 +78,14 @@ struct RunOutcome {
   std::string mismatch;              ///< the lowest rank's first divergence
   double max_abs_param_diff = 0;     ///< over every rank
   std::int64_t compared = 0;         ///< parameter elements compared, all ranks
+  /// Elements of the model (Ψ), and how many of them at least one rank
+  /// reported: a run matches only if every element was (a tensor held by
+  /// several ranks, replicated, may be reported by each of them or by one).
+  std::int64_t model_elements = 0;
+  std::int64_t covered = 0;          ///< elements reported by at least one rank
+  /// The first step after which a rank differed, when the run diverged and
+  /// HarnessOptions::locate_divergence found it (step −1 otherwise).
+  Divergence divergence;
   double seconds = 0;                ///< slowest rank's wall time of the training
   /// Steps a checkpoint had taken (resumed, not computed by this run; the
   /// most over the ranks): spec.steps − resumed_steps steps ran in `seconds`.
@@ -71,8 +95,14 @@ struct RunOutcome {
 /// Runs `fn` on opts.ranks ranks for `spec` (in T; spec.dtype is set to
 /// match), then, on every rank, compares what it reported with the reference
 /// and shares every rank's outcome with every rank (so an MPI process can
-/// assert on it). Errors from a rank propagate as from dtw::launch; `spec` is
-/// validated first.
+/// assert on it). A run matches only if every parameter element of the model
+/// was reported by some rank (the mismatch names each rank's count and the
+/// first element nobody reported) and every reported element and loss is
+/// within tolerance. A double run that diverged is rerun on fewer steps to
+/// find where it began (RunOutcome::divergence, first in the mismatch):
+/// the first step, the ranks that differ then and the element with the
+/// largest error. Errors from a rank propagate as from dtw::launch; `spec`
+/// is validated first.
 template <TrainElement T>
 RunOutcome run_ranks(const RunSpec& spec, const HarnessOptions& opts,
                      const std::function<void(RankRun<T>&)>& fn);

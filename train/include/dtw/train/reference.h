@@ -74,7 +74,17 @@ struct ReferenceCheck {
   double max_abs_diff = 0;   ///< max |θ − θ_ref| over the elements compared
   double max_rel_error = 0;  ///< largest relative error seen (losses and parameters)
   std::int64_t compared = 0;  ///< parameter elements compared
+  /// The compared element with the largest relative error (double runs),
+  /// described as the message describes one ("after 2 steps: wte[5] (row 0,
+  /// col 5) (flat index 5): expected …"); empty when nothing exceeds the
+  /// tolerance.
+  std::string largest;
+  double largest_rel_error = 0;  ///< of `largest`
 };
+
+/// Element `flat` of a model laid out as `layout`, named as a reader finds
+/// it: "h.1.attn.qkv.weight[37] (row 0, col 37)".
+std::string element_name(const model::ParamLayout& layout, std::int64_t flat);
 
 /// Compares a rank's run with the reference of `spec`: `losses[s]` (the
 /// global mean loss of step s, as far as this rank knows it; may be empty),
