@@ -1,7 +1,9 @@
 // Blocking and completion in the threads backend: a rank waits for its
 // operations (spinning briefly, then sleeping), and the deadlock detector
-// (a count of stuck ranks; the world walked only when every live rank is
-// stuck) or the launch timeout ends a wait that can never complete.
+// (a cycle of waits on specific peers, found by following the chain of such
+// waits from the rank that closes it; a count of stuck ranks, the world
+// walked only when every live rank is stuck) or the launch timeout ends a
+// wait that can never complete.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,9 +29,86 @@ bool World::can_progress(int rank) const {
 }
 
 void World::declare_deadlock() {
+  // A cycle found by check_cycle while the world was about to stall anyway
+  // reads as before; one among ranks that still run says so.
   set_failure(kDeadlocked, -1,
-              wait_graph("deadlock: every live rank is blocked and none can make progress"));
+              wait_graph(all_live_stuck()
+                             ? "deadlock: every live rank is blocked and none can make progress"
+                             : "deadlock: a cycle of blocking calls has closed: each rank in it "
+                               "waits for the next, so none can make progress, whatever the "
+                               "other ranks do"));
   for (int r = 0; r < size_; ++r) wake(r);
+}
+
+const Op* World::blocking_op(int rank) const {
+  const RankState& r = ranks_[rank];
+  if (r.finished || !r.waiting) return nullptr;
+  // wait_any over several operations needs any one of them: not a wait on a
+  // specific peer (the world-wide check covers it).
+  if (r.any && r.waiting_on.size() != 1) return nullptr;
+  // A posted operation nothing has matched can be completed only by its
+  // peer posting the other side (a receive names its source, a send its
+  // destination), and a rank in a wait posts nothing until the wait returns.
+  // A matched one will complete (its copy is queued or running).
+  for (const Op* op : r.waiting_on)
+    if (op->state == Op::State::kPosted) return op;
+  return nullptr;
+}
+
+bool World::chain_closes(int rank, Chain& cycle) const {
+  // The edges are read one by one, not at one instant: a chain seen here may
+  // have broken meanwhile, so a cycle found is only a candidate that
+  // check_cycle confirms under the locks. Missing one is what cannot happen:
+  // every rank publishes its edge (a seq_cst store) before it follows the
+  // chain (seq_cst loads), so of the ranks of a cycle, the last to publish
+  // sees every other's edge, as with the stuck counts.
+  cycle.size = 0;
+  for (int at = rank; cycle.size < kMaxChain;) {
+    const int next = ranks_[at].waits_for.load();
+    if (next < 0) return false;  // a rank that runs, polls, waits for any, or has returned
+    cycle.ranks[cycle.size++] = at;
+    if (next == rank) return true;
+    // A cycle that does not pass through `rank`: the last of its ranks to
+    // block saw it whole (or it is longer than kMaxChain).
+    const auto seen = cycle.ranks.begin() + cycle.size;
+    if (std::find(cycle.ranks.begin(), seen, next) != seen) return false;
+    at = next;
+  }
+  return false;  // longer than kMaxChain: left to the world-wide check
+}
+
+bool World::cycle_holds(const Chain& cycle) const {
+  for (int i = 0; i < cycle.size; ++i) {
+    const Op* op = blocking_op(cycle.ranks[i]);
+    if (op == nullptr || op->peer_world != cycle.ranks[(i + 1) % cycle.size]) return false;
+  }
+  return true;
+}
+
+bool World::check_cycle(const Chain& cycle) {
+  // The stripes of the cycle's ranks, each once, in increasing order (the
+  // lock order): at most kMaxChain locks, however large the world.
+  std::array<std::size_t, kMaxChain> stripes{};
+  int n = 0;
+  for (int i = 0; i < cycle.size; ++i) stripes[n++] = stripe_index(cycle.ranks[i]);
+  std::sort(stripes.begin(), stripes.begin() + n);
+  n = static_cast<int>(std::unique(stripes.begin(), stripes.begin() + n) - stripes.begin());
+  for (int i = 0; i < n; ++i) stripes_[stripes[i]].mu.lock();
+  // With these locks held, no edge of the cycle can change: completing one
+  // of its operations takes the locks of both its sides, which are two ranks
+  // of the cycle. So if every edge holds now, every rank of the cycle waits
+  // for the next one's post, which none of them can make: a deadlock. A
+  // message already posted that would satisfy a wait was matched when the
+  // second side was posted, so such a wait has no edge here.
+  const bool deadlocked = failure() == kRunning && cycle_holds(cycle);
+  for (int i = n; i-- > 0;) stripes_[stripes[i]].mu.unlock();
+  if (!deadlocked) return false;
+  // Confirmed. The report shows the whole world, at one instant: every lock.
+  // (Only a failure can have broken the cycle since, and then that is reported.)
+  const AllLocks all(*this);
+  if (failure() != kRunning || !cycle_holds(cycle)) return false;
+  declare_deadlock();
+  return true;
 }
 
 bool World::counts_say_all_stuck(int rank) {
@@ -227,6 +306,18 @@ std::size_t World::complete(int rank, std::span<Op* const> ops, const char* call
         check_deadlock(rank);
         lock.lock();
         continue;
+      }
+      // A wait on specific peers: publish its edge and follow the chain of
+      // such waits; if it comes back here, a cycle has just closed.
+      if (const Op* op = blocking_op(rank)) {
+        me.waits_for.store(op->peer_world);
+        Chain cycle;
+        if (chain_closes(rank, cycle)) {
+          lock.unlock();  // check_cycle takes the cycle's locks in order
+          check_cycle(cycle);
+          lock.lock();
+          continue;
+        }
       }
     }
     const Clock::time_point deadline = *start + timeout_;

@@ -102,6 +102,7 @@ void World::send_wakes() {
 void World::unstick(RankState& r) {
   if (!r.stuck) return;
   r.stuck = false;
+  r.waits_for.store(-1);  // in the critical section that changes what it waits for
   stripe_of(rank_of(r)).stuck.fetch_sub(1);
 }
 

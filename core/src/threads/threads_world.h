@@ -12,8 +12,10 @@
 // held only to match and to flip states, never while a large message is
 // copied. The deadlock detector keeps a count of stuck ranks; only when the
 // count says every live rank is stuck does it take every stripe's lock and
-// look at the whole world at one instant, which keeps it exact. Nothing else
-// done under a lock grows with the world. (Why stripes and not a lock per
+// look at the whole world at one instant, which keeps it exact. Its cycle
+// check (waits on specific peers) follows published edges without locks and
+// locks only the stripes of a candidate cycle, at most kMaxChain of them, to
+// confirm it. Nothing else done under a lock grows with the world. (Why stripes and not a lock per
 // rank: taking a thousand locks at once for that look is slow, and more than
 // ThreadSanitizer can follow.)
 //
@@ -21,6 +23,7 @@
 // are leaves (nothing is taken while they are held), as are the fiber pool's.
 // A rank never parks its fiber or sleeps holding any lock but its own
 // stripe's (and a fiber not even that one).
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -148,6 +151,13 @@ class World {
     // Waiting and unable to progress: counted in its stripe's `stuck`, so that the
     // deadlock check costs O(1) per blocking call, not a scan of the world.
     bool stuck = false;
+    // While stuck on a wait that names its peers (not a wait_any over
+    // several operations): the peer of its first operation that nothing has
+    // matched, which only that peer can complete by posting. -1 otherwise.
+    // These edges of the wait-for graph are what the cycle check follows
+    // without locks (check_cycle). Written under the rank's lock, with
+    // `stuck`; read by any rank without it.
+    std::atomic<int> waits_for{-1};
     bool finished = false;
     bool any = false;  // waits for any one of waiting_on (wait_any), not all
     const char* call = "";
@@ -173,10 +183,11 @@ class World {
     std::atomic<int> stuck{0};  // its live ranks waiting with nothing that can progress
   };
   static constexpr int kMaxStripes = 32;
-  Stripe& stripe_of(int rank) {
-    return stripes_[static_cast<std::size_t>(static_cast<std::int64_t>(rank) *
-                                             static_cast<std::int64_t>(stripes_.size()) / size_)];
+  std::size_t stripe_index(int rank) const {
+    return static_cast<std::size_t>(static_cast<std::int64_t>(rank) *
+                                    static_cast<std::int64_t>(stripes_.size()) / size_);
   }
+  Stripe& stripe_of(int rank) { return stripes_[stripe_index(rank)]; }
   std::mutex& lock_of(int rank) { return stripe_of(rank).mu; }
   int rank_of(const RankState& r) const { return static_cast<int>(&r - ranks_.data()); }
   // The counts say every live rank is stuck (read without locks: a hint that
@@ -240,10 +251,31 @@ class World {
   void stop_waiting(RankState& r);  // leaves the wait (and the stuck count)
   void unstick(RankState& r);       // something this rank waits for changed
   bool all_live_stuck() const;      // the full check, every lock held
+  // The cycle check, for waits on specific peers: a cycle of ranks each
+  // blocked on an operation only the next can complete is a deadlock the
+  // moment it closes, whatever the other ranks do. The chain of published
+  // edges (waits_for) is followed for at most kMaxChain hops from the rank
+  // that just got stuck; a longer cycle is left to the world-wide check.
+  static constexpr int kMaxChain = 16;
+  struct Chain {  // ranks in the order they wait for each other; no allocation
+    std::array<int, kMaxChain> ranks{};
+    int size = 0;
+  };
+  // The operation `rank`'s wait needs from one specific peer, nothing having
+  // matched it (its first such one), or nullptr; `rank`'s lock is held.
+  const Op* blocking_op(int rank) const;
+  // Follows the edges from `rank` (no lock); true, with the ranks in `cycle`,
+  // when they lead back to it.
+  bool chain_closes(int rank, Chain& cycle) const;
+  // Every edge of `cycle` holds (the locks of its ranks' stripes are held).
+  bool cycle_holds(const Chain& cycle) const;
+  // Confirms `cycle` under the locks of its ranks' stripes only, then
+  // declares the deadlock with every lock. Called holding no lock. True if declared.
+  bool check_cycle(const Chain& cycle);
   // When the counts say every live rank is stuck, takes every lock and looks;
   // declares the deadlock if so. Called holding no lock. True if declared.
   bool check_deadlock(int rank);
-  void declare_deadlock();  // every lock held
+  void declare_deadlock();  // every lock held; the whole world stuck, or a cycle confirmed
   // A rank timed out: the first one writes the report and fails the launch,
   // so every other rank is cancelled with AbortedError naming it. Called with
   // `lock` (the rank's own) held; returns (with it held again) only when

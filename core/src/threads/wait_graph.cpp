@@ -97,14 +97,18 @@ std::string World::wait_graph(const char* headline) const {
   std::string out = fmt::format("{} (world of {}, threads backend)\n", headline, size_);
 
   // The wait-for graph keeps one edge per waiting rank: the peer of its first
-  // pending operation. Each rank then has at most one successor, so the
-  // cycles are disjoint and one pass finds every one of them.
+  // pending operation that nothing has matched yet (the edge the cycle check
+  // follows), else of its first pending one. Each rank then has at most one
+  // successor, so the cycles are disjoint and one pass finds every one of them.
   std::vector<int> next(n, -1), group_rank(n, -1);
   std::vector<char> grouped(n, 0);
   for (std::size_t r = 0; r < n; ++r) {
     const RankState& s = ranks_[r];
     if (s.finished || !s.waiting || s.waiting_on.empty()) continue;
-    const Op& first = *s.waiting_on.front();
+    const auto unmatched = std::find_if(s.waiting_on.begin(), s.waiting_on.end(), [](const Op* op) {
+      return op->state == Op::State::kPosted;
+    });
+    const Op& first = unmatched != s.waiting_on.end() ? **unmatched : *s.waiting_on.front();
     next[r] = first.peer_world;
     group_rank[r] = first.group_owner;
     grouped[r] = in_group(first);
