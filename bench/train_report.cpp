@@ -6,6 +6,9 @@
 // keys docs/architecture.md lists ("dtw bench train"). Every row is checked
 // (check_strategy) before the first runs; a row that still fails while
 // running ends the run after the table of the rows measured before it.
+// With --backend mpi it starts mpirun with one process per rank and the same
+// arguments (mpi_launch.h, as `dtw train --backend mpi` does); every process
+// runs every row (single's on rank 0), and rank 0 prints and writes.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "cli_values.h"
+#include "dtw/config.h"
 #include "dtw/errors.h"
 #include "dtw/launch.h"
 #include "dtw/output_file.h"
@@ -33,9 +37,12 @@
 #include "dtw/train/fabric.h"
 #include "dtw/train/strategy.h"
 #include "dtw/train/timeline.h"
+#include "exit_codes.h"
+#include "manifest.h"
+#include "mpi_launch.h"
+#include "process.h"
 #include "train_rows.h"
 #if DTW_BENCH_HAVE_CH00
-#include "exit_codes.h"
 #include "ranks_and_messages.h"
 #endif
 
@@ -78,10 +85,10 @@ Cluster fit_this_machine() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_bench(int argc, char** argv) {
   CLI::App app{"dtw bench train: strategies side by side, measured and modeled", "dtw bench train"};
   std::string strategies = "single", backend = "threads", fabric_name = "nvlink-8", json_path,
-              svg_stem, dtype = "float32";
+              svg_stem, dtype = "float32", hostfile;
   int ranks = 1;
   RunSpec spec = standard_run("gpt-tiny");
   spec.steps = 10;
@@ -92,15 +99,17 @@ int main(int argc, char** argv) {
   dtw::cli::add_int(app, "--ranks", ranks, "World size of every strategy but single",
                     {1, dtw::cli::kMaxRanks});
   app.add_option("--backend", backend,
-                 "threads (the only one: every row runs in this process; MPI's figures are in "
-                 "dtw bench collectives --backend mpi)")
+                 "threads (every row in this process) or mpi (this program starts mpirun with "
+                 "--ranks processes; every row runs on them, single's on rank 0; rank 0 prints)")
       ->capture_default_str();
+  dtw::cli::add_path(app, "--hostfile", hostfile,
+                     "With --backend mpi: an OpenMPI hostfile (lines like `node1 slots=2`)");
   app.add_option("--fabric", fabric_name, "pcie-8, nvlink-8, ib-2x8, ib-4x8, ideal-8 or this-machine")
       ->capture_default_str();
   app.add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")->capture_default_str();
   // Numbers as dtw train parses them (no clamping); ranges are RunSpec::validate's.
-  dtw::cli::add_int(app, "--steps", spec.steps, "Steps per strategy");
-  dtw::cli::add_int(app, "--batch", spec.batch, "Global batch");
+  dtw::cli::add_int(app, "--steps", spec.steps, "Steps per strategy", {1});
+  dtw::cli::add_int(app, "--batch", spec.batch, "Global batch", {1});
   app.add_option("--dtype", dtype, "float32 or float64")->capture_default_str();
   app.add_option("--set", knob_args,
                  "Strategy knob key=value (repeatable): given to each strategy that has it "
@@ -133,16 +142,25 @@ int main(int argc, char** argv) {
                dtw::cli::parse_error_text(e));
     return dtw::cli::kExitUsage;
   }
+  const bool on_mpi = backend == "mpi";
+  // Under the mpirun this program started, every process runs every row
+  // (collectively: the harness shares each row's outcome with every process),
+  // and only rank 0 prints, writes and reports an error.
+  const bool rank_process = on_mpi && dtw::cli::inside_mpirun();
+  const bool printing = !rank_process || dtw::cli::is_printing_process();
+  std::optional<dtw::cli::StdoutSilencer> quiet;
+  if (!printing) quiet.emplace();
+  const auto say_error = [&](const std::exception& e) {
+    if (printing) fmt::print(stderr, "dtw bench train: {}\n", dtw::cli::usage_text(e));
+  };
   try {
     spec.dtype = dtype_from_name(dtype);
-    // Every row runs through one in-process launch. On the mpi backend this
-    // process alone would be a one-process MPI job: single's row ran there,
-    // and the first row on more ranks failed after it (the job had 1 process).
-    DTW_CHECK_ARG(backend == "threads",
-                  "--backend " << backend
-                               << ": dtw bench train runs every row on the threads backend (it "
-                                  "measures all strategies in one process); MPI's figures are in "
-                                  "dtw bench collectives --backend mpi");
+    DTW_CHECK_ARG(backend == "threads" || on_mpi,
+                  "--backend " << backend << ": dtw bench train runs on threads or mpi");
+    DTW_CHECK_ARG(hostfile.empty() || on_mpi, "--hostfile only applies to --backend mpi");
+    DTW_CHECK_ARG(!on_mpi || DTW_HAVE_MPI,
+                  "--backend mpi: this build has no mpi backend: install OpenMPI (./dtw setup) and "
+                  "rebuild");
     if (fabric_name != "this-machine") find_gpu_cluster(fabric_name);  // an unknown one: now
     // A run of no steps has no step time, no rate and no traffic to show.
     DTW_CHECK_ARG(spec.steps >= 1, "--steps must be at least 1, got " << spec.steps);
@@ -247,6 +265,24 @@ int main(int argc, char** argv) {
       }
     }
     dtw::check_distinct_outputs(outputs);
+    if (on_mpi) {
+      LaunchOptions probe;  // a bad DTW_MPI_WATCHDOG_SECONDS: refused before mpirun starts
+      probe.backend = backend;
+      check_launch_options(ranks, probe);
+    }
+    if (on_mpi && !rank_process) {
+      // Every row is checked: mpirun runs this program again with the same
+      // arguments, --ranks processes (single's row runs on the first).
+      if (!hostfile.empty()) dtw::cli::check_hostfile(hostfile);
+      return dtw::cli::run_mpirun(
+          {dtw::cli::without_hostfile(std::vector<std::string>(argv + 1, argv + argc)), ranks,
+           hostfile});
+    }
+    if (rank_process && ranks > dtw::cli::mpi_job_size())
+      throw dtw::cli::UsageError(fmt::format(
+          "--ranks {} but mpirun started {} process(es): use mpirun -np {}, or let dtw bench "
+          "train start mpirun",
+          ranks, dtw::cli::mpi_job_size(), ranks));
     const Cluster fabric =
         fabric_name == "this-machine" ? fit_this_machine() : find_gpu_cluster(fabric_name);
     fmt::print("dtw bench train: {} ({} tokens per step); fabric {} ({})\n",
@@ -258,8 +294,8 @@ int main(int argc, char** argv) {
     std::exception_ptr failure;  // a row that failed while running: the rows before it still print
     for (const Planned& r : plan) {
       try {
-        rows.push_back(
-            run_row(*r.strategy, spec, r.ranks, backend, r.knobs, fabric, svg_stem, r.label));
+        rows.push_back(run_row(*r.strategy, spec, r.ranks, backend, r.knobs, fabric,
+                               printing ? svg_stem : std::string(), r.label));
       } catch (const std::exception&) {
         failure = std::current_exception();
         fmt::print("  {}{} on {} rank(s): failed (the error is below); {} row(s) not run\n",
@@ -281,21 +317,29 @@ int main(int argc, char** argv) {
       if (!json_path.empty()) fmt::print("{} not written: a row failed\n", json_path);
       std::rethrow_exception(failure);
     }
-    if (!json_path.empty()) {
+    if (!json_path.empty() && printing) {
       json out = json::array();
       for (const Row& r : rows) out.push_back(r.j);
       dtw::write_file(json_path, out.dump(2) + "\n", "dtw bench train --json");
       fmt::print("wrote {}\n", json_path);
     }
   } catch (const CLI::ParseError& e) {  // cli_values.h's parse_* (--strategy)
-    fmt::print(stderr, "dtw bench train: {}\n", e.what());
+    say_error(e);
+    return dtw::cli::kExitUsage;
+  } catch (const dtw::cli::UsageError& e) {
+    say_error(e);
     return dtw::cli::kExitUsage;
   } catch (const dtw::InvalidArgument& e) {
-    fmt::print(stderr, "dtw bench train: {}\n", e.what());
+    say_error(e);
     return dtw::cli::kExitUsage;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "dtw bench train: {}\n", e.what());
+    say_error(e);
     return dtw::cli::kExitRunFailed;
   }
   return dtw::cli::kExitOk;
+}
+
+int main(int argc, char** argv) {
+  // A rank of `--backend mpi` marks its status as dtw's (mpi_launch.h).
+  return dtw::cli::rank_process_status(run_bench(argc, argv));
 }

@@ -98,11 +98,20 @@ std::unique_ptr<Comm> process_comm(const std::string& backend) {
   return entry && entry->process_comm ? entry->process_comm() : nullptr;
 }
 
+// An empty std::function would throw std::bad_function_call on every rank
+// ("uncaught std::exception: bad_function_call"): refused before any rank runs.
+void check_function(const RankFunction& fn) {
+  DTW_CHECK_ARG(static_cast<bool>(fn), "launch: the rank function is empty (an empty "
+                                       "std::function); pass a callable taking dtw::Comm&");
+}
+
 Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn) {
+  check_function(fn);
   return dispatch(world_size, options, wrapped(fn), nullptr);
 }
 
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn) {
+  check_function(fn);
   std::exception_ptr first;
   Report report = dispatch(world_size, options, wrapped(fn), &first);
   if (first) std::rethrow_exception(first);

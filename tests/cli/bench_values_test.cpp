@@ -109,10 +109,10 @@ TEST_F(BenchValuesTest, TrainRefusesMicroBatchesEmptyTwiceOrAlsoGivenAsAKnob) {
 }
 
 TEST_F(BenchValuesTest, TrainRefusesABackendItDoesNotRunOn) {
-  // --backend mpi ran single's row as a one-process MPI job, exit 0, and a
-  // row on more ranks failed after the rows before it had been measured.
-  expect_refused("train", {"--backend", "mpi"}, "--backend mpi: dtw bench train runs every row on the threads backend");
-  expect_refused("train", {"--backend", "nope"}, "--backend nope:");
+  // --backend mpi starts mpirun (train_mpi_test.cpp); another is refused, and
+  // so is a hostfile for the threads backend.
+  expect_refused("train", {"--backend", "nope"}, "--backend nope: dtw bench train runs on threads or mpi");
+  expect_refused("train", {"--hostfile", "hosts"}, "--hostfile only applies to --backend mpi");
 }
 
 TEST_F(BenchValuesTest, TrainRunsTheSingleBaselineOnceWhereverItIsNamed) {

@@ -104,9 +104,9 @@ TEST_F(DtwCliTest, RangeErrorsAreReadableAndNothingIsClamped) {
       {{"--steps", "-1"}, "--steps must be at least 1, got -1"},
       {{"--steps", "0"}, "--steps must be at least 1, got 0"},
       {{"--steps", "99999999999999999999"}, "--steps 99999999999999999999 is too large"},
-      {{"--batch", "0"}, "batch 0 must be at least 1"},
-      {{"--warmup", "-1"}, "warmup_steps -1 must not be negative"},
-      {{"--clip", "-2"}, "clip_norm -2"},
+      {{"--batch", "0"}, "--batch must be at least 1, got 0"},
+      {{"--warmup", "-1"}, "--warmup must be at least 0, got -1"},
+      {{"--clip", "-2"}, "--clip must be at least 0, got -2"},
       {{"--seed", "-1"}, "--seed takes a non-negative integer, got -1"},
       {{"--ranks", "0"}, "--ranks must be between 1 and 4096, got 0"},
       {{"--memory-cap", "-5"}, "--memory-cap must be at least 0, got -5"},
@@ -116,6 +116,47 @@ TEST_F(DtwCliTest, RangeErrorsAreReadableAndNothingIsClamped) {
     EXPECT_EQ(run.exit_code, 2) << c.args[0] << " " << c.args[1] << ": " << run.output;
     EXPECT_THAT(run.output, HasSubstr(c.message)) << c.args[0] << " " << c.args[1];
     EXPECT_LT(run.output.size(), 400u) << "unreadably long: " << run.output;
+  }
+}
+
+// `--batch 0` read "RunSpec: batch 0 must be at least 1 [train/src/run_spec.cpp:90]"
+// while `--ranks 0` read "--ranks must be between 1 and 4096, got 0": every
+// option of the run is refused in the one wording, naming the option, and no
+// usage error carries a source location (issue 29).
+TEST_F(DtwCliTest, UsageErrorsNameTheOptionInOneWordingWithoutSourceLocations) {
+  const struct {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--batch", "0"}, "--batch must be at least 1, got 0"},
+      {{"--steps", "0"}, "--steps must be at least 1, got 0"},
+      {{"--warmup", "-3"}, "--warmup must be at least 0, got -3"},
+      {{"--clip", "-1"}, "--clip must be at least 0, got -1"},
+      {{"--lr", "0"}, "--lr must be positive, got 0"},
+      {{"--seq-len", "-2"}, "--seq-len must be at least 0, got -2"},
+      {{"--seq-len", "3"}, "--seq-len 3: model mlp-tiny is an MLP"},
+      {{"--model", "gpt-tiny", "--seq-len", "100000"}, "--seq-len must be between 0 and "},
+      {{"--task", "corpus"}, "--task corpus: model mlp-tiny is an MLP"},
+      {{"--model", "gpt-tiny", "--task", "poems"}, "--task: unknown token task 'poems'"},
+      {{"--optimizer", "adam"}, "--optimizer must be adamw or sgd, got 'adam'"},
+      {{"--dtype", "float16"}, "--dtype: dtype 'float16' is not float32 or float64"},
+      {{"--model", "gpt-huge"}, "--model: unknown model 'gpt-huge'"},
+      {{"--strategy", "nope"}, "--strategy: unknown strategy 'nope'"},
+      {{"--fabric", "nope"}, "--fabric: unknown fabric 'nope'"},
+      {{"--ranks", "0"}, "--ranks must be between 1 and 4096, got 0"},
+      {{"--strategy", "ddp-bucketed", "--ranks", "2", "--set", "foo=1"}, "unknown knob 'foo'"},
+  };
+  for (const auto& c : cases) {
+    // train() names mlp-tiny; a case naming its own model runs without it.
+    std::vector<std::string> own = {"train", "--out", (dir_ / "curve").string()};
+    own.insert(own.end(), c.args.begin(), c.args.end());
+    const bool model = std::find(c.args.begin(), c.args.end(), "--model") != c.args.end();
+    const Finished run = model ? dtw(own) : train(c.args);
+    EXPECT_EQ(run.exit_code, 2) << ::testing::PrintToString(c.args) << ": " << run.output;
+    EXPECT_THAT(run.output, HasSubstr(c.message)) << ::testing::PrintToString(c.args);
+    EXPECT_THAT(run.output, Not(ContainsRegex("\\.(cpp|h):[0-9]+")))
+        << "a source location in a usage error: " << run.output;
+    EXPECT_THAT(run.output, Not(HasSubstr("RunSpec:"))) << run.output;
   }
 }
 
@@ -288,12 +329,12 @@ TEST_F(DtwCliTest, ParameterServerKnobsThatCannotMeanWhatTheySayAreRefused) {
 // classification with no notice and --seq-len -1 exited 0 (gpt-tiny refused it).
 TEST_F(DtwCliTest, WhatTheMlpDoesNotUseIsRefusedAndANegativeSeqLenForEveryModel) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
-      {{"--task", "corpus"}, "RunSpec: task corpus: model mlp-tiny is an MLP, which trains on "
+      {{"--task", "corpus"}, "--task corpus: model mlp-tiny is an MLP, which trains on "
                              "synthetic classification and has no token task"},
-      {{"--task", "synthetic"}, "RunSpec: task synthetic: model mlp-tiny is an MLP"},
-      {{"--seq-len", "-1"}, "RunSpec: seq_len -1 must not be negative"},
-      {{"--seq-len", "4"}, "RunSpec: seq_len 4: model mlp-tiny is an MLP, which has no sequence"},
-      {{"gpt-tiny", "--seq-len", "-1"}, "RunSpec: seq_len -1 must not be negative"}};
+      {{"--task", "synthetic"}, "--task synthetic: model mlp-tiny is an MLP"},
+      {{"--seq-len", "-1"}, "--seq-len must be at least 0, got -1"},
+      {{"--seq-len", "4"}, "--seq-len 4: model mlp-tiny is an MLP, which has no sequence"},
+      {{"gpt-tiny", "--seq-len", "-1"}, "--seq-len must be at least 0, got -1"}};
   const auto gpt_tiny = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {"train", "--model", "gpt-tiny", "--out", (dir_ / "g").string()});
     return dtw(args);

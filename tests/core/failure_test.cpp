@@ -29,6 +29,23 @@ const RankError* error_of(const Report& report, int rank) {
   return nullptr;
 }
 
+// An empty std::function was called on every rank: "uncaught std::exception:
+// bad_function_call" (issue 29). It is refused, saying so, before any rank runs.
+TEST(FailureTest, AnEmptyRankFunctionIsRefusedBeforeAnyRankRuns) {
+  for (const int world : {1, 3}) {
+    try {
+      launch(world, RankFunction{});
+      ADD_FAILURE() << "an empty rank function was launched on " << world << " rank(s)";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("the rank function is empty"));
+      EXPECT_EQ(e.rank(), -1) << "raised on a rank: " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not InvalidArgument: " << e.what();
+    }
+  }
+  EXPECT_THROW(launch_collecting(2, {}, RankFunction{}), InvalidArgument);
+}
+
 TEST(FailureTest, TwoRankSendCycleIsReported) {
   const auto start = Clock::now();
   try {

@@ -41,7 +41,7 @@ int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>&
     return refuse(e.what(), kExitUsage);  // a value the body parsed (cli_values.h)
   } catch (const InvalidArgument& e) {
     // A rank of a run has its number set: the run had started, so it failed.
-    return refuse(e.what(), e.rank() < 0 ? kExitUsage : kExitRunFailed);
+    return refuse(usage_text(e), e.rank() < 0 ? kExitUsage : kExitRunFailed);
   } catch (const std::bad_alloc& e) {
     // An allocation no estimate refused: say so, and with which options.
     return refuse(fmt::format("out of memory ({}) with {}: use smaller sizes", e.what(),

@@ -57,7 +57,8 @@ struct TrainCommandOptions {
   std::optional<double> lr;  // empty: the optimizer's default in the RunSpec
   std::string strategy = "single";
   int ranks = 1;
-  std::string backend = "threads";
+  std::string backend = "threads";  // or mpi: under mpirun, which dtw starts itself
+  std::string hostfile;  // OpenMPI hostfile for --backend mpi, empty: this machine only
   std::vector<std::string> knobs;  // --set key=value
   std::int64_t memory_cap = 0;     // per-rank ledger cap in bytes, 0: none
   bool compare = false;            // compare with the reference (runs it once more)

@@ -28,6 +28,7 @@ int guarded_main(int argc, char** argv) {
     CLI::App* run_cmd = dtw::cli::add_run_subcommand(app, run);
     dtw::cli::TrainCommandOptions train;
     dtw::cli::add_train_subcommand(app, train);
+    train.words.assign(argv + 1, argv + argc);  // mpirun runs them again (--backend mpi)
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& e) {
@@ -50,7 +51,7 @@ int guarded_main(int argc, char** argv) {
     print_error(e.what());
     return dtw::cli::kExitUsage;
   } catch (const dtw::InvalidArgument& e) {
-    print_error(e.what());
+    print_error(dtw::cli::usage_text(e));
     return dtw::cli::kExitUsage;
   } catch (const std::exception& e) {
     print_error(e.what());

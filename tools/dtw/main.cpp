@@ -141,7 +141,7 @@ int guarded_main(int argc, char** argv) {
     print_error(e.what());
     return kExitUsage;
   } catch (const dtw::InvalidArgument& e) {
-    print_error(e.what());
+    print_error(usage_text(e));
     return kExitUsage;
   } catch (const std::exception& e) {
     print_error(e.what());

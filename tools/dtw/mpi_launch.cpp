@@ -87,15 +87,7 @@ std::vector<std::string> mpirun_command(const MpiRunRequest& request, std::vecto
     notes.emplace_back("running as root: added --allow-run-as-root (OpenMPI refuses root otherwise)");
   }
   if (!request.hostfile.empty()) {
-    // mpirun's own "unable to open the hostfile" would end it with status 1,
-    // which reads like dtw's "a check failed": refuse it here, as bad usage.
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(request.hostfile, ec) ||
-        access(request.hostfile.c_str(), R_OK) != 0)
-      throw UsageError(fmt::format("--hostfile {}: {}", request.hostfile,
-                                   std::filesystem::exists(request.hostfile, ec)
-                                       ? "not a readable file"
-                                       : "no such file"));
+    check_hostfile(request.hostfile);
     cmd.insert(cmd.end(), {"--hostfile", request.hostfile});
     notes.emplace_back(fmt::format("ranks placed by the hostfile {} (its slots= decide how many per host)",
                                    request.hostfile));
@@ -116,10 +108,30 @@ std::vector<std::string> mpirun_command(const MpiRunRequest& request, std::vecto
   cmd.insert(cmd.end(), {"-x", std::string(kRanksOfDtwEnv) + "=1"});
   // Each process is this same program; it sees mpirun's environment and runs
   // its own rank instead of starting mpirun again.
-  cmd.insert(cmd.end(), {self_path(), "run", request.demo, "--backend", "mpi", "--ranks",
-                         std::to_string(request.ranks)});
-  cmd.insert(cmd.end(), request.forward.begin(), request.forward.end());
+  cmd.push_back(self_path());
+  cmd.insert(cmd.end(), request.args.begin(), request.args.end());
   return cmd;
+}
+
+std::vector<std::string> without_hostfile(const std::vector<std::string>& args) {
+  std::vector<std::string> kept;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--hostfile") {
+      ++i;  // and its value
+      continue;
+    }
+    if (args[i].starts_with("--hostfile=")) continue;
+    kept.push_back(args[i]);
+  }
+  return kept;
+}
+
+void check_hostfile(const std::string& hostfile) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(hostfile, ec) || access(hostfile.c_str(), R_OK) != 0)
+    throw UsageError(fmt::format("--hostfile {}: {}", hostfile,
+                                 std::filesystem::exists(hostfile, ec) ? "not a readable file"
+                                                                       : "no such file"));
 }
 
 int run_mpirun(const MpiRunRequest& request) {

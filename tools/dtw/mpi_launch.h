@@ -1,7 +1,8 @@
 #pragma once
-// `dtw run DEMO --backend mpi`: the dtw program starts mpirun itself, which
-// re-runs this same program once per rank; each of those processes sees that
-// mpirun started it and runs the demo as its MPI rank.
+// `dtw run DEMO --backend mpi`, `dtw train --backend mpi` and `dtw bench
+// train --backend mpi`: the program starts mpirun itself, which re-runs this
+// same program, with the same arguments, once per rank; each of those
+// processes sees that mpirun started it and runs its rank.
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,11 +12,22 @@
 namespace dtw::cli {
 
 struct MpiRunRequest {
-  std::string demo;
-  int ranks = 0;             // processes to start (the demo's default when 0)
+  /// What each process runs: this program with these arguments, e.g. {"run",
+  /// "ring-allreduce", "--backend", "mpi", "--ranks", "4", "--trace", "t.json"}.
+  std::vector<std::string> args;
+  int ranks = 1;             // processes to start
   std::string hostfile;      // OpenMPI hostfile; empty: every rank on this machine
-  std::vector<std::string> forward;  // further `dtw run` arguments, e.g. {"--trace", "t.json"}
 };
+
+/// `args` without `--hostfile FILE` (and `--hostfile=FILE`): what the parent
+/// gave mpirun, which the ranks it starts have no use for (and, on another
+/// machine, perhaps no such file).
+std::vector<std::string> without_hostfile(const std::vector<std::string>& args);
+
+/// Refuses (UsageError) a --hostfile that is not a readable file, as bad
+/// usage before mpirun starts: mpirun's own "unable to open the hostfile"
+/// would end it with status 1, which reads like dtw's "a check failed".
+void check_hostfile(const std::string& hostfile);
 
 /// True in a process that mpirun/mpiexec started.
 bool inside_mpirun();

@@ -46,7 +46,9 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
       "Train with a strategy (default: single, the reference every parallel chapter must match)\n"
       "on P ranks: progress with loss and tokens/s, the loss curve as CSV and SVG, time per\n"
       "layer type, memory per rank. Defaults are the standard run (dtw::train::standard_run).\n"
-      "A chapter's strategy runs the chapter's solution; --lab runs it with your lab.");
+      "A chapter's strategy runs the chapter's solution; --lab runs it with your lab.\n"
+      "--backend mpi --ranks P [--hostfile FILE] starts mpirun with P processes of this program\n"
+      "(one rank each; rank 0 prints), as dtw run --backend mpi does.");
   train_cmd->add_option("--strategy", options.strategy, "Strategy name (--list shows them)")
       ->capture_default_str();
   train_cmd->add_flag("--list", options.list, "List the registered strategies and their knobs");
@@ -54,7 +56,13 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
                       "Train with your own code (labs/NN-x of the strategy's chapter) instead of "
                       "the solution");
   add_int(*train_cmd, "--ranks", options.ranks, "World size", {1, kMaxRanks});
-  train_cmd->add_option("--backend", options.backend, "threads")->capture_default_str();
+  train_cmd->add_option("--backend", options.backend,
+                        "threads, or mpi: dtw starts mpirun with one process per rank (as "
+                        "dtw run --backend mpi does); rank 0 prints")
+      ->capture_default_str();
+  add_path(*train_cmd, "--hostfile", options.hostfile,
+           "With --backend mpi: an OpenMPI hostfile (lines like `node1 slots=2`) to spread the "
+           "ranks over several machines");
   train_cmd->add_option("--set", options.knobs,
                         "Strategy knob key=value (repeatable; --list shows each strategy's knobs, "
                         "any other key is refused)");
@@ -67,18 +75,19 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
                       "Also run the reference and report max |θ − θ_ref| (exit 1 on mismatch)");
   train_cmd->add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")
       ->capture_default_str();
-  // Numbers are parsed by dtw (cli_values.h): no clamping, finite reals; the
-  // ranges of the run's fields are RunSpec::validate's, shared by every entry point.
-  add_int(*train_cmd, "--steps", spec.steps, "Optimizer steps");
-  add_int(*train_cmd, "--batch", spec.batch, "Global batch (sequences, or rows for the MLP)");
-  add_int(*train_cmd, "--seq-len", spec.seq_len, "Tokens per sequence (0: the context)");
+  // Numbers are parsed by dtw (cli_values.h): no clamping, finite reals, and
+  // the ranges of RunSpec::validate said in the options' words ("--batch must
+  // be at least 1, got 0"); what depends on the model is train_command's.
+  add_int(*train_cmd, "--steps", spec.steps, "Optimizer steps", {1});
+  add_int(*train_cmd, "--batch", spec.batch, "Global batch (sequences, or rows for the MLP)", {1});
+  add_int(*train_cmd, "--seq-len", spec.seq_len, "Tokens per sequence (0: the context)", {0});
   train_cmd->add_option("--task", options.task,
                         "GPT models only: corpus (built-in text, the default) or synthetic");
   train_cmd->add_option("--optimizer", options.optimizer, "adamw or sgd")->capture_default_str();
   add_real(*train_cmd, "--lr", options.lr,
-           "Learning rate (default: the optimizer's: adamw 0.003, sgd 0.1)");
-  add_real(*train_cmd, "--clip", spec.clip_norm, "Gradient-norm clip, 0 for none");
-  add_int(*train_cmd, "--warmup", spec.warmup_steps, "Steps of linear learning-rate warm-up");
+           "Learning rate (default: the optimizer's: adamw 0.003, sgd 0.1)", {0, true});
+  add_real(*train_cmd, "--clip", spec.clip_norm, "Gradient-norm clip, 0 for none", {0});
+  add_int(*train_cmd, "--warmup", spec.warmup_steps, "Steps of linear learning-rate warm-up", {0});
   add_uint(*train_cmd, "--seed", spec.seed, "Seed of the initial weights and the data");
   train_cmd->add_option("--dtype", options.dtype, "float32 or float64")->capture_default_str();
   add_path(*train_cmd, "--out", options.out,

@@ -229,10 +229,11 @@ int run_command(const RunOptions& options) {
     check_launch_options(ranks, probe);
   }
   if (on_mpi && !inside_mpirun()) {
-    std::vector<std::string> forward;
-    if (!options.trace.empty()) forward = {"--trace", options.trace};
-    if (!options.json.empty()) forward.insert(forward.end(), {"--json", options.json});
-    return run_mpirun({demo.name, ranks, options.hostfile, forward});
+    std::vector<std::string> args{"run", demo.name, "--backend", "mpi", "--ranks",
+                                  std::to_string(ranks)};
+    if (!options.trace.empty()) args.insert(args.end(), {"--trace", options.trace});
+    if (!options.json.empty()) args.insert(args.end(), {"--json", options.json});
+    return run_mpirun({args, ranks, options.hostfile});
   }
   // Under mpirun every process runs its rank; only rank 0 prints.
   const bool printing = is_printing_process();
@@ -300,7 +301,8 @@ int run_command(const RunOptions& options) {
              outcome.report.traffic_table());
   std::string summary = fmt::format("time {}, {} moved", human_seconds(outcome.report.seconds),
                                     human_bytes(static_cast<double>(outcome.report.total_bytes())));
-  if (outcome.busbw_gbps() > 0) summary += fmt::format(", busbw {:.2f} GB/s", outcome.busbw_gbps());
+  if (outcome.busbw_gbps() > 0)
+    summary += fmt::format(", busbw {}", bandwidth_text(outcome.busbw_gbps() * 1e9));
   fmt::print("{}\n", summary);
 
   if (!options.json.empty()) {

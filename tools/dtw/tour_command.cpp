@@ -96,7 +96,7 @@ int tour_command() {
             verdict(demo, outcome),
             human_seconds(outcome.report.seconds),
             human_bytes(static_cast<double>(outcome.report.total_bytes())),
-            outcome.busbw_gbps() > 0 ? fmt::format("{:.2f} GB/s", outcome.busbw_gbps()) : "-",
+            outcome.busbw_gbps() > 0 ? bandwidth_text(outcome.busbw_gbps() * 1e9) : "-",
             clip(detail_of(demo, outcome), 60)};
     row.check_paint = !intended                                       ? Paint::kRed
                       : demo.expects_deadlock || !demo.catches.empty() ? Paint::kYellow

@@ -18,7 +18,9 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "lab_run.h"
+#include "mpi_launch.h"
 #include "process.h"
+#include "dtw/config.h"
 #include "dtw/errors.h"
 #include "dtw/kernels/matmul.h"
 #include "dtw/model/config.h"
@@ -46,7 +48,11 @@ std::string human_rate(double per_second) {
 class Progress {
  public:
   Progress(std::int64_t steps, std::string unit)
-      : steps_(steps), unit_(std::move(unit)), tty_(isatty(STDOUT_FILENO) == 1) {}
+      : steps_(steps),
+        unit_(std::move(unit)),
+        // Under mpirun rank 0's stdout is a terminal of mpirun's even when
+        // dtw's is a pipe; dtw then passes NO_COLOR (mpi_launch.cpp).
+        tty_(isatty(STDOUT_FILENO) == 1 && (!inside_mpirun() || color_enabled())) {}
 
   void update(const model::StepInfo& s) {
     tokens_ += s.tokens;
@@ -149,6 +155,17 @@ void list_strategies() {
   exec_lab_run(strategy.chapter, args);
 }
 
+// The arguments after `train`, as typed, for the processes mpirun starts
+// (without --hostfile: that was mpirun's).
+std::vector<std::string> train_arguments(const TrainCommandOptions& options) {
+  const auto train = std::find(options.words.begin(), options.words.end(), "train");
+  DTW_CHECK(train != options.words.end(), Error,
+            "dtw train --backend mpi: the command line has no `train` to hand to mpirun");
+  return without_hostfile(std::vector<std::string>(train, options.words.end()));
+}
+
+int train_run(const TrainCommandOptions& options);
+
 }  // namespace
 
 int train_command(const TrainCommandOptions& options) {
@@ -158,48 +175,109 @@ int train_command(const TrainCommandOptions& options) {
   }
   if (options.lab && !options.lab_program)
     hand_over_to_lab(train::find_strategy(options.strategy), options);
+  // A process that mpirun started (dtw train --backend mpi started mpirun):
+  // every process runs its rank and gets the same outcome, or the same error;
+  // only rank 0 says it. The others end with the status it ends with, quietly.
+  if (options.backend != "mpi" || !inside_mpirun()) return train_run(options);
+  try {
+    return train_run(options);
+  } catch (const NotImplemented&) {
+    if (is_printing_process()) throw;
+    return kExitRunFailed;
+  } catch (const UsageError&) {
+    if (is_printing_process()) throw;
+    return kExitUsage;
+  } catch (const InvalidArgument&) {
+    if (is_printing_process()) throw;
+    return kExitUsage;
+  } catch (const std::exception&) {
+    if (is_printing_process()) throw;
+    return kExitRunFailed;
+  }
+}
+
+namespace {
+
+int train_run(const TrainCommandOptions& options) {
   // Everything is checked before any work starts: the run, the strategy, the
   // backend, and that the loss curve can be written where --out says.
+  // Each field of the run is refused in the words of its option ("--batch
+  // must be at least 1, got 0", as --ranks is), never as RunSpec's own
+  // message with a source location: the ranges are the parser's (run_cli.cpp),
+  // what depends on the model is checked here, and a name the library does
+  // not know keeps the library's list of the known ones.
+  const auto option = [](const char* flag, const auto& parse) -> decltype(auto) {
+    try {
+      return parse();
+    } catch (const InvalidArgument& e) {
+      throw UsageError(fmt::format("{}: {}", flag, e.message()));
+    }
+  };
   train::RunSpec spec = options.spec;
-  const model::ModelConfig config = spec.config();
-  DTW_CHECK_ARG(spec.steps > 0, "dtw train: --steps must be at least 1, got " << spec.steps);
-  // Only a given --task is set: the MLP has none, and RunSpec refuses one for it.
-  if (!options.task.empty()) spec.task = model::token_task_from_name(options.task);
-  DTW_CHECK_ARG(options.optimizer == "adamw" || options.optimizer == "sgd",
-                "dtw train: --optimizer is adamw or sgd, got '" << options.optimizer << "'");
+  const model::ModelConfig config = option("--model", [&] { return spec.config(); });
+  const bool gpt_model = config.kind == model::ModelKind::kGpt;
+  if (!gpt_model && !options.task.empty())
+    throw UsageError(fmt::format("--task {}: model {} is an MLP, which trains on synthetic "
+                                 "classification and has no token task (leave --task out)",
+                                 options.task, config.name));
+  if (!gpt_model && spec.seq_len != 0)
+    throw UsageError(fmt::format("--seq-len {}: model {} is an MLP, which has no sequence (leave "
+                                 "--seq-len out)",
+                                 spec.seq_len, config.name));
+  if (gpt_model && spec.seq_len > config.context)
+    throw UsageError(fmt::format("--seq-len must be between 0 and {} (the context of {}; 0: all "
+                                 "of it), got {}",
+                                 config.context, config.name, spec.seq_len));
+  // Only a given --task is set: the MLP has none.
+  if (!options.task.empty())
+    spec.task = option("--task", [&] { return model::token_task_from_name(options.task); });
+  if (options.optimizer != "adamw" && options.optimizer != "sgd")
+    throw UsageError(fmt::format("--optimizer must be adamw or sgd, got '{}'", options.optimizer));
   spec.optimizer = options.optimizer == "sgd" ? model::Optimizer::kSgd : model::Optimizer::kAdamW;
   // A given --lr is always used (and validated with the rest): never silently
   // replaced by the default.
   if (options.lr) spec.set_lr(*options.lr);
-  spec.dtype = train::dtype_from_name(options.dtype);
-  spec.validate();
-  const train::Strategy& strategy = train::find_strategy(options.strategy);
+  spec.dtype = option("--dtype", [&] { return train::dtype_from_name(options.dtype); });
+  spec.validate();  // what the options' own checks above left (nothing, for the command line)
+  const train::Strategy& strategy =
+      option("--strategy", [&]() -> const train::Strategy& { return train::find_strategy(options.strategy); });
   if (options.fabric == "this-machine")
     throw UsageError("dtw train models the named GPU clusters; this-machine (links fitted by "
                      "ping-pong) is in dtw bench train --fabric this-machine");
-  const train::Cluster& fabric = train::find_gpu_cluster(options.fabric);
-  if (options.backend != "threads")
-    throw UsageError("dtw train runs on the threads backend for now (got --backend " +
-                     options.backend + ")");
+  const train::Cluster& fabric =
+      option("--fabric", [&]() -> const train::Cluster& { return train::find_gpu_cluster(options.fabric); });
+  const bool on_mpi = options.backend == "mpi";
+  if (options.backend != "threads" && !on_mpi)
+    throw UsageError("dtw train runs on the threads or the mpi backend, got --backend " +
+                     options.backend);
+  if (!options.hostfile.empty() && !on_mpi)
+    throw UsageError("--hostfile only applies to --backend mpi");
+  if (on_mpi && !DTW_HAVE_MPI)
+    throw UsageError("this build has no mpi backend: install OpenMPI (./dtw setup) and rebuild");
+  // Under mpirun (which the parent started) every process runs its rank;
+  // the parent checked the outputs and rank 0 writes them.
+  const bool rank_process = on_mpi && inside_mpirun();
   const std::string stem = options.out.empty() ? "train-" + config.name : options.out;
   // --out is a stem that names are made from: a folder or a device there
   // would not be written, STEM.csv beside it would (--out /tmp: /tmp.csv).
   std::error_code ec;
   const std::filesystem::file_status is = std::filesystem::status(stem, ec);
-  if (std::filesystem::exists(is) && !std::filesystem::is_regular_file(is))
+  if (!rank_process && std::filesystem::exists(is) && !std::filesystem::is_regular_file(is))
     throw UsageError(fmt::format(
         "dtw train --out {}: that is {}, and --out takes a file stem: it writes STEM.csv, "
         "STEM.svg and STEM-timeline.svg{}",
         stem, std::filesystem::is_directory(is) ? "a folder" : "a device or other special file",
         std::filesystem::is_directory(is) ? fmt::format(" (e.g. --out {}/run)", stem) : ""));
-  check_writable(stem + ".csv", "dtw train --out (the loss curve)");
-  check_writable(stem + ".svg", "dtw train --out (the loss plot)");
-  check_writable(stem + "-timeline.svg", "dtw train --out (the timeline)");
-  if (!options.json.empty()) check_writable(options.json, "dtw train --json");
-  check_distinct_outputs({{stem + ".csv", "dtw train --out (the loss curve)"},
-                          {stem + ".svg", "dtw train --out (the loss plot)"},
-                          {stem + "-timeline.svg", "dtw train --out (the timeline)"},
-                          {options.json, "dtw train --json"}});
+  if (!rank_process) {
+    check_writable(stem + ".csv", "dtw train --out (the loss curve)");
+    check_writable(stem + ".svg", "dtw train --out (the loss plot)");
+    check_writable(stem + "-timeline.svg", "dtw train --out (the timeline)");
+    if (!options.json.empty()) check_writable(options.json, "dtw train --json");
+    check_distinct_outputs({{stem + ".csv", "dtw train --out (the loss curve)"},
+                            {stem + ".svg", "dtw train --out (the loss plot)"},
+                            {stem + "-timeline.svg", "dtw train --out (the timeline)"},
+                            {options.json, "dtw train --json"}});
+  }
 
   model::LayerTimes times;
   const bool gpt = config.kind == model::ModelKind::kGpt;
@@ -223,6 +301,27 @@ int train_command(const TrainCommandOptions& options) {
   // checks them again, cheaply): a refused run prints only why.
   train::check_strategy(strategy, spec, options.ranks, harness.knobs);
   const std::string knobs = train::knobs_in_force(strategy, spec, options.ranks, harness.knobs);
+  {
+    // What launch would refuse (a bad DTW_MPI_WATCHDOG_SECONDS) is refused
+    // now, before mpirun starts processes that would each refuse it.
+    LaunchOptions probe;
+    probe.backend = options.backend;
+    check_launch_options(options.ranks, probe);
+  }
+  if (on_mpi && !rank_process) {
+    // Everything is checked: mpirun runs this program again with the same
+    // arguments, one process per rank (mpi_launch.h), and rank 0 prints.
+    if (!options.hostfile.empty()) check_hostfile(options.hostfile);
+    return run_mpirun({train_arguments(options), options.ranks, options.hostfile});
+  }
+  const bool printing = !rank_process || is_printing_process();
+  if (rank_process && options.ranks > mpi_job_size()) {
+    if (!printing) return kExitUsage;
+    throw UsageError(fmt::format(
+        "--ranks {} but mpirun started {} process(es): use mpirun -np {}, or let dtw start "
+        "mpirun (dtw train --backend mpi --ranks {})",
+        options.ranks, mpi_job_size(), options.ranks, options.ranks));
+  }
 
   // The header names whose code runs and every hyper-parameter in force, the
   // strategy's knobs with their defaults included, so a log says exactly what ran.
@@ -231,7 +330,8 @@ int train_command(const TrainCommandOptions& options) {
       : options.lab_program
           ? fmt::format(" (your lab of chapter {})", strategy.chapter)
           : fmt::format(" (chapter {}'s solution; --lab runs yours)", strategy.chapter);
-  fmt::print("{} with {}{} on {} rank{} ({}{}): {}{}\n", paint(Paint::kBold, "training"),
+  if (printing)
+    fmt::print("{} with {}{} on {} rank{} ({}{}): {}{}\n", paint(Paint::kBold, "training"),
              strategy.name, whose, options.ranks, options.ranks == 1 ? "" : "s", options.backend,
              options.memory_cap > 0 ? ", memory cap " + human_bytes(static_cast<double>(options.memory_cap)) : "",
              spec.hyperparameters(),
@@ -242,11 +342,15 @@ int train_command(const TrainCommandOptions& options) {
   } catch (const NotImplemented& e) {
     const std::optional<NotWritten> w = not_written(e.what());
     if (!options.lab_program || !w) throw;
+    if (!printing) return kExitRunFailed;
     print_not_written(*w, strategy.chapter, strategy.name, "dtw train without --lab runs the solution");
     return kExitRunFailed;
   }
   DTW_CHECK(!out.losses.empty(), Error,
             "dtw train: strategy " << strategy.name << " recorded no losses (RankRun::record_loss)");
+  // Every process has the same outcome (run_ranks shares it); rank 0 reports
+  // it and writes the files, the others end with the status it ends with.
+  if (!printing) return out.matches ? kExitOk : kExitCheckFailed;
 
   // A resumed run computed only the steps after its checkpoint: the rate is theirs.
   const std::int64_t ran = spec.steps - out.resumed_steps;
@@ -298,4 +402,5 @@ int train_command(const TrainCommandOptions& options) {
   return out.matches ? 0 : 1;
 }
 
+}  // namespace
 }  // namespace dtw::cli

@@ -137,6 +137,8 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
   spec.dtype = dtype_of<T>();
   spec.validate();
   DTW_CHECK_ARG(opts.ranks >= 1, "run_ranks: ranks " << opts.ranks << " must be at least 1");
+  DTW_CHECK_ARG(static_cast<bool>(fn), "run_ranks: the rank function is empty (an empty "
+                                       "std::function); pass a callable taking RankRun<T>&");
   LaunchOptions lo;
   lo.backend = opts.backend;
   lo.timeout = opts.timeout;

@@ -208,7 +208,11 @@ void check_strategy(const Strategy& strategy, const RunSpec& spec, int ranks, co
     std::ostringstream who;
     who << "strategy " << strategy.name << " on " << ranks << (ranks == 1 ? " rank, " : " ranks, ")
         << spec.model << ", batch " << spec.batch << (set.empty() ? "" : ", " + set) << ": ";
-    throw InvalidArgument(who.str() + e.what());
+    // The message, not what(): a command line prints it as a usage error,
+    // which names no source location (issue 29).
+    InvalidArgument wrapped(who.str() + e.message());
+    for (const std::string& note : e.notes()) wrapped.add_note(note);
+    throw wrapped;
   }
 }
 

@@ -60,6 +60,12 @@ const std::vector<Demo>& demos();
 /// Registers `demo`; returns true so it can initialise a static.
 bool register_demo(Demo demo);
 
+/// A bandwidth for a demo's line, with three significant digits in the unit
+/// that keeps them: "12.3 GB/s", "4.17 MB/s", "950 B/s" ("0 B/s" for 0 or
+/// less). A ring allreduce on 1024 ranks moves a few MB/s a rank, which
+/// "%.2f GB/s" printed as "0.00 GB/s".
+std::string bandwidth_text(double bytes_per_second);
+
 }  // namespace dtw
 
 #define DTW_DEMO_CONCAT2(a, b) a##b
