@@ -136,7 +136,8 @@ using RankFunction = std::function<void(Comm&)>;
 
 /// Runs `fn` on `world_size` ranks and waits for all of them. If any rank
 /// throws, the others' pending calls throw AbortedError, and launch rethrows
-/// the first error (its type kept, its rank recorded in the message).
+/// the first error (its type kept, its rank recorded in the message). An
+/// empty `fn` is an InvalidArgument before any rank runs.
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn);
 /// launch with default options.
 Report launch(int world_size, const RankFunction& fn);
@@ -157,7 +158,8 @@ void set_launch_wrapper(LaunchWrapper wrapper);
 /// world) is left to it.
 void check_launch_options(int world_size, const LaunchOptions& options);
 
-/// Like launch, but returns the report with `errors` filled instead of throwing.
+/// Like launch, but returns the report with `errors` filled instead of
+/// throwing (an empty `fn` still throws InvalidArgument before any rank runs).
 Report launch_collecting(int world_size, const LaunchOptions& options, const RankFunction& fn);
 
 }  // namespace dtw

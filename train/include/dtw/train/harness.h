@@ -102,7 +102,8 @@ struct RunOutcome {
 /// find where it began (RunOutcome::divergence, first in the mismatch):
 /// the first step, the ranks that differ then and the element with the
 /// largest error. Errors from a rank propagate as from dtw::launch; `spec`
-/// is validated first.
+/// is validated first, and an empty `fn` is an InvalidArgument before any
+/// rank runs.
 template <TrainElement T>
 RunOutcome run_ranks(const RunSpec& spec, const HarnessOptions& opts,
                      const std::function<void(RankRun<T>&)>& fn);
