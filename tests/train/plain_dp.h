@@ -55,8 +55,8 @@ void plain_dp(RankRun<T>& run, const Plant& plant = {}) {
     run.report(replica);
   } else if (plant.reported > 0) {
     const auto half = static_cast<std::int64_t>(plant.reported * replica.model_size());
-    const std::span<T> p = replica.params(0, half);
-    run.report_params(std::span<const T>(p.data(), p.size()), 0);
+    const std::span<T> held = replica.params(0, half);
+    run.report_params(std::span<const T>(held.data(), held.size()), 0);
   }
 }
 
