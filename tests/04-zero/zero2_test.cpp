@@ -108,8 +108,14 @@ TEST(Zero2PitfallTest, ReducingBeforeAccumulationEndsIsNamedByTheReference) {
       spec, on(2, {"micro_batches=2"}),
       [](train::RankRun<double>& run) { zero2_reduces_before_accumulation_ends(run); });
   EXPECT_FALSE(out.matches);
-  // The loss of step 1 drifts first (named with its ratio), then the parameters.
-  EXPECT_EQ(out.mismatch.rfind("rank 0, step 1: loss", 0), 0u) << out.mismatch;
+  // Where it began first: the parameters differ after the first step, on
+  // both ranks (each reduced its gradient too early).
+  EXPECT_EQ(out.mismatch.rfind("first divergence after step 1 of 2, on ranks 0, 1", 0), 0u)
+      << out.mismatch;
+  EXPECT_EQ(out.divergence.step, 1);
+  // At the end, the loss of step 1 is named with its ratio, then the parameters.
+  EXPECT_NE(out.mismatch.find("at the end: rank 0, step 1: loss"), std::string::npos)
+      << out.mismatch;
   EXPECT_NE(out.mismatch.find("after 2 steps: "), std::string::npos) << out.mismatch;
   EXPECT_NE(out.mismatch.find("> tolerance"), std::string::npos) << out.mismatch;
 }
