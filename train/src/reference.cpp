@@ -269,6 +269,8 @@ template <TrainElement T>
 ReferenceCheck compare_to_reference(int rank, Replica<T>& replica, std::span<const double> losses,
                                     std::int64_t steps_done) {
   ReferenceCheck all;
+  // Every piece after the same steps (losses are compared with the first only).
+  if (steps_done < 0) steps_done = static_cast<std::int64_t>(losses.size());
   // At the whole model's offsets: a shard's slices are placed through their views.
   for (const auto& [begin, p] : replica.whole_params()) {
     ReferenceCheck c = compare_to_reference<T>(rank, replica.spec(), losses, p, begin,
