@@ -139,6 +139,9 @@ std::string job_report(int world, const std::map<int, RankStatus>& statuses,
   }
   if (named > kMaxNamed) out << "  ... and " << named - kMaxNamed << " more rank(s) waited for\n";
   for (const auto& [p, by] : waited_by) order.insert(order.end(), by.begin(), by.end());
+  // Then those that answered nothing though nobody named them (in a collective,
+  // a rank waits for all), then every rank by number.
+  order.insert(order.end(), missing.begin(), missing.end());
   for (int r = 0; r < world; ++r) order.push_back(r);
 
   std::vector<char> shown(static_cast<std::size_t>(world), 0);
@@ -153,7 +156,7 @@ std::string job_report(int world, const std::map<int, RankStatus>& statuses,
       continue;
     }
     ++detailed;
-    if (it == statuses.end()) out << "  rank " << r << " answered nothing\n";
+    if (it == statuses.end()) out << "  rank " << r << " answered nothing: its watchdog did not run\n";
     else out << it->second.detail;
   }
   if (!rest.empty()) {
