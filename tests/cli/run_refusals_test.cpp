@@ -124,7 +124,8 @@ TEST(DtwRunTest, OnMpiABadWatchdogIsRefusedBeforeMpirunAndADeadlockPitfallIsAnno
                                  {"run", "pitfall", "pp-both-send-first", "--backend", "mpi"});
   EXPECT_EQ(hang.exit_code, 3) << hang.output;
   EXPECT_THAT(hang.output, HasSubstr("on MPI a deadlock is a real hang, with no detector"));
-  EXPECT_THAT(hang.output, HasSubstr("has been blocked in"));
+  EXPECT_THAT(hang.output, HasSubstr("dtw mpi watchdog: the job hangs"));
+  EXPECT_THAT(hang.output, HasSubstr(") blocked in "));
 }
 
 TEST(DtwCheckTest, TakesNoOptionItWouldIgnore) {

@@ -1,16 +1,31 @@
-# Runs COMMAND (a ;-list) and passes only if it exits non-zero AND its output
-# matches every regular expression in EXPECT (a ;-list).
-#   cmake -DCOMMAND=... -DEXPECT=... -P expect_abort.cmake
+# Runs COMMAND (a ;-list) and passes only if it exits non-zero (zero with
+# -DEXIT_ZERO=ON) AND its output matches every regular expression in EXPECT,
+# each in ONCE exactly once, and none in REJECT (each a ;-list).
+#   cmake -DCOMMAND=... -DEXPECT=... [-DONCE=...] [-DREJECT=...] [-DEXIT_ZERO=ON] -P expect_abort.cmake
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 TIMEOUT 60)
 set(all "${out}${err}")
 message("${all}")
-if(rc EQUAL 0)
+if(EXIT_ZERO AND NOT rc EQUAL 0)
+  message(FATAL_ERROR "expected exit 0, got ${rc}")
+elseif(NOT EXIT_ZERO AND rc EQUAL 0)
   message(FATAL_ERROR "expected a non-zero exit, got 0")
 endif()
 foreach(pattern IN LISTS EXPECT)
   if(NOT all MATCHES "${pattern}")
     message(FATAL_ERROR "output does not match '${pattern}'")
+  endif()
+endforeach()
+foreach(pattern IN LISTS ONCE)
+  string(REGEX MATCHALL "${pattern}" found "${all}")
+  list(LENGTH found n)
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "output matches '${pattern}' ${n} times, expected once")
+  endif()
+endforeach()
+foreach(pattern IN LISTS REJECT)
+  if(all MATCHES "${pattern}")
+    message(FATAL_ERROR "output matches '${pattern}', which it must not")
   endif()
 endforeach()
 message("ok: exit ${rc}, every expected line printed")

@@ -165,8 +165,8 @@ class Comm {
   /// (and none posted, no blocking call) is treated as a blocked rank past the
   /// timeout: on threads this call throws TimeoutError with the wait-for report
   /// ("polling with test ... for N ms" and the operation: peer, tag, bytes); on
-  /// MPI the watchdog prints "rank R polls for: irecv from rank P, tag T, B
-  /// bytes" and aborts the job. The cost of a poll stays O(1).
+  /// MPI the watchdog's report for the job shows rank R "polling with test"
+  /// and "polls for: irecv from rank P, tag T, B bytes", and aborts the job. The cost of a poll stays O(1).
   bool test(Request& request);
   /// Blocks until at least one pending request in `requests` completes,
   /// completes it and returns its index; the others stay pending. Requests

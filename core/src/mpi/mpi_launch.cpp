@@ -78,7 +78,7 @@ std::shared_ptr<Job> run_rank(int world, const LaunchOptions& options,
   std::vector<int> members(static_cast<std::size_t>(world));
   std::iota(members.begin(), members.end(), 0);
   auto ledger = std::make_shared<MemoryLedger>(me, options.memory_cap);
-  Watchdog::instance().arm(me, watchdog);
+  Watchdog::instance().arm(me, world, watchdog);
   {
     MpiComm comm(state, job, me, members, traffic, tracer, Exec::host().with_ledger(ledger));
     try {
@@ -138,6 +138,12 @@ void init() {
     MPI_Comm_dup(MPI_COMM_WORLD, &p.launches);
     MPI_Comm_rank(p.launches, &p.rank);
     MPI_Comm_size(p.launches, &p.size);
+    // The watchdogs' own communicator: on it, a rank whose watchdog fires
+    // asks every other rank for its state, so that one report covers the job.
+    MPI_Comm watch = MPI_COMM_NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &watch);
+    MPI_Comm_set_errhandler(watch, MPI_ERRORS_RETURN);
+    Watchdog::instance().set_channel(watch);
   });
 }
 

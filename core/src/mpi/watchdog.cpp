@@ -1,13 +1,177 @@
 #include "mpi/watchdog.h"
 
-#include <mpi.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace dtw::mpi {
+namespace {
+
+using Clock = Watchdog::Clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kTick{100};  // the watchdog's heartbeat
+// A heartbeat this much later than kTick: the process did not run meanwhile
+// (SIGSTOP, a debugger, or a machine too loaded to schedule it).
+constexpr milliseconds kStall{1000};
+constexpr int kStatusTag = 1;
+constexpr char kSep = '\x1f';
+constexpr std::size_t kDetailedRanks = 16;  // ranks shown in full, as on threads
+constexpr std::size_t kOpsPerRank = 4;      // pending operations shown per rank
+constexpr std::size_t kMaxNamed = 8;        // "rank X ..., and ranks ... wait for it" lines
+// Once the printer should have aborted the job and has not, another rank does.
+constexpr milliseconds kFallback{5000};
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string tenths(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", s);
+  return buf;
+}
+
+// How long the ranks that raised or heard the alarm wait for every answer.
+milliseconds grace(int world) { return std::min(milliseconds(10'000), milliseconds(2000 + 50 * world)); }
+
+bool stuck(int kind) { return kind == RankStatus::kBlocked || kind == RankStatus::kPolling; }
+
+// "ranks 0-5, 7, 9-11": runs of consecutive ranks collapse; long lists end in "...".
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  std::size_t runs = 0;
+  for (std::size_t i = 0; i < ranks.size(); ++runs) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (runs == 8) {
+      out << ", ... (" << ranks.size() - i << " more)";
+      break;
+    }
+    if (i > 0) out << ", ";
+    out << ranks[i];
+    if (j > i) out << "-" << ranks[j];
+    i = j + 1;
+  }
+  return out.str();
+}
+
+// "irecv from rank 1, tag 7, 64 bytes" and a newline.
+std::string describe(const PendingOp& p) {
+  std::ostringstream out;
+  out << p.op << (p.is_send ? " to rank " : " from rank ") << p.peer << ", tag " << p.tag << ", "
+      << p.bytes << " bytes\n";
+  return out.str();
+}
+
+}  // namespace
+
+std::string RankStatus::encode() const {
+  std::ostringstream out;
+  out << rank << kSep << kind << kSep << timeout_ms << kSep << state << kSep;
+  for (std::size_t i = 0; i < waits_on.size(); ++i) out << (i ? "," : "") << waits_on[i];
+  out << kSep << detail;
+  return out.str();
+}
+
+bool RankStatus::decode(std::string_view text, RankStatus& out) {
+  std::vector<std::string> field;
+  std::size_t at = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::size_t end = text.find(kSep, at);
+    if (end == std::string_view::npos) return false;
+    field.emplace_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  out.rank = std::atoi(field[0].c_str());
+  out.kind = std::atoi(field[1].c_str());
+  out.timeout_ms = std::atoll(field[2].c_str());
+  out.state = field[3];
+  out.waits_on.clear();
+  std::istringstream peers(field[4]);
+  for (std::string p; std::getline(peers, p, ',');)
+    if (!p.empty()) out.waits_on.push_back(std::atoi(p.c_str()));
+  out.detail = std::string(text.substr(at));
+  return true;
+}
+
+std::string job_report(int world, const std::map<int, RankStatus>& statuses,
+                       std::int64_t timeout_ms) {
+  std::vector<int> missing;
+  int stuck_ranks = 0;
+  for (int r = 0; r < world; ++r) {
+    const auto it = statuses.find(r);
+    if (it == statuses.end()) missing.push_back(r);
+    else if (stuck(it->second.kind)) ++stuck_ranks;
+  }
+  std::ostringstream out;
+  out << "dtw mpi watchdog: the job hangs: " << stuck_ranks << " of " << world
+      << " ranks blocked or polling without progress (timeout " << timeout_ms / 1000.0 << " s)";
+  if (!missing.empty()) out << ", " << missing.size() << " answered nothing";
+  out << "\n";
+
+  // The ranks the stuck ones wait for that are not stuck themselves: the
+  // silent ones, and those that answered nothing (stopped, killed).
+  std::map<int, std::vector<int>> waited_by;
+  for (const auto& [r, s] : statuses) {
+    if (!stuck(s.kind)) continue;
+    for (int p : s.waits_on) {
+      if (p < 0 || p >= world || p == r) continue;
+      const auto it = statuses.find(p);
+      if (it != statuses.end() && stuck(it->second.kind)) continue;
+      std::vector<int>& by = waited_by[p];
+      if (by.empty() || by.back() != r) by.push_back(r);
+    }
+  }
+  std::vector<int> order;  // shown in full: those waited for, their waiters, then by rank
+  std::size_t named = 0;
+  for (const auto& [p, by] : waited_by) {
+    const auto it = statuses.find(p);
+    if (named++ < kMaxNamed) {
+      out << "  rank " << p << " "
+          << (it == statuses.end() ? "answered nothing (stopped, killed, or unable to run)"
+                                   : "is " + it->second.state)
+          << ", and " << rank_list(by) << (by.size() == 1 ? " waits" : " wait") << " for it\n";
+    }
+    order.push_back(p);
+  }
+  if (named > kMaxNamed) out << "  ... and " << named - kMaxNamed << " more rank(s) waited for\n";
+  for (const auto& [p, by] : waited_by) order.insert(order.end(), by.begin(), by.end());
+  // Then those that answered nothing though nobody named them (in a collective,
+  // a rank waits for all), then every rank by number.
+  order.insert(order.end(), missing.begin(), missing.end());
+  for (int r = 0; r < world; ++r) order.push_back(r);
+
+  std::vector<char> shown(static_cast<std::size_t>(world), 0);
+  std::size_t detailed = 0;
+  std::map<std::string, std::vector<int>> rest;  // state -> ranks not shown in full
+  for (int r : order) {
+    if (shown[static_cast<std::size_t>(r)]) continue;
+    shown[static_cast<std::size_t>(r)] = 1;
+    const auto it = statuses.find(r);
+    if (detailed >= kDetailedRanks) {
+      rest[it == statuses.end() ? "answered nothing" : it->second.state].push_back(r);
+      continue;
+    }
+    ++detailed;
+    if (it == statuses.end()) out << "  rank " << r << " answered nothing: its watchdog did not run\n";
+    else out << it->second.detail;
+  }
+  if (!rest.empty()) {
+    std::size_t others = 0;
+    for (const auto& [state, ranks] : rest) others += ranks.size();
+    out << "  the other " << others << " rank(s):\n";
+    for (auto& [state, ranks] : rest) {
+      std::sort(ranks.begin(), ranks.end());
+      char count[16];
+      std::snprintf(count, sizeof count, "%5zu", ranks.size());
+      out << "    " << count << " " << state << ": " << rank_list(ranks) << "\n";
+    }
+  }
+  return out.str();
+}
 
 Watchdog& Watchdog::instance() {
   static Watchdog watchdog;
@@ -16,9 +180,19 @@ Watchdog& Watchdog::instance() {
 
 Watchdog::~Watchdog() { stop(); }
 
-void Watchdog::arm(int world_rank, std::chrono::milliseconds timeout) {
+void Watchdog::set_channel(MPI_Comm channel) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  std::lock_guard lock(mu_);
+  // The watchdog thread may only call MPI beside the rank's own calls when
+  // the library allows every thread to.
+  channel_ = provided == MPI_THREAD_MULTIPLE ? channel : MPI_COMM_NULL;
+}
+
+void Watchdog::arm(int world_rank, int world_size, std::chrono::milliseconds timeout) {
   std::lock_guard lock(mu_);
   rank_ = world_rank;
+  world_ = world_size;
   timeout_ = timeout;
   armed_ = true;
   blocked_ = false;
@@ -44,6 +218,7 @@ void Watchdog::block(const char* what, const PendingOp* pending, std::size_t n) 
   blocked_ = true;
   polling_ = false;  // a blocking call is not a poll; its end is progress
   since_ = Clock::now();
+  stopped_in_block_ = Clock::duration::zero();
   what_ = what;
   pending_.assign(pending, pending + n);
 }
@@ -103,55 +278,18 @@ void Watchdog::stop() {
   running_ = false;
 }
 
-// "dtw mpi watchdog: rank R (host H, pid P)": how every report starts.
+// "rank R (host H, pid P)": how every rank's part of a report starts.
 std::string Watchdog::who_locked() const {
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
   std::ostringstream out;
-  out << "dtw mpi watchdog: rank " << rank_ << " (host " << host << ", pid " << getpid() << ")";
-  return out.str();
-}
-
-// "irecv from rank 1, tag 7, 64 bytes" and a newline.
-std::string Watchdog::describe(const PendingOp& p) {
-  std::ostringstream out;
-  out << p.op << (p.is_send ? " to rank " : " from rank ") << p.peer << ", tag " << p.tag << ", "
-      << p.bytes << " bytes\n";
-  return out.str();
-}
-
-std::string Watchdog::report_locked(double waited_s) const {
-  std::ostringstream out;
-  out << who_locked() << " has been blocked in " << what_ << " for " << waited_s << " s (timeout "
-      << timeout_.count() / 1000.0 << " s)\n";
-  if (pending_.empty()) out << "  rank " << rank_ << " pending: (inside an MPI collective)\n";
-  for (const PendingOp& p : pending_) out << "  rank " << rank_ << " pending: " << describe(p);
-  out << recent_locked();
-  return out.str();
-}
-
-std::string Watchdog::silent_report_locked(double silent_s) const {
-  std::ostringstream out;
-  out << who_locked() << " has made no dtw call for " << silent_s << " s (timeout "
-      << timeout_.count() / 1000.0 << " s): if the job hangs, rank " << rank_
-      << " is the silent rank the others wait for (computing, or stuck in its own code)\n";
-  out << recent_locked();
-  return out.str();
-}
-
-std::string Watchdog::polling_report_locked(double polled_s) const {
-  std::ostringstream out;
-  out << who_locked() << " has been polling with test for " << polled_s << " s (timeout "
-      << timeout_.count() / 1000.0
-      << " s) while none of its operations completed: treated as blocked\n";
-  for (const PendingOp& p : polled_) out << "  rank " << rank_ << " polls for: " << describe(p);
-  out << recent_locked();
+  out << "rank " << rank_ << " (host " << host << ", pid " << getpid() << ")";
   return out.str();
 }
 
 std::string Watchdog::recent_locked() const {
   std::ostringstream out;
-  out << "  rank " << rank_ << " last collectives entered:";
+  out << "last collectives entered:";
   if (recent_count_ == 0) out << " (none)";
   const std::size_t n = std::min(recent_count_, recent_.size());
   for (std::size_t i = recent_count_ - n; i < recent_count_; ++i)
@@ -160,14 +298,140 @@ std::string Watchdog::recent_locked() const {
   return out.str();
 }
 
-void Watchdog::abort_job(const std::string& report, std::unique_lock<std::mutex>& lock) {
+RankStatus Watchdog::status_locked(Clock::time_point now) const {
+  RankStatus s;
+  s.rank = rank_;
+  s.timeout_ms = timeout_.count();
+  std::ostringstream d;
+  d << "  " << who_locked() << " ";
+  const auto ops = [&](const std::vector<PendingOp>& list, const char* label) {
+    for (std::size_t i = 0; i < list.size() && i < kOpsPerRank; ++i) {
+      d << "    " << label << ": " << describe(list[i]);
+      const int p = list[i].peer;
+      if (p >= 0 && std::find(s.waits_on.begin(), s.waits_on.end(), p) == s.waits_on.end())
+        s.waits_on.push_back(p);
+    }
+    if (list.size() > kOpsPerRank) d << "    ... and " << list.size() - kOpsPerRank << " more\n";
+    for (std::size_t i = kOpsPerRank; i < list.size(); ++i) {
+      const int p = list[i].peer;
+      if (p >= 0 && std::find(s.waits_on.begin(), s.waits_on.end(), p) == s.waits_on.end())
+        s.waits_on.push_back(p);
+    }
+  };
+  if (!armed_) {
+    s.kind = RankStatus::kOutside;
+    s.state = "outside the launch (its rank function returned)";
+    d << "is " << s.state << "\n";
+    s.detail = d.str();
+    return s;
+  }
+  if (blocked_) {
+    s.kind = RankStatus::kBlocked;
+    s.state = std::string("blocked in ") + what_;
+    d << s.state << " for " << tenths(seconds(now - since_)) << " s";
+    if (stopped_in_block_ > Clock::duration::zero())
+      d << " (not counting " << tenths(seconds(stopped_in_block_))
+        << " s while this process did not run)";
+    d << "\n";
+    if (pending_.empty()) d << "    pending: (inside an MPI collective)\n";
+    ops(pending_, "pending");
+  } else if (polling_) {
+    s.kind = RankStatus::kPolling;
+    s.state = "polling with test, nothing completing";
+    d << "has been polling with test for " << tenths(seconds(now - poll_since_))
+      << " s while none of its operations completed\n";
+    ops(polled_, "polls for");
+  } else if (now - active_ >= 2 * kTick) {
+    s.kind = RankStatus::kSilent;
+    s.state = "silent (no dtw call: computing, or stuck in its own code)";
+    d << "has made no dtw call for " << tenths(seconds(now - active_))
+      << " s (computing, or stuck in its own code)\n";
+  } else {
+    s.kind = RankStatus::kRunning;
+    s.state = "running (making dtw calls)";
+    d << "is " << s.state << "\n";
+  }
+  d << "    " << recent_locked();
+  s.detail = d.str();
+  return s;
+}
+
+void Watchdog::not_running_locked(Clock::duration lost, Clock::time_point now) {
+  // A clock started after the process resumed lost nothing.
+  const auto credit = [&](Clock::time_point& t) {
+    const Clock::duration d = std::min(lost, now - t);
+    t += d;
+    return d;
+  };
+  if (blocked_) stopped_in_block_ += credit(since_);
+  if (polling_) credit(poll_since_);
+  credit(active_);
+}
+
+void Watchdog::send_status_locked(const RankStatus& status) {
+  out_.push_back(std::make_unique<std::string>(status.encode()));
+  const std::string& text = *out_.back();
+  for (int r = 0; r < world_; ++r) {
+    if (r == rank_) continue;
+    MPI_Request req = MPI_REQUEST_NULL;
+    // Small and buffered (eager): it leaves even if r never calls MPI again.
+    if (MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, r, kStatusTag, channel_,
+                  &req) == MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+}
+
+void Watchdog::raise_alarm_locked(Clock::time_point now, std::unique_lock<std::mutex>& lock) {
+  alarmed_ = true;
+  alarm_deadline_ = now + grace(world_);
+  RankStatus mine = status_locked(now);
+  if (channel_ == MPI_COMM_NULL) {
+    // No channel: every rank prints its own part; the pause lets the others print.
+    abort_job("dtw mpi watchdog: " + mine.detail.substr(2), lock, milliseconds(1500));
+  }
+  send_status_locked(mine);
+  statuses_[rank_] = std::move(mine);
+}
+
+void Watchdog::receive_locked(std::unique_lock<std::mutex>& lock) {
+  if (channel_ == MPI_COMM_NULL) return;
+  for (;;) {
+    int flag = 0;
+    MPI_Message message = MPI_MESSAGE_NULL;
+    MPI_Status status;
+    if (MPI_Improbe(MPI_ANY_SOURCE, kStatusTag, channel_, &flag, &message, &status) != MPI_SUCCESS ||
+        !flag)
+      return;
+    int n = 0;
+    MPI_Get_count(&status, MPI_CHAR, &n);
+    std::string text(static_cast<std::size_t>(std::max(n, 0)), '\0');
+    MPI_Mrecv(text.data(), n, MPI_CHAR, &message, MPI_STATUS_IGNORE);
+    RankStatus s;
+    if (!RankStatus::decode(text, s) || s.rank < 0 || s.rank == rank_) continue;
+    // Another rank's watchdog fired: answer with this rank's state.
+    if (!alarmed_) raise_alarm_locked(Clock::now(), lock);
+    statuses_[s.rank] = std::move(s);
+  }
+}
+
+void Watchdog::silent_notice_locked(double silent_s) {
+  std::ostringstream out;
+  out << "dtw mpi watchdog: " << who_locked() << " has made no dtw call for " << tenths(silent_s)
+      << " s (timeout " << timeout_.count() / 1000.0 << " s): if the job hangs, rank " << rank_
+      << " is the silent rank the others wait for (computing, or stuck in its own code)\n  "
+      << recent_locked();
+  std::fputs(out.str().c_str(), stderr);
+  std::fflush(stderr);
+}
+
+void Watchdog::abort_job(const std::string& report, std::unique_lock<std::mutex>& lock,
+                         std::chrono::milliseconds pause) {
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
+  const int rank = rank_;
   lock.unlock();
-  // The other blocked ranks reach their own timeout about now: let them print
-  // too before the abort tears the job down.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  std::fprintf(stderr, "dtw mpi watchdog: rank %d aborts the job (exit code %d)\n", rank_,
+  std::this_thread::sleep_for(pause);
+  std::fprintf(stderr, "dtw mpi watchdog: rank %d aborts the job (exit code %d)\n", rank,
                kWatchdogExitCode);
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, kWatchdogExitCode);
@@ -176,24 +440,41 @@ void Watchdog::abort_job(const std::string& report, std::unique_lock<std::mutex>
 
 void Watchdog::loop() {
   std::unique_lock lock(mu_);
+  Clock::time_point last = Clock::now();
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(100));
-    if (stopping_ || !armed_) continue;
+    cv_.wait_for(lock, kTick);
+    if (stopping_) break;
     const Clock::time_point now = Clock::now();
-    const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
-    if (blocked_) {
-      if (now - since_ >= timeout_) abort_job(report_locked(seconds(now - since_)), lock);
+    // The heartbeat: a late wake-up means the process did not run.
+    if (now - last > kTick + kStall) not_running_locked(now - last - kTick, now);
+    last = now;
+    receive_locked(lock);
+    if (alarmed_) {
+      // Every answer in, or the grace period over: the lowest rank that
+      // answered prints the job's one report and aborts it.
+      const bool all = static_cast<int>(statuses_.size()) >= world_;
+      if (!all && now < alarm_deadline_) continue;
+      const int printer = statuses_.begin()->first;
+      if (printer == rank_) {
+        abort_job(job_report(world_, statuses_, timeout_.count()), lock, milliseconds(0));
+      } else if (now >= alarm_deadline_ + kFallback) {
+        abort_job("dtw mpi watchdog: rank " + std::to_string(printer) +
+                      ", which was to print this report and abort the job, has not\n" +
+                      job_report(world_, statuses_, timeout_.count()),
+                  lock, milliseconds(0));
+      }
       continue;
     }
-    // Polling with nothing completing for the timeout is a wait in disguise.
-    if (polling_ && now - poll_since_ >= timeout_)
-      abort_job(polling_report_locked(seconds(now - poll_since_)), lock);
+    if (!armed_) continue;
+    if ((blocked_ && now - since_ >= timeout_) ||
+        (!blocked_ && polling_ && now - poll_since_ >= timeout_)) {
+      raise_alarm_locked(now, lock);
+      continue;
+    }
     // Once per silence: a rank outside every dtw call for the timeout.
-    if (!silence_reported_ && now - active_ >= timeout_) {
+    if (!blocked_ && !silence_reported_ && now - active_ >= timeout_) {
       silence_reported_ = true;
-      const std::string report = silent_report_locked(seconds(now - active_));
-      std::fputs(report.c_str(), stderr);
-      std::fflush(stderr);
+      silent_notice_locked(seconds(now - active_));
     }
   }
 }

@@ -1,18 +1,28 @@
 #pragma once
-// The MPI backend's hang watchdog. A rank blocked in one MPI call for longer
-// than the timeout prints what it waits for (its pending operations and the
-// last collectives it entered), gives the other ranks a moment to print
-// theirs, and aborts the whole job with kWatchdogExitCode. A rank that polls
-// (Comm::test) for as long with none of its operations completing and nothing
-// posted is treated the same way: it prints what it polls for and aborts, as
-// the threads backend's test() throws TimeoutError. A rank that has
-// made no dtw call for as long says so once (it does not abort): in a hang,
-// that is the silent rank the others wait for, computing or stuck in its own
-// code, which would otherwise print nothing. One per process.
+// The MPI backend's hang watchdog, one per process. A rank blocked in one MPI
+// call for longer than the timeout, or polling (Comm::test) for as long with
+// none of its operations completing and nothing posted (a wait in disguise,
+// as the threads backend's test() throws TimeoutError), raises the alarm: it
+// sends its state to every rank of the job, and every rank that hears it
+// answers with its own (blocked, polling, silent, running, or finished). After
+// a grace period the lowest rank that answered prints ONE report for the job,
+// bounded like the threads backend's deadlock report (16 ranks in full, the
+// rest counted by state), and aborts the job with kWatchdogExitCode. The
+// report names the ranks the blocked ones wait for that are not blocked
+// themselves: a silent rank (computing, or stuck in its own code), or one that
+// answered nothing at all (stopped with SIGSTOP, killed, or unable to run).
+// A rank that has made no dtw call for the timeout also says so once itself,
+// without aborting. Time during which this process did not run at all (it was
+// stopped, or not scheduled: the watchdog's own heartbeat jumped) is not
+// counted as blocking, polling or silence.
+#include <mpi.h>
+
 #include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -32,14 +42,36 @@ struct PendingOp {
   bool is_send = false;
 };
 
+/// What one rank tells the job when the alarm is raised (sent as text).
+struct RankStatus {
+  enum Kind : int { kBlocked = 0, kPolling, kSilent, kRunning, kOutside };
+  int rank = -1;
+  int kind = kRunning;
+  std::int64_t timeout_ms = 0;
+  std::string state;          ///< short, for counting: "blocked in recv"
+  std::string detail;         ///< the lines shown when the rank is shown in full
+  std::vector<int> waits_on;  ///< world ranks of its pending (or polled) operations
+  std::string encode() const;
+  static bool decode(std::string_view text, RankStatus& out);
+};
+
+/// The job's report from the statuses that came in (`world` ranks, those
+/// missing answered nothing). Pure, so that it can be tested without MPI.
+std::string job_report(int world, const std::map<int, RankStatus>& statuses,
+                       std::int64_t timeout_ms);
+
 class Watchdog {
  public:
   using Clock = std::chrono::steady_clock;
   static Watchdog& instance();
   ~Watchdog();
 
-  /// Starts the thread (once) and sets this launch's timeout and rank.
-  void arm(int world_rank, std::chrono::milliseconds timeout);
+  /// The communicator (over every process, the watchdogs' own) on which they
+  /// tell each other their state. Without it (MPI not initialised for
+  /// MPI_THREAD_MULTIPLE), each rank prints its own report and aborts.
+  void set_channel(MPI_Comm channel);
+  /// Starts the thread (once) and sets this launch's timeout, rank and size.
+  void arm(int world_rank, int world_size, std::chrono::milliseconds timeout);
   /// Stops watching until the next arm (between launches).
   void disarm();
   /// This rank now blocks in `what` waiting for `pending`.
@@ -56,28 +88,34 @@ class Watchdog {
   void progressed();
   /// Remembers the name of a collective this rank entered (a ring of the last few).
   void note_collective(std::string_view name);
-  /// Stops the thread (at exit).
+  /// Stops the thread (at exit, before MPI_Finalize).
   void stop();
 
  private:
   Watchdog() = default;
   void loop();
-  std::string report_locked(double waited_s) const;
-  std::string silent_report_locked(double silent_s) const;
-  std::string polling_report_locked(double polled_s) const;
-  std::string recent_locked() const;  // "  rank R last collectives entered: ..."
-  std::string who_locked() const;     // "dtw mpi watchdog: rank R (host H, pid P)"
-  static std::string describe(const PendingOp& p);  // "irecv from rank 1, tag 7, 64 bytes\n"
-  // Prints `report`, lets the other ranks print theirs, aborts the job.
-  [[noreturn]] void abort_job(const std::string& report, std::unique_lock<std::mutex>& lock);
+  // The process did not run for `lost` (stopped, or not scheduled): no clock counts it.
+  void not_running_locked(Clock::duration lost, Clock::time_point now);
+  RankStatus status_locked(Clock::time_point now) const;
+  std::string recent_locked() const;  // "last collectives entered: ..."
+  std::string who_locked() const;     // "rank R (host H, pid P)"
+  // This rank's watchdog fired, or another's status came in: tell every rank.
+  void raise_alarm_locked(Clock::time_point now, std::unique_lock<std::mutex>& lock);
+  void receive_locked(std::unique_lock<std::mutex>& lock);  // the statuses other ranks sent
+  void send_status_locked(const RankStatus& status);
+  void silent_notice_locked(double silent_s);
+  // Prints `report` (if any), gives the others a moment, and aborts the job.
+  [[noreturn]] void abort_job(const std::string& report, std::unique_lock<std::mutex>& lock,
+                              std::chrono::milliseconds pause);
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::thread thread_;
   bool running_ = false, stopping_ = false, armed_ = false, blocked_ = false;
-  int rank_ = -1;
+  int rank_ = -1, world_ = 0;
   std::chrono::milliseconds timeout_{60'000};
   Clock::time_point since_;
+  Clock::duration stopped_in_block_{};  // of since_..now, time the process did not run
   Clock::time_point active_;  // the end of this rank's last dtw call (or the arm)
   bool silence_reported_ = false;
   // Polling with test() since poll_since_, nothing completing or posted.
@@ -90,6 +128,12 @@ class Watchdog {
   // Copies: a name may come from a caller's temporary string.
   std::array<std::string, 8> recent_{};
   std::size_t recent_count_ = 0;
+  // The alarm: this rank's watchdog fired, or another's status came in.
+  MPI_Comm channel_ = MPI_COMM_NULL;
+  bool alarmed_ = false;
+  Clock::time_point alarm_deadline_;
+  std::map<int, RankStatus> statuses_;            // by world rank, this rank's own included
+  std::vector<std::unique_ptr<std::string>> out_;  // send buffers, alive until the abort
 };
 
 /// Marks the current scope as blocked for the watchdog.
