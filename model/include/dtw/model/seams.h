@@ -28,6 +28,12 @@
 /// Sizes may change at a seam (an all-gather makes more rows): a sublayer
 /// runs on the rows `enter` returns, and `leave` must return as many rows as
 /// the residual stream holds. Rows are always sequence-major (row b·T + t).
+/// At the two ends the row count stays that of the tokens the forward was
+/// given: the embedding's `leave` and the head's `enter` may sum or exchange
+/// values but not gather or scatter rows. (Megatron-SP looks the whole
+/// sequence up and reduce-scatters it, and gathers it again before the
+/// logits; that needs a residual stream shorter than the tokens, which the
+/// model does not support yet.)
 /// A row-parallel projection's bias is added after `leave`, once, whatever
 /// leave sums: that is why it is replicated and not sliced (shard.h).
 
