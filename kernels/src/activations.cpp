@@ -20,7 +20,7 @@
 namespace dtw::kernels {
 namespace {
 
-using Policy = detail::HostPolicy;
+using detail::host_range;
 
 // Element-wise kernels take one Kokkos index per block of kBlock elements: the
 // block's inner loop has a fixed length, which GCC vectorises even at -O2 (its
@@ -68,7 +68,7 @@ void bias_add(T* y, const T* bias, std::int64_t rows, std::int64_t cols) {
   check_size("bias_add", "cols", cols);
   if (rows == 0 || cols == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::bias_add", Policy(0, rows), [=](std::int64_t r) {
+  Kokkos::parallel_for("dtw::bias_add", host_range(0, rows), [=](std::int64_t r) {
     T* __restrict__ yr = y + r * cols;
     const T* __restrict__ b = bias;
     for (std::int64_t c = 0; c < cols; ++c) yr[c] += b[c];
@@ -90,7 +90,7 @@ void bias_backward(T* dbias, const T* dy, std::int64_t rows, std::int64_t cols) 
   if (rows == 0 || cols == 0) return;
   ensure_kokkos_initialized();
   const std::int64_t strips = (cols + kColumnStrip - 1) / kColumnStrip;
-  Kokkos::parallel_for("dtw::bias_backward", Policy(0, strips), [=](std::int64_t s) {
+  Kokkos::parallel_for("dtw::bias_backward", host_range(0, strips), [=](std::int64_t s) {
     const std::int64_t begin = s * kColumnStrip;
     const std::int64_t width = std::min(kColumnStrip, cols - begin);
     // Walk the rows in order, adding each row's strip to per-column sums in
@@ -121,7 +121,7 @@ void gelu_forward(T* y, const T* x, std::int64_t n) {
   check_size("gelu_forward", "n", n);
   if (n == 0) return;
   ensure_kokkos_initialized();
-  const Policy blocks(0, (n + kBlock - 1) / kBlock);
+  const auto blocks = host_range(0, (n + kBlock - 1) / kBlock);
   Kokkos::parallel_for("dtw::gelu_forward", blocks, [=](std::int64_t b) {
     const std::int64_t begin = b * kBlock;
     // Read the block, then write it: correct when y aliases x.
@@ -150,7 +150,7 @@ void gelu_backward(T* dx, const T* x, const T* dy, std::int64_t n) {
   check_size("gelu_backward", "n", n);
   if (n == 0) return;
   ensure_kokkos_initialized();
-  const Policy blocks(0, (n + kBlock - 1) / kBlock);
+  const auto blocks = host_range(0, (n + kBlock - 1) / kBlock);
   Kokkos::parallel_for("dtw::gelu_backward", blocks, [=](std::int64_t b) {
     const std::int64_t begin = b * kBlock;
     T v[kBlock];  // as in gelu_forward: dx may alias dy
@@ -183,7 +183,7 @@ void add_into(T* y, const T* x, std::int64_t n) {
   check_size("add_into", "n", n);
   if (n == 0) return;
   ensure_kokkos_initialized();
-  const Policy blocks(0, (n + kBlock - 1) / kBlock);
+  const auto blocks = host_range(0, (n + kBlock - 1) / kBlock);
   Kokkos::parallel_for("dtw::add_into", blocks, [=](std::int64_t b) {
     const std::int64_t begin = b * kBlock;
     if (begin + kBlock <= n) {

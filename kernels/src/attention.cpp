@@ -21,7 +21,7 @@
 namespace dtw::kernels {
 namespace {
 
-using Policy = detail::HostPolicy;
+using detail::host_range;
 
 using detail::check_attention_causal;
 using detail::check_attention_shape;
@@ -60,7 +60,7 @@ void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
   const std::int64_t heads = shape.batch * shape.heads;
   if (heads * tq == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::attention_forward", Policy(0, heads), [=](std::int64_t bh) {
+  Kokkos::parallel_for("dtw::attention_forward", host_range(0, heads), [=](std::int64_t bh) {
     forward_head(out + bh * tq * d, probs + bh * tq * tk, q + bh * tq * d, k + bh * tk * d,
                  v + bh * tk * d, tq, tk, d, causal);
   });
@@ -75,7 +75,7 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* probs, cons
   if (heads == 0) return;
   ensure_kokkos_initialized();
   const T scale = score_scale<T>(d);
-  Kokkos::parallel_for("dtw::attention_backward", Policy(0, heads), [=](std::int64_t bh) {
+  Kokkos::parallel_for("dtw::attention_backward", host_range(0, heads), [=](std::int64_t bh) {
     const T* p = probs + bh * tq * tk;
     const T* go = dout + bh * tq * d;
     const T *qh = q + bh * tq * d, *kh = k + bh * tk * d, *vh = v + bh * tk * d;

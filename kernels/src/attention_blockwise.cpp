@@ -34,7 +34,7 @@
 namespace dtw::kernels {
 namespace {
 
-using Policy = detail::HostPolicy;
+using detail::host_range;
 
 using detail::check_attention_causal;
 using detail::check_attention_shape;
@@ -184,7 +184,7 @@ void attention_block_forward(T* out, T* lse, const T* q, const T* k, const T* v,
   if (heads * tq == 0) return;
   ensure_kokkos_initialized();
   const Block b{tq, tk, d, q_offset, k_offset, causal};
-  Kokkos::parallel_for("dtw::attention_block_forward", Policy(0, heads), [=](std::int64_t bh) {
+  Kokkos::parallel_for("dtw::attention_block_forward", host_range(0, heads), [=](std::int64_t bh) {
     block_forward_head(out + bh * tq * d, lse + bh * tq, q + bh * tq * d, k + bh * tk * d,
                        v + bh * tk * d, b);
   });
@@ -197,7 +197,7 @@ void attention_merge(T* out, T* lse, const T* out_b, const T* lse_b, std::int64_
                                                 << rows << ", head_dim " << head_dim << ")");
   if (rows == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::attention_merge", Policy(0, rows), [=](std::int64_t i) {
+  Kokkos::parallel_for("dtw::attention_merge", host_range(0, rows), [=](std::int64_t i) {
     merge_rows(out + i * head_dim, lse + i, out_b + i * head_dim, lse_b + i, 1, head_dim);
   });
 }
@@ -212,7 +212,7 @@ void attention_block_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, 
   if (heads == 0) return;
   ensure_kokkos_initialized();
   const Block b{tq, tk, d, q_offset, k_offset, causal};
-  Kokkos::parallel_for("dtw::attention_block_backward", Policy(0, heads), [=](std::int64_t bh) {
+  Kokkos::parallel_for("dtw::attention_block_backward", host_range(0, heads), [=](std::int64_t bh) {
     const std::vector<T> delta = row_deltas(dout + bh * tq * d, out + bh * tq * d, tq, d);
     block_backward_head(dq + bh * tq * d, dk + bh * tk * d, dv + bh * tk * d, dout + bh * tq * d,
                         lse + bh * tq, delta.data(), q + bh * tq * d, k + bh * tk * d,
@@ -228,7 +228,8 @@ void attention_blockwise_forward(T* out, T* lse, const T* q, const T* k, const T
   const std::int64_t heads = shape.batch * shape.heads;
   if (heads * tq == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::attention_blockwise_forward", Policy(0, heads), [=](std::int64_t bh) {
+  const auto range = host_range(0, heads);
+  Kokkos::parallel_for("dtw::attention_blockwise_forward", range, [=](std::int64_t bh) {
     T *o = out + bh * tq * d, *l = lse + bh * tq;
     // Start from "no keys seen" (out 0, lse −∞) and fold every block in.
     std::fill(o, o + tq * d, T(0));
@@ -255,7 +256,8 @@ void attention_blockwise_backward(T* dq, T* dk, T* dv, const T* dout, const T* o
   const std::int64_t heads = shape.batch * shape.heads;
   if (heads == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::attention_blockwise_backward", Policy(0, heads), [=](std::int64_t bh) {
+  const auto range = host_range(0, heads);
+  Kokkos::parallel_for("dtw::attention_blockwise_backward", range, [=](std::int64_t bh) {
     // Gradients are overwritten here, then every block accumulates.
     std::fill(dq + bh * tq * d, dq + (bh + 1) * tq * d, T(0));
     std::fill(dk + bh * tk * d, dk + (bh + 1) * tk * d, T(0));

@@ -17,7 +17,7 @@
 namespace dtw::kernels {
 namespace {
 
-using Policy = detail::HostPolicy;
+using detail::host_range;
 
 // Every check happens before any Kokkos kernel runs: an exception must not
 // leave a parallel region (on a device backend it cannot).
@@ -40,7 +40,7 @@ T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t
   check_args("cross_entropy_forward", targets, rows, vocab);
   if (rows == 0) return T(0);
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::cross_entropy_forward", Policy(0, rows), [=](std::int64_t r) {
+  Kokkos::parallel_for("dtw::cross_entropy_forward", host_range(0, rows), [=](std::int64_t r) {
     const T* lr = logits + r * vocab;
     T* pr = probs + r * vocab;
     const T target_logit = lr[targets[r]];  // read before probs (maybe aliasing) is written
@@ -86,7 +86,7 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
   check_args("cross_entropy_backward", targets, rows, vocab);
   if (rows == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::cross_entropy_backward", Policy(0, rows), [=](std::int64_t r) {
+  Kokkos::parallel_for("dtw::cross_entropy_backward", host_range(0, rows), [=](std::int64_t r) {
     const T* pr = probs + r * vocab;
     T* dr = dlogits + r * vocab;
     // The one-hot term touches one element: fix that element up afterwards

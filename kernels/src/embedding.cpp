@@ -17,7 +17,7 @@
 namespace dtw::kernels {
 namespace {
 
-using Policy = detail::HostPolicy;
+using detail::host_range;
 
 constexpr std::int64_t kColumnStrip = 128;
 
@@ -42,7 +42,7 @@ void embedding_forward(T* out, const std::int32_t* ids, const T* table, std::int
   check_args("embedding_forward", ids, n, dim, table_rows);
   if (n == 0 || dim == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::embedding_forward", Policy(0, n), [=](std::int64_t i) {
+  Kokkos::parallel_for("dtw::embedding_forward", host_range(0, n), [=](std::int64_t i) {
     const T* __restrict__ src = table + static_cast<std::int64_t>(ids[i]) * dim;
     T* __restrict__ dst = out + i * dim;
     if (accumulate) {
@@ -72,7 +72,7 @@ void embedding_backward(T* dtable, const std::int32_t* ids, const T* dout, std::
   if (n == 0 || dim == 0) return;
   ensure_kokkos_initialized();
   const std::int64_t strips = (dim + kColumnStrip - 1) / kColumnStrip;
-  Kokkos::parallel_for("dtw::embedding_backward", Policy(0, strips), [=](std::int64_t s) {
+  Kokkos::parallel_for("dtw::embedding_backward", host_range(0, strips), [=](std::int64_t s) {
     const std::int64_t begin = s * kColumnStrip;
     const std::int64_t width = std::min(kColumnStrip, dim - begin);
     for (std::int64_t i = 0; i < n; ++i) {

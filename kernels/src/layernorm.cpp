@@ -19,7 +19,7 @@
 namespace dtw::kernels {
 namespace {
 
-using Policy = detail::HostPolicy;
+using detail::host_range;
 
 constexpr std::int64_t kLanes = 8;
 constexpr std::int64_t kColumnStrip = 128;
@@ -55,7 +55,7 @@ void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const
   ensure_kokkos_initialized();
   // A row of no columns has no mean; call it 0 with rstd 1/√eps, as the reference does.
   const double n = cols == 0 ? 1.0 : static_cast<double>(cols);
-  Kokkos::parallel_for("dtw::layernorm_forward", Policy(0, rows), [=](std::int64_t r) {
+  Kokkos::parallel_for("dtw::layernorm_forward", host_range(0, rows), [=](std::int64_t r) {
     const T* xr = x + r * cols;
     // Two passes (mean, then squared deviations) in double: the one-pass
     // E[x²] − E[x]² cancels badly when the mean is large next to the spread.
@@ -105,7 +105,8 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
   ensure_kokkos_initialized();
   // dγ and dβ first, while dy is intact: a caller may pass dx == dy.
   const std::int64_t strips = (cols + kColumnStrip - 1) / kColumnStrip;
-  Kokkos::parallel_for("dtw::layernorm_backward_params", Policy(0, strips), [=](std::int64_t j) {
+  const auto range = host_range(0, strips);
+  Kokkos::parallel_for("dtw::layernorm_backward_params", range, [=](std::int64_t j) {
     const std::int64_t begin = j * kColumnStrip;
     const std::int64_t width = std::min(kColumnStrip, cols - begin);
     double sum_gamma[kColumnStrip] = {}, sum_beta[kColumnStrip] = {};
@@ -124,7 +125,7 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
     }
   });
   const double inv_cols = 1.0 / static_cast<double>(cols);
-  Kokkos::parallel_for("dtw::layernorm_backward_dx", Policy(0, rows), [=](std::int64_t r) {
+  Kokkos::parallel_for("dtw::layernorm_backward_dx", host_range(0, rows), [=](std::int64_t r) {
     const T* dyr = dy + r * cols;
     const T* xr = x + r * cols;
     const T m = mean[r], s = rstd[r];

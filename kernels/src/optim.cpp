@@ -16,7 +16,7 @@
 namespace dtw::kernels {
 namespace {
 
-using Policy = detail::HostPolicy;
+using detail::host_range;
 
 // The checks torch.optim makes, plus ours on sizes and pointers: a bad
 // hyper-parameter should fail at the first step, not show up as NaN later.
@@ -108,7 +108,7 @@ void adamw_step(T* params, const T* grads, T* m, T* v, std::int64_t n, std::int6
   const double correction1 = 1.0 - std::pow(config.beta1, t);
   const double correction2 = 1.0 - std::pow(config.beta2, t);
   const AdamWFunctor<T> f{params, grads, m, v, config, correction1, correction2};
-  Kokkos::parallel_for("dtw::adamw_step", Policy(0, n), f);
+  Kokkos::parallel_for("dtw::adamw_step", host_range(0, n), f);
 }
 
 template <class T>
@@ -136,7 +136,7 @@ void sgd_step(T* params, const T* grads, T* velocity, std::int64_t n, const SgdC
   if (n == 0) return;
   ensure_kokkos_initialized();
   const SgdFunctor<T> f{params, grads, velocity, config.lr, config.momentum, config.weight_decay};
-  Kokkos::parallel_for("dtw::sgd_step", Policy(0, n), f);
+  Kokkos::parallel_for("dtw::sgd_step", host_range(0, n), f);
 }
 
 template <class T>
@@ -173,7 +173,7 @@ void scale(T* x, std::int64_t n, T factor) {
   DTW_CHECK_ARG(n >= 0, "scale: n " << n << " is negative");
   if (n == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::scale", Policy(0, n), ScaleFunctor<T>{x, factor});
+  Kokkos::parallel_for("dtw::scale", host_range(0, n), ScaleFunctor<T>{x, factor});
 }
 
 template <class T>

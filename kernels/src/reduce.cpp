@@ -34,8 +34,8 @@ struct ReduceFunctor {
 
 template <class T, ReduceOp kOp>
 void run(T* dst, const T* src, std::int64_t count) {
-  using Policy = detail::HostPolicy;
-  Kokkos::parallel_for("dtw::reduce_into", Policy(0, count), ReduceFunctor<T, kOp>{dst, src});
+  using detail::host_range;
+  Kokkos::parallel_for("dtw::reduce_into", host_range(0, count), ReduceFunctor<T, kOp>{dst, src});
 }
 
 }  // namespace

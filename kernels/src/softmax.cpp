@@ -17,7 +17,7 @@
 namespace dtw::kernels {
 namespace {
 
-using Policy = detail::HostPolicy;
+using detail::host_range;
 
 constexpr std::int64_t kLanes = 8;
 
@@ -33,7 +33,7 @@ void softmax_forward(T* y, const T* x, std::int64_t rows, std::int64_t cols) {
   check_sizes("softmax_forward", rows, cols);
   if (rows == 0 || cols == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::softmax_forward", Policy(0, rows), [=](std::int64_t r) {
+  Kokkos::parallel_for("dtw::softmax_forward", host_range(0, rows), [=](std::int64_t r) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
     const T max = detail::row_max(xr, cols);
@@ -67,7 +67,7 @@ void softmax_backward(T* dx, const T* y, const T* dy, std::int64_t rows, std::in
   check_sizes("softmax_backward", rows, cols);
   if (rows == 0 || cols == 0) return;
   ensure_kokkos_initialized();
-  Kokkos::parallel_for("dtw::softmax_backward", Policy(0, rows), [=](std::int64_t r) {
+  Kokkos::parallel_for("dtw::softmax_backward", host_range(0, rows), [=](std::int64_t r) {
     const T* yr = y + r * cols;
     const T* dyr = dy + r * cols;
     // Σ y·dy in double, with kLanes independent partial sums: they pipeline,
