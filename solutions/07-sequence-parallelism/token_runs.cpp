@@ -1,0 +1,123 @@
+// Who holds which tokens, and how much causal work that gives each rank.
+//
+// Contiguous: rank r holds one run of T/p tokens. Simple, but under a causal
+// mask a query at position i looks at i + 1 keys, so the rank holding the
+// end of the sequence does far more work than the rank holding its start:
+//
+//     T = 8, p = 4        rank 0   rank 1   rank 2   rank 3
+//     positions           0 1      2 3      4 5      6 7
+//     visible pairs       1+2=3    3+4=7    5+6=11   7+8=15     (max/min 5)
+//
+// Zig-zag: cut the sequence into 2p chunks and give rank r chunk r (early,
+// cheap) and chunk 2p−1−r (late, dear): the two always add up the same.
+//
+//     T = 8, p = 4, c = 1  rank 0   rank 1   rank 2   rank 3
+//     positions           0, 7     1, 6     2, 5     3, 4
+//     visible pairs       1+8=9    2+7=9    3+6=9    4+5=9      (max/min 1)
+#include <sstream>
+
+#include "sequence_parallelism.h"
+
+namespace dtw::ch07 {
+namespace {
+
+const char* split_name(SequenceSplit split) {
+  return split == SequenceSplit::kZigZag ? "zig-zag" : "contiguous";
+}
+
+}  // namespace
+
+TokenRuns sequence_runs(int r, int p, SequenceSplit split, std::int64_t seq_len) {
+  DTW_CHECK_ARG(p >= 1 && r >= 0 && r < p,
+                "sequence_runs: rank " << r << " is not one of the " << p << " ranks");
+  const std::int64_t parts = split == SequenceSplit::kZigZag ? 2 * p : p;
+  DTW_CHECK_ARG(seq_len > 0 && seq_len % parts == 0,
+                "rank " << r << ": a sequence of " << seq_len << " tokens does not cut into "
+                        << parts << (split == SequenceSplit::kZigZag ? " zig-zag chunks (2p, p = "
+                                                                     : " equal parts (p = ")
+                        << p << ")");
+  TokenRuns out;
+  if (split == SequenceSplit::kContiguous) {
+    // @lab 07.1: Give rank r its one run of T/p consecutive positions.
+    // @hint 1: Rank r holds the r-th of p equal slices of every sequence, in order.
+    // @hint 2: With C = T/p tokens per rank, the run starts at r·C and ends (one past) at
+    // @hint 2: (r+1)·C. One run; the checks above already refused a T that does not divide.
+    // @hint 3: out.runs = {{r * C, (r + 1) * C}}; with C = seq_len / p (IndexRange{begin, end}).
+    const std::int64_t C = seq_len / p;
+    out.runs = {{r * C, (r + 1) * C}};
+    // @end
+  } else {
+    // @lab 07.4: Give rank r the zig-zag chunks r and 2p-1-r, in that order.
+    // @hint 1: Cut the sequence into 2p chunks; every rank takes one from the front and its mirror
+    // @hint 1: from the back, so an early cheap chunk pairs with a late dear one.
+    // @hint 2: Chunk size c = T/(2p). Runs in local order: chunk r = [r·c, (r+1)·c), then chunk
+    // @hint 2: 2p−1−r = [(2p−1−r)·c, (2p−r)·c). The order matters: the model's shard lists them so.
+    // @hint 3: out.runs = {{r * c, (r + 1) * c}, {(2 * p - 1 - r) * c, (2 * p - r) * c}};
+    const std::int64_t c = seq_len / (2 * p);
+    out.runs = {{r * c, (r + 1) * c}, {(2 * p - 1 - r) * c, (2 * p - r) * c}};
+    // @end
+  }
+  return out;
+}
+
+std::int64_t causal_work(int r, int p, SequenceSplit split, std::int64_t seq_len) {
+  sequence_runs(r, p, split, seq_len);  // the same checks, the same message
+  // @lab 07.4: Predict rank r's causal work in query-key pairs, in closed form.
+  // @hint 1: A query at position i sees the i + 1 keys at positions 0..i. Add that up over the
+  // @hint 1: positions the rank holds, as a formula in r, p and T, not a loop over tokens.
+  // @hint 2: A run [a, a+n) gives Σ (i+1) = n·a + n(n+1)/2. Contiguous: one run at a = r·C,
+  // @hint 2: n = C = T/p. Zig-zag: runs at r·c and (2p−1−r)·c with n = c = T/(2p); their sum no
+  // @hint 2: longer depends on r.
+  // @hint 3: auto run = [](std::int64_t a, std::int64_t n) { return n * a + n * (n + 1) / 2; };
+  // @hint 3: then run(r*C, C), or run(r*c, c) + run((2*p-1-r)*c, c).
+  const auto run = [](std::int64_t a, std::int64_t n) { return n * a + n * (n + 1) / 2; };
+  if (split == SequenceSplit::kContiguous) {
+    const std::int64_t C = seq_len / p;
+    return run(r * C, C);
+  }
+  const std::int64_t c = seq_len / (2 * p);
+  return run(r * c, c) + run((2 * p - 1 - r) * c, c);
+  // @end
+}
+
+namespace {
+std::string describe(const TokenRuns& t) {
+  std::ostringstream o;
+  for (const auto& r : t.runs) o << "[" << r.begin << ", " << r.end << ")";
+  return o.str();
+}
+}  // namespace
+
+std::vector<TokenRuns> runs_of_every_rank(const CoreSetup& setup, const TokenRuns& mine) {
+  const int p = setup.comm->size(), r = setup.comm->rank();
+  std::vector<TokenRuns> all;
+  for (int o = 0; o < p; ++o) all.push_back(sequence_runs(o, p, setup.split, setup.seq_len));
+  // The same positions in the same local order (the model merges adjacent runs).
+  const TokenRuns& own = all[static_cast<std::size_t>(r)];
+  bool same = own.size() == mine.size();
+  for (std::int64_t t = 0; same && t < own.size(); ++t) same = own.position(t) == mine.position(t);
+  DTW_CHECK_ARG(same, "rank " << r << " of " << p << ": sequence_runs(" << r << ", " << p << ", "
+                              << split_name(setup.split) << ", " << setup.seq_len << ") gives "
+                              << describe(all[static_cast<std::size_t>(r)])
+                              << " but this rank holds the tokens at " << describe(mine));
+  return all;
+}
+
+void check_setup(const char* method, std::int64_t seq_len, std::int64_t heads, int p,
+                 SequenceSplit split, bool ulysses, int rank) {
+  std::ostringstream who;
+  who << method << (rank >= 0 ? " on rank " + std::to_string(rank) : std::string()) << ", p = "
+      << p << ": ";
+  const std::int64_t parts = split == SequenceSplit::kZigZag ? 2 * p : p;
+  DTW_CHECK_ARG(seq_len > 0 && seq_len % parts == 0,
+                who.str() << "a sequence of " << seq_len << " tokens does not cut into " << parts
+                          << " " << split_name(split) << " parts");
+  if (!ulysses) return;
+  DTW_CHECK_ARG(p <= heads, who.str() << "Ulysses gives each rank whole heads, and " << p
+                                      << " ranks exceed the " << heads << " heads");
+  DTW_CHECK_ARG(heads % p == 0, who.str() << "Ulysses needs the heads divisible by the ranks: "
+                                          << heads << " heads do not split over " << p
+                                          << " ranks");
+}
+
+}  // namespace dtw::ch07

@@ -1,0 +1,64 @@
+// Step 07.3, the merge: partial results over disjoint key blocks, merged
+// with their log-sum-exp in any order, equal the softmax over all the keys;
+// a side that saw no key (lse −∞) changes nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "sp_test.h"
+
+namespace dtw::ch07 {
+namespace {
+
+DTW_TEST_STEPS(MergeTest, "07.3");
+TEST(MergeTest, BlocksMergedInAnyOrderEqualTheWholeSoftmax) {
+  // One sequence, one head, 12 keys in 4 blocks of 3; queries see every key.
+  const std::int64_t T = 12, D = 3, Q = 5;
+  const auto q = testing::random_values(Q * D, 11, 2.0), k = testing::random_values(T * D, 12, 2.0),
+             v = testing::random_values(T * D, 13);
+  std::vector<double> want(Q * D), want_lse(Q);
+  kernels::attention_block_forward(want.data(), want_lse.data(), q.data(), k.data(), v.data(),
+                                   {1, 1, Q, T, D}, 0, 0, false);
+  std::vector<int> order = {0, 1, 2, 3};
+  do {
+    DTW_TRACE("merge of 4 key blocks in the order " << order[0] << order[1] << order[2]
+                                                    << order[3]);
+    std::vector<double> out(Q * D, 0.0), lse(Q, -std::numeric_limits<double>::infinity());
+    std::vector<double> part(Q * D), part_lse(Q);
+    for (int b : order) {
+      kernels::attention_block_forward(part.data(), part_lse.data(), q.data(), k.data() + b * 3 * D,
+                                       v.data() + b * 3 * D, {1, 1, Q, 3, D}, 0, 0, false);
+      merge_partial(out.data(), lse.data(), part.data(), part_lse.data(), Q, D);
+    }
+    DTW_EXPECT_SAME(0, want, out, 1e-13);
+    DTW_EXPECT_SAME(0, want_lse, lse, 1e-13);
+  } while (std::next_permutation(order.begin(), order.end()));
+}
+
+TEST(MergeTest, ASideThatSawNoKeyChangesNothing) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  DTW_TRACE("merge with -inf log-sum-exps");
+  std::vector<double> out = {0, 0, 1, 2}, lse = {-kInf, 0.5};
+  const std::vector<double> part = {3, 4, 9, 9}, part_lse = {0.25, -kInf};
+  merge_partial(out.data(), lse.data(), part.data(), part_lse.data(), 2, 2);
+  DTW_EXPECT_SAME(0, (std::vector<double>{3, 4, 1, 2}), out);
+  DTW_EXPECT_SAME(0, (std::vector<double>{0.25, 0.5}), lse);
+  std::vector<double> none = {0, 0}, none_lse = {-kInf};
+  merge_partial(none.data(), none_lse.data(), none.data(), none_lse.data(), 1, 2);
+  EXPECT_EQ(none_lse[0], -kInf);
+  EXPECT_EQ(none[0], 0.0);
+}
+
+TEST(MergeTest, LargeScoresDoNotOverflow) {
+  DTW_TRACE("merge of log-sum-exps near 1000");
+  std::vector<double> out = {1.0}, lse = {1000.0};
+  const std::vector<double> part = {3.0}, part_lse = {1000.0};
+  merge_partial(out.data(), lse.data(), part.data(), part_lse.data(), 1, 1);
+  EXPECT_NEAR(out[0], 2.0, 1e-12);
+  EXPECT_NEAR(lse[0], 1000.0 + std::log(2.0), 1e-12);
+}
+
+}  // namespace
+}  // namespace dtw::ch07

@@ -1,0 +1,89 @@
+// Steps 07.3 and 07.4: ring attention. Forward and backward (out, lse, dq,
+// dk, dv) equal single-device attention in double on 1-8 ranks, causal or
+// not, batch 1 and 3, 4 and 8 heads; a layer takes p−1 hops forward and 2p−1
+// backward, with exactly the formula's bytes per rank. With zig-zag shards
+// every rank computes the same number of query-key pairs; contiguous shards
+// give the formula's max/min ratio, and causal_work predicts both tables.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sp_test.h"
+
+namespace dtw::ch07 {
+namespace {
+
+using testing::Kind;
+using testing::Problem;
+
+struct Case {
+  int p;
+  std::int64_t heads, batch;
+  bool causal;
+};
+
+DTW_TEST_STEPS(RingTest, "07.1", "07.3");
+TEST(RingTest, ForwardAndBackwardEqualSingleDeviceAttention) {
+  for (const Case c : {Case{1, 4, 1, true}, Case{2, 4, 3, true}, Case{3, 8, 1, false},
+                       Case{4, 4, 3, true}, Case{4, 8, 1, false}, Case{8, 4, 1, true}}) {
+    const Problem pr{.batch = c.batch, .heads = c.heads, .seq = c.p == 8 ? 32 : 24,
+                     .head_dim = 4, .causal = c.causal};
+    DTW_TRACE("ring attention, " << pr.describe(c.p));
+    testing::run_core<double>(Kind::kRing, pr, c.p, 1e-12);
+  }
+}
+
+TEST(RingTest, ALayerIsPMinusOneHopsForwardAndTwoPMinusOneBackward) {
+  for (int p : {1, 2, 3, 4}) {
+    const Problem pr{.batch = 2, .heads = 4, .seq = 24, .head_dim = 4};
+    DTW_TRACE("ring traffic, " << pr.describe(p));
+    const Report report = testing::run_core<double>(
+        Kind::kRing, pr, p, 1e-12,
+        [p](int, const Tally& t) { EXPECT_EQ(t.ring_hops, p == 1 ? 0 : (p - 1) + (2 * p - 1)); });
+    // n elements per tensor; forward 2(p−1)n (K, V), backward 2(p−1)n + 2pn (K, V; dK, dV).
+    const std::int64_t n = pr.batch * pr.heads * (pr.seq / p) * pr.head_dim;
+    const std::int64_t want = p == 1 ? 0 : (4 * (p - 1) + 2 * p) * n * 8;
+    for (int r = 0; r < p; ++r) {
+      EXPECT_EQ(testing::bytes_sent(report, r), want) << "rank " << r;
+      for (int d = 0; d < p; ++d)  // the ring: only to the next rank
+        if (d != (r + 1) % p) {
+          EXPECT_EQ(report.traffic.bytes(r, d), 0) << r << " -> " << d;
+        }
+    }
+  }
+}
+
+DTW_TEST_STEPS(RingZigZagTest, "07.1", "07.3", "07.4");
+TEST(RingZigZagTest, ForwardAndBackwardEqualSingleDeviceAttention) {
+  for (const Case c : {Case{1, 4, 1, true}, Case{2, 8, 3, true}, Case{3, 4, 1, true},
+                       Case{4, 4, 3, false}, Case{8, 8, 1, true}}) {
+    const Problem pr{.batch = c.batch, .heads = c.heads, .seq = c.p == 3 ? 24 : 32,
+                     .head_dim = 4, .causal = c.causal, .split = SequenceSplit::kZigZag};
+    DTW_TRACE("ring attention, " << pr.describe(c.p));
+    testing::run_core<double>(Kind::kRing, pr, c.p, 1e-12);
+  }
+}
+
+TEST(RingZigZagTest, ZigZagMakesTheCausalWorkEqualAndTheTablePredictsIt) {
+  for (auto split : {SequenceSplit::kContiguous, SequenceSplit::kZigZag})
+    for (int p : {2, 4}) {
+      const Problem pr{.batch = 1, .heads = 2, .seq = 32, .head_dim = 2, .split = split};
+      DTW_TRACE("ring work table, " << pr.describe(p));
+      // Every rank records its pairs; each compares with its closed form.
+      testing::run_core<double>(Kind::kRing, pr, p, 1e-12, [&](int r, const Tally& t) {
+        EXPECT_EQ(t.pairs, pr.batch * pr.heads * causal_work(r, p, split, pr.seq))
+            << "rank " << r << " of " << p;
+      });
+      const std::int64_t first = causal_work(0, p, split, pr.seq);
+      const std::int64_t last = causal_work(p - 1, p, split, pr.seq);
+      if (split == SequenceSplit::kZigZag) {
+        EXPECT_EQ(first, last);
+      } else {
+        const std::int64_t C = pr.seq / p;  // max/min = ((2p−1)C + 1)/(C + 1)
+        EXPECT_EQ(last * (C + 1), first * ((2 * p - 1) * C + 1));
+      }
+    }
+}
+
+}  // namespace
+}  // namespace dtw::ch07

@@ -1,0 +1,60 @@
+// Steps 07.1-07.4 in training: gpt-tiny trained sequence-parallel with each
+// core matches the single-device reference in double (parameters and
+// losses, every step), on worlds of 1 to 8 ranks; a run that cannot cut is
+// refused before any message, naming the strategy, the values and the rank.
+#include <gtest/gtest.h>
+
+#include "sp_test.h"
+
+namespace dtw::ch07 {
+namespace {
+
+using testing::expect_matches;
+using testing::tiny;
+
+DTW_TEST_STEPS(SpAllgatherTest, "07.1");
+TEST(SpAllgatherTest, MatchesTheReference) {
+  expect_matches(tiny(32), 1, sp_allgather<double>);
+  expect_matches(tiny(32), 2, sp_allgather<double>);
+  expect_matches(tiny(24), 3, sp_allgather<double>);
+}
+
+DTW_TEST_STEPS(SpUlyssesTest, "07.1", "07.2");
+TEST(SpUlyssesTest, MatchesTheReference) {
+  expect_matches(tiny(32), 2, sp_ulysses<double>);
+  expect_matches(tiny(32), 4, sp_ulysses<double>);
+}
+
+DTW_TEST_STEPS(SpRingTest, "07.1", "07.3");
+TEST(SpRingTest, MatchesTheReference) {
+  expect_matches(tiny(32), 2, sp_ring<double>);
+  expect_matches(tiny(24), 3, sp_ring<double>);
+}
+
+DTW_TEST_STEPS(SpRingZigZagTest, "07.1", "07.3", "07.4");
+TEST(SpRingZigZagTest, MatchesTheReference) {
+  expect_matches(tiny(32), 2, sp_ring_zigzag<double>);
+  expect_matches(tiny(32), 4, sp_ring_zigzag<double>);
+}
+
+TEST(SpRingZigZagTest, MatchesTheReferenceOnEightRanks) {
+  expect_matches(tiny(32, 2), 8, sp_ring_zigzag<double>);
+}
+
+DTW_TEST_STEPS(SpArgumentsTest);  // refused before any lab code runs
+TEST(SpArgumentsTest, ASequenceThatDoesNotCutIsRefusedOnEveryRank) {
+  testing::expect_error(
+      [] { train::run_ranks<double>(tiny(30), testing::on(4), sp_ring<double>); },
+      {"sp-ring on rank", "p = 4", "30 tokens", "4 contiguous parts"});
+  testing::expect_error([] { check_sp_run(tiny(20), 4, Method::kRingZigZag, -1); },
+                        {"sp-ring-zigzag", "20 tokens", "8 zig-zag parts"});
+}
+
+TEST(SpArgumentsTest, AModelWithoutSequencesIsRefused) {
+  train::RunSpec mlp = train::standard_run("mlp-tiny");
+  testing::expect_error([&] { check_sp_run(mlp, 2, Method::kRing, -1); },
+                        {"sp-ring", "mlp-tiny has none"});
+}
+
+}  // namespace
+}  // namespace dtw::ch07
