@@ -7,7 +7,7 @@
 /// on the rank's tokens alone; attention needs every key and value, and the
 /// chapter gives three ways to supply them, each an `AttentionCore`
 /// (dtw/model/attention_core.h) that the model calls in every block:
-///   - `GatheredAttention` (given): all-gather K and V, attend, reduce-scatter
+///   - 07.1 `GatheredAttention`: all-gather K and V, attend, reduce-scatter
 ///     dK and dV back: the baseline, which holds the whole sequence's K and V;
 ///   - 07.2 `UlyssesAttention` (DeepSpeed-Ulysses): two all-to-alls turn the
 ///     sequence-sharded q, k, v into head-sharded whole sequences, attention
@@ -17,7 +17,8 @@
 ///     are merged with their log-sum-exp (`merge_partial`);
 ///   - 07.4 the zig-zag split (`sequence_runs`) that balances the causal
 ///     ring's work, and the work table that predicts it (`causal_work`).
-/// 07.1 is the sequence-sharded training loop itself (`train_sequence_parallel`).
+/// 07.1 is also the sequence-sharded model itself: who holds which tokens
+/// (`sequence_runs`) and the training loop (`train_sequence_parallel`).
 ///
 /// Layouts: q, k, v, out, dq, dk, dv are [B, H, t, D] (batch, heads, tokens,
 /// head dim), row-major, as in dtw/kernels/attention.h; t is the rank's
@@ -135,7 +136,7 @@ std::vector<TokenRuns> runs_of_every_rank(const CoreSetup& setup, const TokenRun
 void check_setup(const char* method, std::int64_t seq_len, std::int64_t heads, int p,
                  SequenceSplit split, bool ulysses, int rank);
 
-/// The baseline core: every rank all-gathers every rank's K and V (the whole
+/// The baseline core (07.1): every rank all-gathers every rank's K and V (the whole
 /// sequence's: 2·p·n elements held), attends block by block, and returns
 /// each block's dK, dV to its owner with a reduce-scatter. Per layer each
 /// rank sends about 2(p−1)·n (all-gather) + 2(p−1)·n (reduce-scatter) elements.

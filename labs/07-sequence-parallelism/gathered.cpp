@@ -1,4 +1,4 @@
-// The baseline sequence-parallel core (given, not a lab step): every rank
+// The first sequence-parallel core (07.1), the baseline: every rank
 // all-gathers every rank's K and V, so it holds the whole sequence's keys
 // and values (2·p·n elements) while its queries stay its own; the blocks'
 // results merge with the log-sum-exp. In the backward, the rank computes its
@@ -17,19 +17,6 @@
 #include "sequence_parallelism.h"
 
 namespace dtw::ch07 {
-namespace {
-
-// [K_0; V_0; K_1; V_1; ...]: every rank's K and V, in rank order.
-template <class T>
-std::vector<T> gather_kv(Comm& comm, const T* k, const T* v, std::int64_t n) {
-  std::vector<T> mine(k, k + n), all(static_cast<std::size_t>(2 * n * comm.size()));
-  mine.insert(mine.end(), v, v + n);
-  ch01::allgather(comm, std::span<const T>(mine), std::span<T>(all));
-  return all;
-}
-
-}  // namespace
-
 template <TrainElement T>
 GatheredAttention<T>::GatheredAttention(CoreSetup setup) : setup_(setup) {}
 
@@ -41,17 +28,10 @@ void GatheredAttention<T>::forward(T* out, model::CoreCache<T>& cache, const T* 
   const std::vector<TokenRuns> runs = runs_of_every_rank(setup_, positions);
   const std::int64_t n = shape.batch * shape.heads * shape.q_len * shape.head_dim;
   const std::int64_t rows = n / shape.head_dim;
-  const std::vector<T> kv = gather_kv(comm, k, v, n);
   std::vector<T> part_out(static_cast<std::size_t>(n)), part_lse(static_cast<std::size_t>(rows));
   std::fill_n(out, n, T(0));
   cache.lse.assign(static_cast<std::size_t>(rows), -std::numeric_limits<T>::infinity());
-  for (int o = 0; o < comm.size(); ++o) {
-    tally_.pairs += attend_block(part_out.data(), part_lse.data(), q, positions,
-                                 kv.data() + 2 * o * n, kv.data() + (2 * o + 1) * n,
-                                 runs[static_cast<std::size_t>(o)], shape, setup_.causal);
-    kernels::attention_merge(out, cache.lse.data(), part_out.data(), part_lse.data(), rows,
-                             shape.head_dim);
-  }
+  DTW_TODO("07.1: Gather every rank's K and V; attend your queries to each rank's block and merge.");
 }
 
 template <TrainElement T>
@@ -63,18 +43,8 @@ void GatheredAttention<T>::backward(T* dq, T* dk, T* dv, const T* dout, const T*
   const int p = comm.size();
   const std::vector<TokenRuns> runs = runs_of_every_rank(setup_, positions);
   const std::int64_t n = shape.batch * shape.heads * shape.q_len * shape.head_dim;
-  const std::vector<T> kv = gather_kv(comm, k, v, n);
-  // contribution block o = [dK_o; dV_o] from this rank's queries.
-  std::vector<T> contribution(static_cast<std::size_t>(2 * n * p), T(0)), mine(2 * n);
   std::fill_n(dq, n, T(0));
-  for (int o = 0; o < p; ++o)
-    attend_block_backward(dq, contribution.data() + 2 * o * n,
-                          contribution.data() + (2 * o + 1) * n, dout, out, cache.lse.data(), q,
-                          positions, kv.data() + 2 * o * n, kv.data() + (2 * o + 1) * n,
-                          runs[static_cast<std::size_t>(o)], shape, setup_.causal);
-  ch01::reduce_scatter(comm, std::span<T>(contribution), std::span<T>(mine), ReduceOp::kSum);
-  std::copy_n(mine.data(), n, dk);
-  std::copy_n(mine.data() + n, n, dv);
+  DTW_TODO("07.1: Gather K and V again; add your queries' part of every block's dK, dV; reduce-scatter them to their owners.");
 }
 
 template <TrainElement T>

@@ -126,12 +126,12 @@ void RingAttention<T>::backward(T* dq, T* dk, T* dv, const T* dout, const T* out
   // @hint 2: into it; if s > 0 wait and add what arrived; send it right (p > 1). After the loop the
   // @hint 2: left neighbour's last send is your own block's sum: receive it into dk, dv. p = 1:
   // @hint 2: your contribution is the whole gradient.
-  // @hint 3: attend_block_backward(dq, acc, acc + n, dout, out, lse, q, positions, block,
-  // @hint 3: block + n, runs[owner], shape, setup_.causal); comm.isend / comm.irecv / comm.wait /
+  // @hint 3: attend_block_backward(dq, acc, acc + n, dout, out, lse, q, positions, k_held,
+  // @hint 3: v_held, runs[from], shape, setup_.causal); comm.isend / comm.irecv / comm.wait /
   // @hint 3: comm.recv with kGradTag for the gradients and kKvTag for the blocks.
   Request grad_sent[2];
   for (int s = 0; s < p; ++s) {
-    const int owner = (r - s + p) % p;
+    const int from = (r - s + p) % p;  // whose block this is
     Request kv_send, kv_recv, grad_recv;
     if (s + 1 < p) {
       kv_send = comm.isend(kv[s % 2].span(), right, kKvTag);
@@ -143,9 +143,9 @@ void RingAttention<T>::backward(T* dq, T* dk, T* dv, const T* dout, const T* out
     comm.wait(grad_sent[s % 2]);  // that buffer left two hops ago
     T* acc = grad_out[s % 2].data();
     std::fill_n(acc, 2 * n, T(0));
-    const T* block = kv[s % 2].data();
-    attend_block_backward(dq, acc, acc + n, dout, out, lse, q, positions, block, block + n,
-                          runs[static_cast<std::size_t>(owner)], shape, setup_.causal);
+    const T* block_kv = kv[s % 2].data();
+    attend_block_backward(dq, acc, acc + n, dout, out, lse, q, positions, block_kv, block_kv + n,
+                          runs[static_cast<std::size_t>(from)], shape, setup_.causal);
     if (s > 0) {
       comm.wait(grad_recv);
       for (std::int64_t i = 0; i < 2 * n; ++i) acc[i] += grad_in.data()[i];

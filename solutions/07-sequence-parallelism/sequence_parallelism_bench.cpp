@@ -6,13 +6,17 @@
 //              per rank beside single-device attention's T×T scores, the
 //              causal work max/min over the ranks, and the ring forward
 //              modeled on an 8-GPU NVLink node (compute hidden or not);
-//   precision  the ring in float32 against double, p = 1, 2, 4, 8: where the
-//              accumulator's precision goes as the hops add up.
+//   precision  the ring in float32 against double, p = 1, 2, 4, 8, and the
+//              same ring with its running output rounded to bf16 after each
+//              hop: where the accumulator's precision goes as hops add up.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -125,6 +129,40 @@ std::pair<double, double> modeled_ring(const LayerShape& pr, int p, SequenceSpli
   return {total, sent > 0 ? 1 - exposed / sent : 1};
 }
 
+// float rounded to the nearest bfloat16 (8 bits of mantissa), ties to even.
+float to_bf16(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &bits, sizeof bits);
+  return x;
+}
+
+// Rank r's rows of the ring forward in float32, blocks in the order the ring
+// delivers them, with the running output rounded to bf16 after every merge
+// (the lse kept in float32): the numbers a bf16 accumulator would give. On
+// one thread: the arithmetic is the ring's, only the messages are left out.
+double bf16_accumulator_error(const bench::Problem& pr, int p) {
+  double most = 0;
+  for (int r = 0; r < p; ++r) {
+    const TokenRuns pos = sequence_runs(r, p, SequenceSplit::kContiguous, pr.seq);
+    const kernels::AttentionShape s{pr.batch, pr.heads, pos.size(), pos.size(), pr.head_dim};
+    const auto q = pr.cut<float>(pr.q, pos);
+    const std::int64_t n = static_cast<std::int64_t>(q.size()), rows = n / pr.head_dim;
+    std::vector<float> out(n, 0.0f), lse(rows, -std::numeric_limits<float>::infinity());
+    std::vector<float> part(n), part_lse(rows);
+    for (int hop = 0; hop < p; ++hop) {
+      const TokenRuns kpos = sequence_runs((r - hop + p) % p, p, SequenceSplit::kContiguous, pr.seq);
+      const auto k = pr.cut<float>(pr.k, kpos), v = pr.cut<float>(pr.v, kpos);
+      attend_block(part.data(), part_lse.data(), q.data(), pos, k.data(), v.data(), kpos, s, true);
+      merge_partial(out.data(), lse.data(), part.data(), part_lse.data(), rows, pr.head_dim);
+      for (float& x : out) x = to_bf16(x);
+    }
+    most = std::max(most, pr.worst(pr.out, out, pos, 1e300, nullptr));
+  }
+  return most;
+}
+
 double formula_bytes(Core core, const bench::Problem& pr, int p, double e) {
   const double n = static_cast<double>(pr.batch * pr.heads * (pr.seq / p) * pr.head_dim);
   if (core == Core::kUlysses) return 8 * (p - 1.0) / p * n * e;
@@ -179,12 +217,14 @@ int main(int argc, char** argv) {
     }
     fmt::print("\nring attention in float32 against double, T = {}, batch 1, {} heads of {}\n",
                precision_seq, heads, head_dim);
-    fmt::print("{:>5} {:>22} {:>22}\n", "p", "max rel. error (ring)", "(ring-zigzag)");
+    fmt::print("{:>5} {:>22} {:>22} {:>26}\n", "p", "max rel. error (ring)", "(ring-zigzag)",
+               "(running output in bf16)");
     bench::Problem pr(1, heads, precision_seq, head_dim);
     pr.solve();
     for (int w : worlds) {
       const Row a = run<float>(Core::kRing, pr, w, true), b = run<float>(Core::kRingZigZag, pr, w, true);
-      fmt::print("{:>5} {:>22.3e} {:>22.3e}\n", w, a.error, b.error);
+      fmt::print("{:>5} {:>22.3e} {:>22.3e} {:>26.3e}\n", w, a.error, b.error,
+                 bf16_accumulator_error(pr, w));
     }
     return cli::kExitOk;
   });

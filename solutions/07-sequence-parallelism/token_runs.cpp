@@ -42,7 +42,7 @@ TokenRuns sequence_runs(int r, int p, SequenceSplit split, std::int64_t seq_len)
     // @hint 1: Rank r holds the r-th of p equal slices of every sequence, in order.
     // @hint 2: With C = T/p tokens per rank, the run starts at r·C and ends (one past) at
     // @hint 2: (r+1)·C. One run; the checks above already refused a T that does not divide.
-    // @hint 3: out.runs = {{r * C, (r + 1) * C}}; with C = seq_len / p (IndexRange{begin, end}).
+    // @hint 3: out.runs is a std::vector<model::IndexRange>; an IndexRange is {begin, end}.
     const std::int64_t C = seq_len / p;
     out.runs = {{r * C, (r + 1) * C}};
     // @end
@@ -52,7 +52,7 @@ TokenRuns sequence_runs(int r, int p, SequenceSplit split, std::int64_t seq_len)
     // @hint 1: from the back, so an early cheap chunk pairs with a late dear one.
     // @hint 2: Chunk size c = T/(2p). Runs in local order: chunk r = [r·c, (r+1)·c), then chunk
     // @hint 2: 2p−1−r = [(2p−1−r)·c, (2p−r)·c). The order matters: the model's shard lists them so.
-    // @hint 3: out.runs = {{r * c, (r + 1) * c}, {(2 * p - 1 - r) * c, (2 * p - r) * c}};
+    // @hint 3: out.runs, a std::vector<model::IndexRange>, gets two {begin, end} entries.
     const std::int64_t c = seq_len / (2 * p);
     out.runs = {{r * c, (r + 1) * c}, {(2 * p - 1 - r) * c, (2 * p - r) * c}};
     // @end
@@ -68,8 +68,8 @@ std::int64_t causal_work(int r, int p, SequenceSplit split, std::int64_t seq_len
   // @hint 2: A run [a, a+n) gives Σ (i+1) = n·a + n(n+1)/2. Contiguous: one run at a = r·C,
   // @hint 2: n = C = T/p. Zig-zag: runs at r·c and (2p−1−r)·c with n = c = T/(2p); their sum no
   // @hint 2: longer depends on r.
-  // @hint 3: auto run = [](std::int64_t a, std::int64_t n) { return n * a + n * (n + 1) / 2; };
-  // @hint 3: then run(r*C, C), or run(r*c, c) + run((2*p-1-r)*c, c).
+  // @hint 3: No call is needed: a small lambda for one run's sum, used once (contiguous) or
+  // @hint 3: twice (zig-zag), in std::int64_t arithmetic.
   const auto run = [](std::int64_t a, std::int64_t n) { return n * a + n * (n + 1) / 2; };
   if (split == SequenceSplit::kContiguous) {
     const std::int64_t C = seq_len / p;

@@ -53,6 +53,16 @@ TEST(RingTest, ALayerIsPMinusOneHopsForwardAndTwoPMinusOneBackward) {
   }
 }
 
+TEST(RingTest, InFloat32TheErrorStaysWithinAFewEpsilonOnOneToEightRanks) {
+  // Each hop's merge adds about one rounding (2^-24) per row; the blocks' own
+  // float32 sums add more. Up to p = 8 it all stays below 2e-5 relative.
+  for (int p : {1, 2, 4, 8}) {
+    const Problem pr{.batch = 1, .heads = 4, .seq = 64, .head_dim = 8};
+    DTW_TRACE("ring attention in float32, " << pr.describe(p));
+    testing::run_core<float>(Kind::kRing, pr, p, 2e-5);
+  }
+}
+
 DTW_TEST_STEPS(RingZigZagTest, "07.1", "07.3", "07.4");
 TEST(RingZigZagTest, ForwardAndBackwardEqualSingleDeviceAttention) {
   for (const Case c : {Case{1, 4, 1, true}, Case{2, 8, 3, true}, Case{3, 4, 1, true},
