@@ -10,6 +10,10 @@ dtw_add_chapter(07-sequence-parallelism
   LIBS dtw::train
   DEPENDS 01
   BACKENDS threads mpi
+  # The twin runs every test at np 2, 3 and 4 (a few seconds each); the
+  # training run on 8 ranks stays on threads (under np <= 4 it would run on
+  # threads in every process: the same test, np times).
+  MPI_TWIN "-*OnEightRanks"
   BENCH sequence_parallelism_bench.cpp)
 # The pitfalls live in demos.cpp (solution only: their broken variants are
 # near-complete solutions of the steps and stay out of labs/), so they are
