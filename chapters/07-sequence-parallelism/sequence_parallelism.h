@@ -136,10 +136,12 @@ std::vector<TokenRuns> runs_of_every_rank(const CoreSetup& setup, const TokenRun
 void check_setup(const char* method, std::int64_t seq_len, std::int64_t heads, int p,
                  SequenceSplit split, bool ulysses, int rank);
 
-/// The baseline core (07.1): every rank all-gathers every rank's K and V (the whole
-/// sequence's: 2·p·n elements held), attends block by block, and returns
-/// each block's dK, dV to its owner with a reduce-scatter. Per layer each
-/// rank sends about 2(p−1)·n (all-gather) + 2(p−1)·n (reduce-scatter) elements.
+/// The baseline core (07.1): every rank all-gathers every rank's K and V (the
+/// whole sequence's: 2·p·n elements held), attends its queries block by
+/// block, merging with kernels::attention_merge; the backward gathers K and
+/// V again and returns each block's dK, dV to its owner with a reduce-scatter
+/// (a sum). Per layer each rank sends exactly 6(p−1)·n elements: 2(p−1)·n for
+/// each of the two ring all-gathers and 2(p−1)·n for the ring reduce-scatter.
 template <TrainElement T>
 class GatheredAttention final : public model::AttentionCore<T> {
  public:
@@ -167,8 +169,9 @@ class GatheredAttention final : public model::AttentionCore<T> {
 /// held them), attention runs on those local heads over the whole sequence,
 /// and one all-to-all turns the output back. Backward: one all-to-all brings
 /// dout to the heads, three bring dq, dk, dv back to the tokens.
-/// Per layer (forward + backward): 8 all-to-alls, each rank sending
-/// 8·(p−1)/p·n elements, independent of p on a full-bisection network.
+/// Per layer (forward + backward): 8 all-to-alls (Tally::all_to_alls),
+/// each rank sending (p−1)/p·n elements in each: 8·(p−1)/p·n in all, which
+/// falls as 1/p for a fixed T.
 /// Precondition: H divisible by p (check_setup). Keeps the head-sharded q,
 /// k, v and output for the backward (4·n elements).
 template <TrainElement T>
@@ -212,8 +215,10 @@ class UlyssesAttention final : public model::AttentionCore<T> {
 /// gradient arrives at its owner after p hops.
 /// Per layer each rank sends 2(p−1)·n elements forward (K and V, p−1 hops)
 /// and 2(p−1)·n + 2p·n backward (K, V again; dK, dV p hops): none for p = 1.
-/// Never holds more than two K/V blocks (4·n) and the lse (n/D) per layer:
-/// no T×T scores.
+/// Tally::ring_hops grows by p−1 in the forward and 2p−1 in the backward.
+/// Holds two K/V blocks (4·n) in the forward, and two K/V blocks and three
+/// [dK; dV] buffers (10·n) in the backward, as communication buffers on the
+/// ledger; keeps only the lse (n/D) between the two: no T×T scores.
 template <TrainElement T>
 class RingAttention final : public model::AttentionCore<T> {
  public:

@@ -17,23 +17,30 @@ TEST(SpAllgatherTest, MatchesTheReference) {
   expect_matches(tiny(32), 1, sp_allgather<double>);
   expect_matches(tiny(32), 2, sp_allgather<double>);
   expect_matches(tiny(24), 3, sp_allgather<double>);
+  expect_matches(tiny(32, 2, 1), 4, sp_allgather<double>);  // one sequence
 }
 
 DTW_TEST_STEPS(SpUlyssesTest, "07.1", "07.2");
 TEST(SpUlyssesTest, MatchesTheReference) {
+  expect_matches(tiny(32), 1, sp_ulysses<double>);
   expect_matches(tiny(32), 2, sp_ulysses<double>);
   expect_matches(tiny(32), 4, sp_ulysses<double>);
+  expect_matches(tiny(16, 2, 1), 4, sp_ulysses<double>);  // one sequence of 16 tokens
 }
 
 DTW_TEST_STEPS(SpRingTest, "07.1", "07.3");
 TEST(SpRingTest, MatchesTheReference) {
+  expect_matches(tiny(32), 1, sp_ring<double>);
   expect_matches(tiny(32), 2, sp_ring<double>);
   expect_matches(tiny(24), 3, sp_ring<double>);
+  expect_matches(tiny(32, 2, 1), 4, sp_ring<double>);
 }
 
 DTW_TEST_STEPS(SpRingZigZagTest, "07.1", "07.3", "07.4");
 TEST(SpRingZigZagTest, MatchesTheReference) {
+  expect_matches(tiny(32), 1, sp_ring_zigzag<double>);
   expect_matches(tiny(32), 2, sp_ring_zigzag<double>);
+  expect_matches(tiny(24), 3, sp_ring_zigzag<double>);
   expect_matches(tiny(32), 4, sp_ring_zigzag<double>);
 }
 
