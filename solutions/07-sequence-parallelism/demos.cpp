@@ -18,6 +18,8 @@
 namespace dtw::ch07 {
 namespace {
 
+using bench::expect_oracle;
+using bench::Mine;
 using train::FormulaInput;
 
 // ---- bytes the busiest rank sends per step ------------------------------------------
@@ -106,28 +108,6 @@ void register_training_demo(Method m, const char* description, int max_ranks,
 }
 
 // ---- pitfalls from the field, each caught by a check that names the fault ------------
-
-// One rank's share of an attention problem: its positions and its rows.
-struct Mine {
-  TokenRuns pos;
-  kernels::AttentionShape shape;
-  std::vector<double> q, k, v, dout;
-  Mine(const bench::Problem& pr, int r, int p, SequenceSplit split)
-      : pos(sequence_runs(r, p, split, pr.seq)),
-        shape{pr.batch, pr.heads, pos.size(), pos.size(), pr.head_dim},
-        q(pr.cut<double>(pr.q, pos)), k(pr.cut<double>(pr.k, pos)), v(pr.cut<double>(pr.v, pos)),
-        dout(pr.cut<double>(pr.dout, pos)) {}
-};
-
-// Throws, naming the tensor and row, when `got` is not the oracle's.
-void expect_oracle(const bench::Problem& pr, const Mine& m, const char* tensor,
-                   const std::vector<double>& want, const std::vector<double>& got, int rank,
-                   const std::string& why) {
-  std::string where;
-  if (pr.worst(want, got, m.pos, 1e-9, &where) > 1e-9)
-    throw InvalidArgument("rank " + std::to_string(rank) + ": " + tensor +
-                          " differs from full attention at " + where + ": " + why);
-}
 
 // A causal ring on a contiguous split: the work table shows the last rank
 // doing ~(2p−1)x the first one's pairs (zhuzilin/ring-flash-attention#2).

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dtw/errors.h"
 #include "sequence_parallelism.h"
 
 namespace dtw::ch07::bench {
@@ -83,5 +84,27 @@ struct Problem {
     return most;
   }
 };
+
+/// One rank's share of a Problem: its positions, shape and rows (double).
+struct Mine {
+  TokenRuns pos;
+  kernels::AttentionShape shape;
+  std::vector<double> q, k, v, dout;
+  Mine(const Problem& pr, int r, int p, SequenceSplit split)
+      : pos(sequence_runs(r, p, split, pr.seq)),
+        shape{pr.batch, pr.heads, pos.size(), pos.size(), pr.head_dim},
+        q(pr.cut<double>(pr.q, pos)), k(pr.cut<double>(pr.k, pos)), v(pr.cut<double>(pr.v, pos)),
+        dout(pr.cut<double>(pr.dout, pos)) {}
+};
+
+/// Throws, naming the tensor and row, when `got` is not the oracle's.
+inline void expect_oracle(const Problem& pr, const Mine& m, const char* tensor,
+                          const std::vector<double>& want, const std::vector<double>& got,
+                          int rank, const std::string& why) {
+  std::string where;
+  if (pr.worst(want, got, m.pos, 1e-9, &where) > 1e-9)
+    throw InvalidArgument("rank " + std::to_string(rank) + ": " + tensor +
+                          " differs from full attention at " + where + ": " + why);
+}
 
 }  // namespace dtw::ch07::bench
