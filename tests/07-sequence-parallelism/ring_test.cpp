@@ -53,6 +53,21 @@ TEST(RingTest, ALayerIsPMinusOneHopsForwardAndTwoPMinusOneBackward) {
   }
 }
 
+TEST(RingTest, HoldsTwoKVBlocksAndThreeGradientBuffersAtMost) {
+  // The ledger's communication buffers: 2 K/V blocks of 2n forward; in the
+  // backward 2 K/V blocks and 3 [dK; dV] buffers: 10n. Never the whole T.
+  for (int p : {2, 4}) {
+    const Problem pr{.batch = 2, .heads = 4, .seq = 32, .head_dim = 4};
+    DTW_TRACE("ring memory, " << pr.describe(p));
+    const Report report = testing::run_core<double>(Kind::kRing, pr, p, 1e-12);
+    const std::int64_t n = pr.batch * pr.heads * (pr.seq / p) * pr.head_dim;
+    for (int r = 0; r < p; ++r)
+      EXPECT_EQ(report.memory[static_cast<std::size_t>(r)].peak_of(MemoryCategory::kCommBuffers),
+                10 * n * 8)
+          << "rank " << r;
+  }
+}
+
 TEST(RingTest, InFloat32TheErrorStaysWithinAFewEpsilonOnOneToEightRanks) {
   // Each hop's merge adds about one rounding (2^-24) per row; the blocks' own
   // float32 sums add more. Up to p = 8 it all stays below 2e-5 relative.

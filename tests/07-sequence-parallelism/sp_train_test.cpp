@@ -4,6 +4,8 @@
 // refused before any message, naming the strategy, the values and the rank.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "sp_test.h"
 
 namespace dtw::ch07 {
@@ -46,6 +48,44 @@ TEST(SpRingZigZagTest, MatchesTheReference) {
 
 TEST(SpRingZigZagTest, MatchesTheReferenceOnEightRanks) {
   expect_matches(tiny(32, 2), 8, sp_ring_zigzag<double>);
+}
+
+// Bytes per step of a whole GPT on 2 ranks, from the traffic record: every
+// layer's core forward and backward, plus the ring allreduce of the Ψ
+// gradients and the loss (on 2 ranks each rank sends exactly Ψ + 1 values).
+std::int64_t step_bytes(const train::RunSpec& spec, std::int64_t core_per_layer) {
+  const std::int64_t psi = model::param_layout(spec.config()).size();
+  return (spec.config().layers * core_per_layer + psi + 1) * 8;
+}
+
+void expect_step_bytes(const std::function<void(train::RankRun<double>&)>& strategy,
+                       std::int64_t core_per_layer, const char* method) {
+  const train::RunSpec spec = tiny(32, 2);
+  DTW_TRACE("bytes per step of " << method << ", gpt-tiny on 2 ranks");
+  const train::RunOutcome out = expect_matches(spec, 2, strategy);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(testing::bytes_sent(out.report, r), spec.steps * step_bytes(spec, core_per_layer))
+        << method << ", rank " << r;
+}
+
+// n = B·(T/p)·C values of one of q, k, v on a rank.
+std::int64_t tensor_values(const train::RunSpec& spec, int p) {
+  return spec.batch * (spec.sequence() / p) * spec.config().dim;
+}
+
+TEST(SpAllgatherTest, SendsTheFormulasBytesPerStep) {
+  const std::int64_t n = tensor_values(tiny(32, 2), 2);
+  expect_step_bytes(sp_allgather<double>, 6 * n, "sp-allgather");  // 6(p−1)·n
+}
+
+TEST(SpUlyssesTest, SendsTheFormulasBytesPerStep) {
+  const std::int64_t n = tensor_values(tiny(32, 2), 2);
+  expect_step_bytes(sp_ulysses<double>, 8 * n / 2, "sp-ulysses");  // 8(p−1)/p·n
+}
+
+TEST(SpRingTest, SendsTheFormulasBytesPerStep) {
+  const std::int64_t n = tensor_values(tiny(32, 2), 2);
+  expect_step_bytes(sp_ring<double>, 2 * n + 2 * n + 4 * n, "sp-ring");  // 2(p−1)n + 2(p−1)n + 2pn
 }
 
 DTW_TEST_STEPS(SpArgumentsTest);  // refused before any lab code runs
