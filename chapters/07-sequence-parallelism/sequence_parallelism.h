@@ -140,7 +140,8 @@ void check_setup(const char* method, std::int64_t seq_len, std::int64_t heads, i
 /// whole sequence's: 2·p·n elements held), attends its queries block by
 /// block, merging with kernels::attention_merge; the backward gathers K and
 /// V again and returns each block's dK, dV to its owner with a reduce-scatter
-/// (a sum). Per layer each rank sends exactly 6(p−1)·n elements: 2(p−1)·n for
+/// (a sum). Forward leaves the merged log-sum-exp in cache.lse [B, H, t].
+/// Per layer each rank sends exactly 6(p−1)·n elements: 2(p−1)·n for
 /// each of the two ring all-gathers and 2(p−1)·n for the ring reduce-scatter.
 template <TrainElement T>
 class GatheredAttention final : public model::AttentionCore<T> {
@@ -172,8 +173,11 @@ class GatheredAttention final : public model::AttentionCore<T> {
 /// Per layer (forward + backward): 8 all-to-alls (Tally::all_to_alls),
 /// each rank sending (p−1)/p·n elements in each: 8·(p−1)/p·n in all, which
 /// falls as 1/p for a fixed T.
-/// Precondition: H divisible by p (check_setup). Keeps the head-sharded q,
-/// k, v and output for the backward (4·n elements).
+/// Precondition: H divisible by p (check_setup, which forward calls first).
+/// Forward leaves in the cache what backward reads: cache.saved = [qh; kh;
+/// vh; oh], the head side's q, k, v and output (n values each, in that
+/// order), and cache.lse = the head side's log-sum-exp [B, H/p, T]. The
+/// head side's positions are every rank's runs, rank 0's first.
 template <TrainElement T>
 class UlyssesAttention final : public model::AttentionCore<T> {
  public:
@@ -213,6 +217,8 @@ class UlyssesAttention final : public model::AttentionCore<T> {
 /// ring again (re-received, never reused from a hop before), and beside it
 /// the block's dK, dV accumulated by every rank it visits, so each block's
 /// gradient arrives at its owner after p hops.
+/// Forward leaves the merged log-sum-exp of its queries in cache.lse
+/// [B, H, t], which backward reads with out.
 /// Per layer each rank sends 2(p−1)·n elements forward (K and V, p−1 hops)
 /// and 2(p−1)·n + 2p·n backward (K, V again; dK, dV p hops): none for p = 1.
 /// Tally::ring_hops grows by p−1 in the forward and 2p−1 in the backward.
