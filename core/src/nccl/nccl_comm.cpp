@@ -40,8 +40,9 @@ namespace {
 // peer access (cudaDeviceEnablePeerAccess, which NCCL turns on) does not cover
 // pools. NCCL between the GPUs of one process reads and writes the peer's
 // buffers directly, so without this the first two-GPU run would end in an
-// illegal address. Only a device can show it (tests/gpu/array_test.cpp checks
-// the access it grants, from two GPUs on).
+// illegal address. tests/gpu/nccl_protocol_test.cpp checks that the access is
+// asked for (no GPU needed); nccl_world_test.cpp that it holds and that pool
+// memory moves between GPUs (two GPUs or more).
 void share_pool_with_peers(int device) {
   int devices = 0;
   DTW_CUDA_CHECK(cudaGetDeviceCount(&devices));
