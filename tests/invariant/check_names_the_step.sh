@@ -6,9 +6,11 @@
 # PROGRAM is chapter NN's lab test program built from the solution with the
 # N-th bug of step NN.K in BUG_FILE planted (N from 1, the default;
 # cmake/DtwChapter.cmake). The test runs
-#   DTW check NN --program PROGRAM --reaching NN.K
-# (the tests that reach step NN.K's code: the others pass on a solution) and
-# passes when the report
+#   DTW check NN NN.K --program PROGRAM
+# (the tests whose own step is NN.K: a bug must fail its own step's tests;
+# earlier steps' tests never reach NN.K's code, which the step declarations
+# check, so a learner with every step written sees NN.K first) and passes
+# when the report
 #   - exits with 1;
 #   - names NN.K as the first failure ("First failure: step NN.K, ...");
 #   - shows the bug's `expect:` text on a context line ("  while: ...");
@@ -41,7 +43,7 @@ if [[ -z $expect ]]; then
   exit 1
 fi
 
-output="$(NO_COLOR=1 "$dtw" check "$chapter" --program "$program" --reaching "$step" 2>&1)"
+output="$(NO_COLOR=1 "$dtw" check "$chapter" "$step" --program "$program" 2>&1)"
 status=$?
 fail() {
   echo "FAIL: planted bug $n of step $step: $1"
