@@ -1,11 +1,11 @@
 // Chapter 07's strategies for `dtw train --strategy` and `dtw bench train`
 // (with the bytes formula the benchmark prints beside its measurement), its
 // demos for `dtw run` and `dtw tour`, and its pitfalls for `dtw run pitfall`.
-// Solution only: tools/gen-labs does not copy demos.cpp.
+// Solution only: tools/gen-labs does not copy demos.cpp, so the pitfalls'
+// broken variants (near-complete solutions of their steps) stay out of labs/.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <limits>
 #include <sstream>
 #include <string>
 
@@ -52,17 +52,13 @@ double gathered_bytes(const FormulaInput& in) {
 void register_strategy_of(Method m, const char* description,
                           std::function<double(const FormulaInput&)> bytes,
                           train::RankFunctions run) {
-  train::register_strategy({.name = name_of(m),
-                            .chapter = "07",
-                            .description = description,
-                            .min_ranks = 1,
-                            .run = std::move(run),
-                            .bytes_formula = std::move(bytes),
-                            .peak_formula = nullptr,
-                            .bubble_formula = nullptr,
-                            .check = [m](const train::RunSpec& spec, int ranks, const train::Knobs&) {
-                              check_sp_run(spec, ranks, m, -1);
-                            }});
+  train::register_strategy(
+      {.name = name_of(m), .chapter = "07", .description = description, .min_ranks = 1,
+       .run = std::move(run), .bytes_formula = std::move(bytes), .peak_formula = nullptr,
+       .bubble_formula = nullptr,
+       .check = [m](const train::RunSpec& spec, int ranks, const train::Knobs&) {
+         check_sp_run(spec, ranks, m, -1);
+       }});
 }
 
 // ---- demos: a strategy on gpt-tiny, checked against the reference --------------------
@@ -76,10 +72,10 @@ train::RunSpec demo_run() {
   return spec;
 }
 
-DemoCheck train_and_compare(Comm& comm, const std::function<void(train::RankRun<double>&)>& fn) {
+DemoCheck train_and_compare(Comm& comm, Method m) {
   const train::RunSpec spec = demo_run();
   train::RankRun<double> run(comm, spec, {});
-  fn(run);
+  train_sequence_parallel(run, m);
   double most = 0;
   for (const auto& [begin, values] : run.reported()) {
     const train::ReferenceCheck c = train::compare_to_reference<double>(
@@ -94,17 +90,11 @@ DemoCheck train_and_compare(Comm& comm, const std::function<void(train::RankRun<
   return {true, detail, 0};
 }
 
-void register_training_demo(Method m, const char* description, int max_ranks,
-                            std::function<void(train::RankRun<double>&)> fn) {
-  register_demo({.name = std::string(name_of(m)),
-                 .chapter = "07",
-                 .description = description,
-                 .default_ranks = 4,
-                 .min_ranks = 1,
-                 .max_ranks = max_ranks,
-                 .expects_deadlock = false,
-                 .catches = "",
-                 .run = [fn](Comm& comm) { return train_and_compare(comm, fn); }});
+void register_training_demo(Method m, const char* description, int max_ranks) {
+  register_demo({.name = std::string(name_of(m)), .chapter = "07", .description = description,
+                 .default_ranks = 4, .min_ranks = 1, .max_ranks = max_ranks,
+                 .expects_deadlock = false, .catches = "",
+                 .run = [m](Comm& comm) { return train_and_compare(comm, m); }});
 }
 
 // ---- pitfalls from the field, each caught by a check that names the fault ------------
@@ -252,12 +242,9 @@ const bool kRegistered = [] {
                        [](auto& run) { sp_ring(run); });
   register_strategy_of(Method::kRingZigZag, "ring attention, zig-zag split (balanced)",
                        ring_bytes, [](auto& run) { sp_ring_zigzag(run); });
-  register_training_demo(Method::kUlysses, "Ulysses on gpt-tiny (4 heads): all-to-alls", 4,
-                         [](auto& run) { sp_ulysses(run); });
-  register_training_demo(Method::kRing, "ring attention on gpt-tiny: K/V around the ring", 8,
-                         [](auto& run) { sp_ring(run); });
-  register_training_demo(Method::kRingZigZag, "zig-zag ring attention on gpt-tiny", 8,
-                         [](auto& run) { sp_ring_zigzag(run); });
+  register_training_demo(Method::kUlysses, "Ulysses on gpt-tiny (4 heads): all-to-alls", 4);
+  register_training_demo(Method::kRing, "ring attention on gpt-tiny: K/V around the ring", 8);
+  register_training_demo(Method::kRingZigZag, "zig-zag ring attention on gpt-tiny", 8);
   register_pitfalls();
   return true;
 }();
