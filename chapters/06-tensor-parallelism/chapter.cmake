@@ -12,4 +12,9 @@ dtw_add_chapter(06-tensor-parallelism
   DEPENDS 01
   BACKENDS threads mpi
   MPI_TIMEOUT 300
-  MPI_SUBSET "*MatchesTheReference*:CostTest.*" MPI_SUBSET_NPS 3)
+  MPI_SUBSET "*MatchesTheReference*:CostTest.*" MPI_SUBSET_NPS 3
+  BENCH tp_fabric_bench.cpp)
+# The benchmark draws chapter 02's DDP beside tensor parallelism when it is built.
+if(TARGET dtw_bench_tensor-parallelism AND TARGET dtw_ch02_demos)
+  target_link_libraries(dtw_bench_tensor-parallelism PRIVATE dtw_ch02_demos dtw_ch02_solution)
+endif()
