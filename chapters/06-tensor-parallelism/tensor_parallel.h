@@ -362,6 +362,15 @@ std::int64_t params_per_rank(const model::ModelConfig& config, int r, int t, boo
 /// Of those, the replicated ones (the norms, the row-parallel biases, wpe,
 /// and wte/head when the vocabulary is whole).
 std::int64_t replicated_params(const model::ModelConfig& config, bool cut_vocab);
+/// Activation bytes rank r of `tp` keeps from its forward to its backward on
+/// a batch of `batch` sequences of `seq` tokens (the chapter text derives
+/// it): per block the input, both norms' outputs, the residual midpoint and
+/// four per-row statistics whole, and the q/k/v, head outputs, attention
+/// probabilities and MLP hidden units of the rank's heads and units only;
+/// then the head's norm, the rank's columns of the logits and softmax, and
+/// the token ids.
+std::int64_t tp_activation_bytes(const model::ModelConfig& config, std::int64_t batch,
+                                 std::int64_t seq, int r, int t, std::int64_t element_bytes);
 /// Values rank r sends in one ring allreduce of n values over t ranks
 /// (chapter 01's chunks: 2n − chunk(r) − chunk(r+1); 2(t−1)/t·n when t divides n).
 std::int64_t ring_allreduce_values(std::int64_t n, int r, int t);

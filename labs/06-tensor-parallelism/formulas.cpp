@@ -35,6 +35,22 @@ std::int64_t params_per_rank(const model::ModelConfig& c, int r, int t, bool cut
   return n;
 }
 
+std::int64_t tp_activation_bytes(const model::ModelConfig& c, std::int64_t batch,
+                                 std::int64_t seq, int r, int t, std::int64_t e) {
+  const std::int64_t N = batch * seq, C = c.dim, W = C / t, F = c.mlp_hidden / t;
+  const std::int64_t heads = c.heads / t, V = vocab_rows(c, r, t, true);
+  // A block: LN1, mid, LN2 [N, C] and two mean/rstd pairs [N], whole on
+  // every rank; qkv [N, 3W] and q, k, v, the head outputs and their merge
+  // [N, W] each, the probabilities [B, heads/t, T, T] and the MLP's pre- and
+  // post-GELU [N, F/t]: the rank's share only.
+  const std::int64_t block = 3 * N * C + 4 * N + 8 * N * W + batch * heads * seq * seq + 2 * N * F;
+  // Every block's input and the last output [N, C]; the head: LNf [N, C],
+  // its mean, rstd and the per-row losses [N], logits and softmax [N, V/t].
+  const std::int64_t values =
+      (c.layers + 1) * N * C + c.layers * block + N * C + 3 * N + 2 * N * V;
+  return values * e + 2 * N * 4;  // + the token and target ids (int32)
+}
+
 std::int64_t ring_allreduce_values(std::int64_t n, int r, int t) {
   if (t == 1) return 0;
   // Chapter 01's ring: rank r sends every chunk but one in each half -- in

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "collectives.h"
+#include "dtw/train/network.h"
 #include "dtw/train/replicated.h"
 #include "dtw/train/sequence_batch.h"
 #include "tensor_parallel.h"
@@ -158,8 +159,14 @@ void tensor_parallel_sp(train::RankRun<T>& run, const Faults& faults) {
   shard.sequence_shards = t;
   shard.split = model::SequenceSplit::kContiguous;
   train::Replica<T> replica = make_replica(run, shard);
-  const train::Batch first = train::sequence_shard_of(train::make_batch(spec, 0), shard);
-  const train::Cost pass = replica.pass_cost(replica.network().all(), first, true);
+  // The sublayers run on the whole sequence (after the allgather): their work
+  // is tp's, which the modeled fabric needs; the norms' share is small.
+  const auto sublayers = train::Network<T>::make(c, megatron_shard(c, r, t, false));
+  const train::Batch whole = train::make_batch(spec, 0);
+  const train::Cost pass{3 * sublayers->forward_flops(sublayers->all(), whole),
+                         3 * static_cast<double>(replica.network().activation_bytes(
+                                 replica.network().all(),
+                                 train::sequence_shard_of(whole, shard)))};
   const train::Cost update = replica.optimizer_cost();
   SequenceParallelSeams<T> seams(group, spec.batch, spec.sequence(), c.dim);
   replica.set_seams(&seams);

@@ -59,8 +59,13 @@ MemoryFigures peak(const FormulaInput& in, bool sp) {
   f[static_cast<std::size_t>(MemoryCategory::kGradients)] = psi;
   f[static_cast<std::size_t>(MemoryCategory::kOptimizerState)] = adam ? 2 * psi : psi;
   const model::ModelShard s = shard_of(c, 0, in.ranks, sp);
+  // tp: the chapter's derivation; tp-sp: what the model charges for T/t
+  // tokens (the ledger does not see the gathered inputs it keeps, see the text).
   f[static_cast<std::size_t>(MemoryCategory::kActivations)] =
-      in.element_bytes == 8 ? activations<double>(in.spec, s) : activations<float>(in.spec, s);
+      !sp ? static_cast<double>(tp_activation_bytes(c, in.spec.batch, in.spec.sequence(), 0,
+                                                    in.ranks, in.element_bytes))
+      : in.element_bytes == 8 ? activations<double>(in.spec, s)
+                              : activations<float>(in.spec, s);
   return f;
 }
 

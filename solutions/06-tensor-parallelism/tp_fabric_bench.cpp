@@ -52,11 +52,12 @@ void row(const Strategy& strategy, const RunSpec& spec, int p) {
   const Replay nvlink = replay_on(out.report.trace, p, find_gpu_cluster("nvlink-8"));
   const Replay ib = replay_on(out.report.trace, p, one_gpu_per_node());
   const double tokens = static_cast<double>(spec.batch * spec.sequence());
-  fmt::print("{:<13} {:>5} {:>10.1f} {:>12.1f} {:>12.1f} {:>9.0f} {:>11.1f} {:>11.1f} {:>7.1f}x\n",
+  // "not computing": the share of the modeled step the devices wait (1 − compute / span).
+  fmt::print("{:<13} {:>5} {:>8.1f} {:>10.1f} {:>10.1f} {:>6.0f} {:>10.1f} {:>6.0f}% {:>10.1f} {:>6.0f}%\n",
              strategy.name, p, tokens * steps / out.seconds / 1e3,
              static_cast<double>(bytes) / steps / 1024, formula / 1024,
              static_cast<double>(messages) / steps, nvlink.seconds / steps * 1e6,
-             ib.seconds / steps * 1e6, ib.seconds / nvlink.seconds);
+             100 * nvlink.timeline.bubble, ib.seconds / steps * 1e6, 100 * ib.timeline.bubble);
 }
 
 }  // namespace
@@ -87,8 +88,9 @@ int main(int argc, char** argv) {
                "time on nvlink-8 (one DGX A100) and on ib-1-per-node (ib-2x8's GPUs, one per "
                "node: every message on InfiniBand)\n",
                model, spec.batch, spec.sequence(), name_of(spec.dtype), spec.steps);
-    fmt::print("{:<13} {:>5} {:>10} {:>12} {:>12} {:>9} {:>11} {:>11} {:>8}\n", "strategy", "ranks",
-               "ktok/s", "KiB/step", "formula", "msgs", "nvlink us", "ib us", "ib/nv");
+    fmt::print("{:<13} {:>5} {:>8} {:>10} {:>10} {:>6} {:>10} {:>7} {:>10} {:>7}\n", "strategy",
+               "ranks", "ktok/s", "KiB/step", "formula", "msgs", "nvlink us", "waits", "ib us",
+               "waits");
     for (int p : worlds)
       for (const std::string& n : names) row(find_strategy(n), spec, p);
     return cli::kExitOk;

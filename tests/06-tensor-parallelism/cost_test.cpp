@@ -40,6 +40,11 @@ void expect_costs(bool sp, int t) {
     EXPECT_EQ(m.peak_of(MemoryCategory::kGradients), psi * e) << "rank " << r << ": gradients";
     EXPECT_EQ(m.peak_of(MemoryCategory::kOptimizerState), 2 * psi * e)
         << "rank " << r << ": AdamW's two moments";
+    if (!sp) {
+      EXPECT_EQ(m.peak_of(MemoryCategory::kActivations),
+                tp_activation_bytes(c, spec.batch, spec.sequence(), r, t, e))
+          << "rank " << r << ": activations";
+    }
   }
 }
 
