@@ -18,6 +18,15 @@
 
 #include "dtw_test_steps.h"
 
+// What a chapter program's generated file says (cmake/DtwChapter.cmake):
+// chapter 04's steps, a lab program (no probes).
+namespace dtw::testing {
+extern const char* const kChapterSteps;
+extern const bool kExpectProbes;
+const char* const kChapterSteps = "04.1 04.2 04.3 04.4 04.5";
+const bool kExpectProbes = false;
+}  // namespace dtw::testing
+
 namespace {
 
 std::string scenario() {

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The test of `dtw check`'s own output on a planted bug.
 #
-#   check_names_the_step.sh DTW NN NN.K PROGRAM BUG_FILE
+#   check_names_the_step.sh DTW NN NN.K PROGRAM BUG_FILE [N]
 #
-# PROGRAM is chapter NN's lab test program built from the solution with step
-# NN.K's bug from BUG_FILE planted (cmake/DtwChapter.cmake). The test runs
-#   DTW check NN --program PROGRAM --reaching NN.K
-# (the tests that reach step NN.K's code: the others pass on a solution) and
-# passes when the report
+# PROGRAM is chapter NN's lab test program built from the solution with the
+# N-th bug of step NN.K in BUG_FILE planted (N from 1, the default;
+# cmake/DtwChapter.cmake). The test runs
+#   DTW check NN NN.K --program PROGRAM
+# (the tests whose own step is NN.K: a bug must fail its own step's tests;
+# earlier steps' tests never reach NN.K's code, which the step declarations
+# check, so a learner with every step written sees NN.K first) and passes
+# when the report
 #   - exits with 1;
 #   - names NN.K as the first failure ("First failure: step NN.K, ...");
 #   - shows the bug's `expect:` text on a context line ("  while: ...");
@@ -15,30 +18,35 @@
 #   - says all that in at most 15 lines from "First failure" on.
 set -uo pipefail
 
-if (($# != 5)); then
-  echo "usage: $0 DTW NN NN.K PROGRAM BUG_FILE" >&2
+if (($# != 5 && $# != 6)); then
+  echo "usage: $0 DTW NN NN.K PROGRAM BUG_FILE [N]" >&2
   exit 2
 fi
-dtw="$1" chapter="$2" step="$3" program="$4" bug_file="$5"
+dtw="$1" chapter="$2" step="$3" program="$4" bug_file="$5" n="${6:-1}"
 
 expect=""
-current=""
+seen=0
+current=0
 while IFS= read -r line || [[ -n $line ]]; do
   if [[ $line =~ ^bug[[:space:]]+([0-9]+\.[0-9]+)[[:space:]] ]]; then
-    current="${BASH_REMATCH[1]}"
-  elif [[ $current == "$step" && $line =~ ^[[:space:]]+expect:[[:space:]]?(.*)$ ]]; then
+    current=0
+    if [[ ${BASH_REMATCH[1]} == "$step" ]]; then
+      seen=$((seen + 1))
+      ((seen == n)) && current=1
+    fi
+  elif ((current)) && [[ $line =~ ^[[:space:]]+expect:[[:space:]]?(.*)$ ]]; then
     expect="${BASH_REMATCH[1]}"
   fi
 done <"$bug_file"
 if [[ -z $expect ]]; then
-  echo "FAIL: $bug_file: the bug of step $step has no 'expect:' line (the context to look for)"
+  echo "FAIL: $bug_file: bug $n of step $step has no 'expect:' line (the context to look for)"
   exit 1
 fi
 
-output="$(NO_COLOR=1 "$dtw" check "$chapter" --program "$program" --reaching "$step" 2>&1)"
+output="$(NO_COLOR=1 "$dtw" check "$chapter" "$step" --program "$program" 2>&1)"
 status=$?
 fail() {
-  echo "FAIL: planted bug of step $step: $1"
+  echo "FAIL: planted bug $n of step $step: $1"
   echo "---- dtw check's output ----"
   printf '%s\n' "$output"
   exit 1

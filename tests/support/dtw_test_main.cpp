@@ -8,12 +8,14 @@
 //
 // Two tests are added to every program: DtwChapterTest.StepsAreDeclared (each
 // suite has a valid DTW_TEST_STEPS) and DtwChapterTest.EveryStepHasItsOwnTests.
-// In the solution program (DTW_TEST_EXPECT_PROBES=1) the steps whose code a
-// test runs must also be covered by its suite's declaration, and include the
-// test's own step (see dtw_test_steps.h).
+// In the solution program (kExpectProbes) the steps whose code a test runs
+// must also be covered by its suite's declaration, and include the test's own
+// step (see dtw_test_steps.h).
 //
-// Compile definitions: DTW_CHAPTER_STEPS ("01.1 01.2 ...", the text's order),
-// DTW_TEST_EXPECT_PROBES (0 or 1).
+// This file is compiled once for every chapter: what differs between programs
+// (the chapter's steps, whether probes are expected) comes from two constants
+// that a small generated file of each program defines (cmake/DtwChapter.cmake),
+// so the heavy GoogleTest headers are not compiled again for every program.
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -29,12 +31,12 @@
 
 #include "dtw_test_steps.h"
 
-#ifndef DTW_CHAPTER_STEPS
-#error "DTW_CHAPTER_STEPS must list the chapter's steps (cmake/DtwChapter.cmake sets it)"
-#endif
-#ifndef DTW_TEST_EXPECT_PROBES
-#error "DTW_TEST_EXPECT_PROBES must be 0 or 1 (cmake/DtwChapter.cmake sets it)"
-#endif
+namespace dtw::testing {
+// The chapter's steps, "01.1 01.2 ...", in the text's order.
+extern const char* const kChapterSteps;
+// True in a solution program, whose probed solution reports the steps it runs.
+extern const bool kExpectProbes;
+}  // namespace dtw::testing
 
 namespace {
 
@@ -86,7 +88,7 @@ std::string json_string(const std::string& s) {
 
 // The chapter's steps, the declarations, and what is wrong with them.
 struct Manifest {
-  std::vector<std::string> steps = split_words(DTW_CHAPTER_STEPS);
+  std::vector<std::string> steps = split_words(dtw::testing::kChapterSteps);
   std::map<std::string, std::vector<std::string>> suite_steps;  // base suite -> steps
   std::vector<std::string> problems;
 
@@ -210,7 +212,7 @@ class StepCheck : public ::testing::EmptyTestEventListener {
 class StepsAreDeclared : public ::testing::Test {
   void TestBody() override {
     for (const std::string& p : manifest().problems) ADD_FAILURE() << p;
-    if (DTW_TEST_EXPECT_PROBES && !dtw::testing::probe_hooks().begin_test)
+    if (dtw::testing::kExpectProbes && !dtw::testing::probe_hooks().begin_test)
       ADD_FAILURE() << "this solution test program runs no probed solution code, so "
                        "DTW_TEST_STEPS cannot be checked (cmake/DtwChapter.cmake links the "
                        "probed solution; does the chapter have any // @lab region?)";
@@ -263,7 +265,7 @@ int main(int argc, char** argv) {
     list_steps();
     return 0;
   }
-  if (DTW_TEST_EXPECT_PROBES && dtw::testing::probe_hooks().begin_test)
+  if (dtw::testing::kExpectProbes && dtw::testing::probe_hooks().begin_test)
     ::testing::UnitTest::GetInstance()->listeners().Append(new StepCheck);
   return RUN_ALL_TESTS();
 }

@@ -189,7 +189,6 @@ void run_tests(const Context& context, const Chapter& chapter, const fs::path& p
 int check_command(const Context& context, const CheckOptions& options) {
   const Chapter& chapter = find_chapter(context.chapters, options.chapter);
   const std::string only = options.step.empty() ? "" : find_step(chapter, options.step);
-  const std::string reaching = options.reaching.empty() ? "" : find_step(chapter, options.reaching);
   const bool own_program = !options.program.empty();
   const fs::path program = own_program ? fs::path(options.program) : chapter.lab_tests;
   if (program.empty()) {
@@ -235,7 +234,6 @@ int check_command(const Context& context, const CheckOptions& options) {
     bool cached = false;
     for (const PlannedTest& t : plan.tests) {
       if (t.own() != step || (!only.empty() && step != only)) continue;
-      if (!reaching.empty() && std::ranges::find(t.steps, reaching) == t.steps.end()) continue;
       if (cache.results.count(t.name)) {
         cached = true;
         continue;

@@ -26,7 +26,6 @@ struct CheckOptions {
   bool rerun = false;   // ignore results of the last run
   bool verbose = false;  // the whole failure text
   std::string program;   // for tests of dtw check: this test program, no build, no cache
-  std::string reaching;  // for tests of dtw check: only the tests that reach this step
 };
 int check_command(const Context& context, const CheckOptions& options);
 

@@ -51,9 +51,6 @@ int run_main(int argc, char** argv) {
                         "(for testing dtw check) run this test program instead of the lab's; "
                         "no build, no cache")
       ->group("");
-  check_cmd->add_option("--reaching", check.reaching,
-                        "(for testing dtw check) run only the tests that reach this step's code")
-      ->group("");
   check_cmd->callback([&] { action = [&] { return check_command(load_context(), check); }; });
 
   std::string hint_chapter, hint_step;
