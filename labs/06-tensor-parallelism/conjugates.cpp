@@ -16,6 +16,8 @@
 //
 // Bytes per rank: one ring allreduce of n values, 2(t−1)/t·n·e, for g
 // forward and for f backward; nothing for the other two.
+#include <algorithm>
+
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
 #include "tensor_parallel.h"
 
@@ -27,7 +29,7 @@ model::IndexRange even_slice(std::int64_t extent, int r, int t, const char* what
   DTW_CHECK_ARG(extent % t == 0, "rank " << r << ": " << extent << " " << what
                                          << " do not split over t = " << t << " ranks ("
                                          << extent << " % " << t << " = " << extent % t << ")");
-  return {r * (extent / t), (r + 1) * (extent / t)};
+  DTW_TODO("06.2: The rank's equal part of a dimension that t divides.");
 }
 
 model::IndexRange vocab_slice(std::int64_t vocab, int r, int t) {
@@ -35,9 +37,7 @@ model::IndexRange vocab_slice(std::int64_t vocab, int r, int t) {
                                                    << "group of " << t);
   DTW_CHECK_ARG(vocab >= t, "rank " << r << ": a vocabulary of " << vocab
                                     << " rows cannot give each of t = " << t << " ranks a row");
-  const std::int64_t base = vocab / t, extra = vocab % t;
-  const std::int64_t begin = r * base + std::min<std::int64_t>(r, extra);
-  return {begin, begin + base + (r < extra ? 1 : 0)};
+  DTW_TODO("06.5: The rank's rows of a vocabulary that may not divide: as even as possible, no padding.");
 }
 
 model::ModelShard megatron_shard(const model::ModelConfig& config, int r, int t, bool cut_vocab) {

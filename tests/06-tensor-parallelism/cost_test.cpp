@@ -48,12 +48,12 @@ void expect_costs(bool sp, int t) {
   }
 }
 
-DTW_TEST_STEPS(CostTest, "06.1", "06.5");
+DTW_TEST_STEPS(CostTest, "06.1", "06.2", "06.5");
 TEST(CostTest, TensorParallelSendsAndHoldsWhatTheFormulasSay) {
   for (int t : {1, 2, 4}) expect_costs(false, t);
 }
 
-DTW_TEST_STEPS(FormulaTest);
+DTW_TEST_STEPS(FormulaTest, "06.2", "06.5");
 TEST(FormulaTest, TheCollectivesPerStepAreFourPerLayerPlusTheEndsAndTheNorm) {
   const model::ModelConfig c = tiny().config();
   const CollectiveCount k = collectives_per_step(c, false);
@@ -64,7 +64,7 @@ TEST(FormulaTest, TheCollectivesPerStepAreFourPerLayerPlusTheEndsAndTheNorm) {
   EXPECT_EQ(params_per_rank(c, 0, 4, true), (whole - R) / 4 + R);
 }
 
-DTW_TEST_STEPS(SequenceParallelCostTest, "06.6");
+DTW_TEST_STEPS(SequenceParallelCostTest, "06.2", "06.6");
 TEST(SequenceParallelCostTest, SequenceParallelSendsAndHoldsWhatTheFormulasSay) {
   for (int t : {1, 2, 4}) expect_costs(true, t);
 }

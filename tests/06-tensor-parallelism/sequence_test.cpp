@@ -80,7 +80,7 @@ TEST(SequenceParallelBlockTest, EqualsTheWholeBlockAndItsNormGradientsSumOverThe
     on_ranks(t, [&](Comm& group) {
       const int r = group.rank();
       const std::int64_t l = seq / t;
-      const model::ParamLayout local = model::param_layout(c, megatron_shard(c, r, t));
+      const model::ParamLayout local = model::param_layout(c, testing::test_shard(c, r, t));
       const std::vector<double> lp = testing::cut(layout, local, p);
       std::vector<double> lg(lp.size(), 0.0), lx, ldy, want_y, want_dx;
       for (std::int64_t b = 0; b < batch; ++b) {
@@ -128,7 +128,7 @@ TEST(ReplicatedGradsTest, OneAllreduceSumsEveryReplicatedTensorAndNothingElse) {
     DTW_TRACE("replicated gradients of gpt-tiny, t " << t);
     on_ranks(t, [&](Comm& group) {
       const int r = group.rank();
-      const model::ModelShard shard = megatron_shard(spec.config(), r, t);
+      const model::ModelShard shard = testing::test_shard(spec.config(), r, t);
       const model::ParamLayout local = model::param_layout(spec.config(), shard);
       train::Replica<double> replica(
           spec, group.exec(),

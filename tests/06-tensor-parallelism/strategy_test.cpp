@@ -38,7 +38,7 @@ train::RunSpec twelve_heads() {
   return spec;
 }
 
-DTW_TEST_STEPS(TensorParallelTest, "06.1", "06.5");
+DTW_TEST_STEPS(TensorParallelTest, "06.1", "06.2", "06.5");
 TEST(TensorParallelTest, MatchesTheReferenceOnOneTwoAndFourRanks) {
   for (int t : {1, 2, 4}) expect_matches(tiny(), t, tp);
 }
@@ -57,7 +57,7 @@ TEST(TensorParallelTest, AVocabularyThatDoesNotDivideIsCutUnevenlyAndMatches) {
   expect_matches(spec, 4, tp);
 }
 
-DTW_TEST_STEPS(SequenceParallelTest, "06.6");
+DTW_TEST_STEPS(SequenceParallelTest, "06.2", "06.6");
 TEST(SequenceParallelTest, MatchesTheReferenceOnOneTwoAndFourRanks) {
   for (int t : {1, 2, 4}) expect_matches(tiny(), t, tp_sp);
 }
@@ -73,7 +73,9 @@ TEST(TensorParallelArgumentsTest, HeadsThatDoNotDivideAreRefusedOnEveryRankNamin
   testing::expect_error([&] { check_tp_run(tiny(1), 3, -1, false); }, {"4 heads", "t = 3"});
 }
 
-TEST(TensorParallelArgumentsTest, ASequenceThatDoesNotSplitIsRefusedBeforeAnyMessage) {
+// The heads split (step 06.2's code runs), then the sequence does not.
+DTW_TEST_STEPS(SequenceSplitArgumentsTest, "06.2");
+TEST(SequenceSplitArgumentsTest, ASequenceThatDoesNotSplitIsRefusedBeforeAnyMessage) {
   train::RunSpec spec = tiny(1);
   spec.seq_len = 30;
   testing::expect_error([&] { check_tp_run(spec, 4, 1, true); },

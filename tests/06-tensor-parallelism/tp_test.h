@@ -60,6 +60,17 @@ inline model::ModelConfig divisible_gpt(std::int64_t vocab = 12) {
   return c;
 }
 
+/// Rank r of t's heads, hidden units and vocabulary rows, computed here
+/// (not by the lab's megatron_shard, so a layer test runs only its layer's
+/// step): equal parts; t must divide all three.
+inline model::ModelShard test_shard(const model::ModelConfig& c, int r, int t) {
+  model::ModelShard s;
+  s.heads = {r * c.heads / t, (r + 1) * c.heads / t};
+  s.hidden = {r * c.mlp_hidden / t, (r + 1) * c.mlp_hidden / t};
+  s.vocab = {r * c.vocab / t, (r + 1) * c.vocab / t};
+  return s;
+}
+
 /// Runs fn(comm) on `t` ranks (threads, or the twin's processes) and fails
 /// the test with any rank's error.
 inline void on_ranks(int t, const std::function<void(Comm&)>& fn) {
@@ -95,7 +106,7 @@ inline std::vector<double> cut(const model::ParamLayout& whole, const model::Par
 inline void expect_near(int rank, const std::vector<double>& want, const std::vector<double>& got,
                         const std::string& what) {
   const std::string m = dtw::testing::compare<double>(rank, want, got, kTol);
-  EXPECT_TRUE(m.empty()) << what << ": " << m;
+  if (!m.empty()) ADD_FAILURE() << what << ": " << m;
 }
 
 /// What this rank sent: bytes and messages, from its traffic counters.
