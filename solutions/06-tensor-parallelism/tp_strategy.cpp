@@ -22,6 +22,7 @@
 #include "dtw/train/network.h"
 #include "dtw/train/replicated.h"
 #include "dtw/train/sequence_batch.h"
+#include "phased_seams.h"
 #include "tensor_parallel.h"
 
 namespace dtw::ch06 {
@@ -123,15 +124,18 @@ void tensor_parallel(train::RankRun<T>& run, const Faults& faults) {
   LocalStatistics<T> local_statistics(group);
   const std::int64_t padded = (c.vocab + t - 1) / t;  // rows per rank after padding
   PaddedVocabulary<T> padding(group, padded - (shard.vocab.end - shard.vocab.begin));
-  replica.set_seams(faults.local_vocab_statistics ? &local_statistics
-                    : faults.pad_vocabulary       ? &padding
-                                                  : static_cast<MegatronSeams<T>*>(&megatron));
+  PhasedSeams<T> seams(faults.local_vocab_statistics ? local_statistics
+                       : faults.pad_vocabulary       ? padding
+                                                     : static_cast<MegatronSeams<T>&>(megatron),
+                       run, c, shard, spec.batch, spec.sequence(), false, pass);
+  replica.set_seams(&seams);
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
     {
       // Every rank sees the whole batch: its loss already is the global mean.
-      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
+      seams.begin_pass();  // compute phases between the collectives
       loss = replica.forward_backward(step, 0, 1);
+      seams.end_pass();
     }
     {
       auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
@@ -168,7 +172,8 @@ void tensor_parallel_sp(train::RankRun<T>& run, const Faults& faults) {
                                  replica.network().all(),
                                  train::sequence_shard_of(whole, shard)))};
   const train::Cost update = replica.optimizer_cost();
-  SequenceParallelSeams<T> seams(group, spec.batch, spec.sequence(), c.dim);
+  SequenceParallelSeams<T> sequence(group, spec.batch, spec.sequence(), c.dim);
+  PhasedSeams<T> seams(sequence, run, c, shard, spec.batch, spec.sequence(), true, pass);
   replica.set_seams(&seams);
   std::vector<T> buffer;
   for (std::int64_t step = 0; step < spec.steps; ++step) {
@@ -177,8 +182,9 @@ void tensor_parallel_sp(train::RankRun<T>& run, const Faults& faults) {
     const double weight = train::sequence_shard_of(train::make_batch(spec, step), shard).weight;
     double loss = 0;
     {
-      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
+      seams.begin_pass();
       loss = weight * replica.forward_backward(step, 0, 1, static_cast<T>(weight));
+      seams.end_pass();
     }
     {
       auto phase = run.phase("allreduce", {.compute = false});
