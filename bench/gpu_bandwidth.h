@@ -11,7 +11,8 @@
 
 namespace dtw::bench {
 
-/// One size: the best of several timed runs of each, on the current device.
+/// One size: the median of several timed batches of each, on the current
+/// device, over buffers filled with data (not zeros).
 struct DeviceBandwidth {
   std::int64_t bytes = 0;     ///< bytes per array
   double reduce_seconds = 0;  ///< one device_reduce_into over `bytes`

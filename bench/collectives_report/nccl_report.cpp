@@ -40,6 +40,10 @@ class DeviceVector {
   std::span<T> first(std::int64_t count) const { return {static_cast<T*>(p_), static_cast<std::size_t>(count)}; }
   void upload(std::span<const T> host) {
     DTW_CUDA_CHECK(cudaMemcpy(p_, host.data(), host.size_bytes(), cudaMemcpyHostToDevice));
+    // A copy from pageable memory may return before the data is on the device,
+    // and the rank's NCCL work runs on a non-blocking stream that does not wait
+    // for the legacy stream: wait here, or the first call may read old data.
+    DTW_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
   void download(std::span<T> host) const {
     DTW_CUDA_CHECK(cudaMemcpy(host.data(), p_, host.size_bytes(), cudaMemcpyDeviceToHost));

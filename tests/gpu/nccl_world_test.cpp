@@ -173,5 +173,37 @@ TEST(NcclSplitTest, GroupsFollowColorAndKeyLikeTheOtherBackends) {
   });
 }
 
+// Arrays and staged messages come from each GPU's default memory pool, which
+// other GPUs may touch only once the pool grants them access (peer access
+// does not cover pools); NCCL between the GPUs of one process reads and
+// writes peer buffers directly. The backend grants it when a rank starts.
+TEST(NcclWorldTest, EveryPeerGpuMayUseEachRanksMemoryPool) {
+  DTW_REQUIRE_GPUS(2);
+  const int p = std::min(testing::cuda_devices(nullptr), 8);
+  launch(p, nccl_options(), [p](Comm& comm) {
+    const int me = comm.exec().device();
+    cudaMemPool_t pool = nullptr;
+    DTW_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, me));
+    for (int peer = 0; peer < p; ++peer) {
+      int can = 0;
+      DTW_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, peer, me));
+      if (peer == me || !can) continue;
+      cudaMemLocation where{};
+      where.type = cudaMemLocationTypeDevice;
+      where.id = peer;
+      cudaMemAccessFlags flags{};
+      DTW_CUDA_CHECK(cudaMemPoolGetAccess(&flags, pool, &where));
+      EXPECT_EQ(flags, cudaMemAccessFlagsProtReadWrite) << "GPU " << peer << " on GPU " << me << "'s pool";
+    }
+    // Pool memory moves between GPUs: a ring of device Arrays of 1 Mi floats.
+    const int right = (comm.rank() + 1) % comm.size(), left = (comm.rank() + comm.size() - 1) % comm.size();
+    Array<float> out(comm.exec(), 1 << 20), in(comm.exec(), 1 << 20);
+    out.fill(static_cast<float>(comm.rank()) + 0.5f);
+    in.fill(-1.0f);
+    comm.sendrecv(out, right, in, left);
+    EXPECT_EQ(in.to_vector(), std::vector<float>(1 << 20, static_cast<float>(left) + 0.5f));
+  });
+}
+
 }  // namespace
 }  // namespace dtw

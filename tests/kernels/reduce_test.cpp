@@ -2,7 +2,10 @@
 // for every op and type, and from many rank threads at once.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "dtw/dtw.h"
@@ -105,3 +108,16 @@ TEST(ReduceBufferTest, ConcurrentCallsFromEightRanks) {
 
 }  // namespace
 }  // namespace dtw::kernel_test
+
+// The comparison every kernel and collective test prints its first mismatch
+// with: two values that differ never print alike (a learner once read
+// "expected -1.479, got -1.479").
+TEST(CompareTest, TwoValuesThatDifferNeverPrintAlike) {
+  const float e = -1.479f, g = std::nextafter(e, 0.0f);
+  const std::string message =
+      dtw::testing::compare<float>(3, std::vector<float>{e}, std::vector<float>{g});
+  EXPECT_EQ(message, "rank 3, index 0: expected -1.479, got -1.4789999");
+  EXPECT_EQ(dtw::testing::exact_text(0.1), "0.1");
+  EXPECT_EQ(dtw::testing::exact_text(std::int8_t{-3}), "-3");
+  EXPECT_EQ(dtw::testing::compare<double>(0, std::vector<double>{1.0}, std::vector<double>{1.0}), "");
+}

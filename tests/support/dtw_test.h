@@ -15,6 +15,7 @@
 //    (chapter tests only; see dtw_test_steps.h).
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -22,6 +23,7 @@
 #include <sstream>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -142,6 +144,23 @@ inline Report launch_collecting_bounded(int world, const LaunchOptions& options,
   return launch_collecting(world, options, fn);
 }
 
+/// `v` as text: a floating-point value in the fewest digits that read back as
+/// exactly `v` (so two values that differ never print alike: -1.479 and
+/// -1.4790001), an integer or a byte as a number.
+template <class T>
+std::string exact_text(T v) {
+  if constexpr (std::is_integral_v<T>) {
+    return std::to_string(+v);
+  } else {
+    // float and double as themselves; other number types (half) through
+    // double, which holds them exactly.
+    using Wide = std::conditional_t<std::is_floating_point_v<T>, T, double>;
+    char text[64];
+    const auto result = std::to_chars(text, text + sizeof text, static_cast<Wide>(v));
+    return std::string(text, result.ptr);
+  }
+}
+
 /// Empty when `got` equals `expected` within `tolerance` (relative to
 /// max(1, |expected|)); otherwise the first mismatch in the format above.
 template <class T>
@@ -157,7 +176,8 @@ std::string compare(int rank, std::span<const T> expected, std::span<const T> go
     const bool same = tolerance == 0 ? expected[i] == got[i]
                                      : std::abs(e - g) <= tolerance * std::max(1.0, std::abs(e));
     if (!same) {
-      out << "rank " << rank << ", index " << i << ": expected " << +expected[i] << ", got " << +got[i];
+      out << "rank " << rank << ", index " << i << ": expected " << exact_text(expected[i])
+          << ", got " << exact_text(got[i]);
       return out.str();
     }
   }

@@ -33,12 +33,44 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
+namespace {
+// Arrays and staged messages are stream-ordered allocations (cudaMallocAsync)
+// from the device's default memory pool. Unlike cudaMalloc memory, pool memory
+// is reachable from another GPU only once the pool grants that GPU access:
+// peer access (cudaDeviceEnablePeerAccess, which NCCL turns on) does not cover
+// pools. NCCL between the GPUs of one process reads and writes the peer's
+// buffers directly, so without this the first two-GPU run would end in an
+// illegal address. tests/gpu/nccl_protocol_test.cpp checks that the access is
+// asked for (no GPU needed); nccl_world_test.cpp that it holds and that pool
+// memory moves between GPUs (two GPUs or more).
+void share_pool_with_peers(int device) {
+  int devices = 0;
+  DTW_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  cudaMemPool_t pool = nullptr;
+  DTW_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  for (int peer = 0; peer < devices; ++peer) {
+    if (peer == device) continue;
+    int can = 0;  // can `peer` reach memory of `device`?
+    DTW_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, peer, device));
+    if (!can) continue;  // NCCL then copies through host memory, never touching the pool
+    cudaMemAccessDesc access{};
+    access.location.type = cudaMemLocationTypeDevice;
+    access.location.id = peer;
+    access.flags = cudaMemAccessFlagsProtReadWrite;
+    DTW_CUDA_CHECK(cudaMemPoolSetAccess(pool, &access, 1));
+  }
+}
+}  // namespace
+
 RankContext::RankContext(int dev, std::chrono::milliseconds t,
                          std::shared_ptr<std::atomic<bool>> failed,
                          std::shared_ptr<MemoryLedger> rank_ledger)
     : device(dev), timeout(t), world_failed(std::move(failed)), ledger(std::move(rank_ledger)) {
+  // Every CUDA call of this rank runs on its thread, which this makes the
+  // device's: the runtime's current device is per thread.
   DTW_CUDA_CHECK(cudaSetDevice(device));
   DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  share_pool_with_peers(device);
 }
 
 RankContext::~RankContext() {
@@ -54,11 +86,26 @@ NcclComm::NcclComm(std::shared_ptr<RankContext> ctx, ncclComm_t comm, int rank,
   try {
     settle(init_call);
     DTW_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(int)));
+    // Defined contents, so the barrier's allreduce never reads uninitialised memory.
+    DTW_CUDA_CHECK(cudaMemset(barrier_word_, 0, sizeof(int)));
   } catch (...) {
-    ncclCommAbort(comm_);  // the destructor does not run for a failed constructor
+    if (comm_) ncclCommAbort(comm_);  // the destructor does not run for a failed constructor
+    if (barrier_word_) cudaFree(barrier_word_);
     throw;
   }
 }
+
+namespace {
+// Polls a non-blocking communicator until NCCL is done with its last call, at
+// most until `deadline`; false when it is still busy or reports an error.
+bool settled_by(ncclComm_t comm, std::chrono::steady_clock::time_point deadline) noexcept {
+  ncclResult_t state = ncclInProgress;
+  while (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  return state == ncclSuccess;
+}
+}  // namespace
 
 NcclComm::~NcclComm() {
   for (auto& op : queued_) op->owner = nullptr;
@@ -66,38 +113,48 @@ NcclComm::~NcclComm() {
     for (auto& op : launched.ops) op->owner = nullptr;
     if (launched.done) cudaEventDestroy(launched.done);
   }
+  if (comm_) {
+    const auto deadline = std::chrono::steady_clock::now() + ctx_->timeout;
+    // A failed world (or an exception unwinding through this rank) may have
+    // operations a peer will never match: abort instead of waiting for them.
+    // Finalize is an NCCL call like any other: only on a settled communicator.
+    if (failed_ || ctx_->world_failed->load() || std::uncaught_exceptions() > 0 ||
+        !settled_by(comm_, deadline)) {
+      ncclCommAbort(comm_);
+    } else {
+      // Finalize flushes what is still queued inside NCCL; bounded like every wait.
+      ncclCommFinalize(comm_);
+      if (settled_by(comm_, deadline)) ncclCommDestroy(comm_);
+      else ncclCommAbort(comm_);
+    }
+    comm_ = nullptr;
+  }
+  // Device memory last: cudaFree waits for the whole device, so freeing while a
+  // kernel of a communicator not yet aborted waits for a peer would hang.
   if (barrier_word_) cudaFree(barrier_word_);
   if (empty_token_) cudaFree(empty_token_);
+}
+
+void NcclComm::abort_now() noexcept {
+  failed_ = true;
   if (!comm_) return;
-  // A failed world (or an exception unwinding through this rank) may have
-  // operations a peer will never match: abort instead of waiting for them.
-  if (failed_ || ctx_->world_failed->load() || std::uncaught_exceptions() > 0) {
-    ncclCommAbort(comm_);
-    return;
-  }
-  // Finalize flushes what is still queued inside NCCL; bounded like every wait.
-  ncclResult_t state = ncclCommFinalize(comm_);
-  const auto deadline = std::chrono::steady_clock::now() + ctx_->timeout;
-  while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::yield();
-  if (state != ncclSuccess) {
-    ncclCommAbort(comm_);
-    return;
-  }
-  ncclCommDestroy(comm_);
+  ncclCommAbort(comm_);
+  comm_ = nullptr;
 }
 
 void NcclComm::fail_fast(const char* what) {
+  DTW_CHECK(comm_ != nullptr, AbortedError,
+            "rank " << rank() << ": " << what << ": this communicator was aborted after an earlier failure");
   ncclResult_t state = ncclSuccess;
   DTW_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
   if (state != ncclSuccess && state != ncclInProgress) {
-    failed_ = true;
+    const std::string detail = ncclGetLastError(comm_);
+    abort_now();
     DTW_CHECK(false, NcclError, "rank " << rank() << ": " << what << ": " << ncclGetErrorString(state)
-                                        << " (" << ncclGetLastError(comm_) << ")");
+                                        << " (" << detail << ")");
   }
   if (ctx_->world_failed->load()) {
-    failed_ = true;
+    abort_now();
     DTW_CHECK(false, AbortedError, "rank " << rank() << ": " << what << " cancelled: another rank failed");
   }
 }
@@ -107,12 +164,10 @@ void NcclComm::fail_fast(const char* what) {
 void NcclComm::settle(const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + ctx_->timeout;
   for (;;) {
-    ncclResult_t state = ncclSuccess;
-    DTW_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
-    if (state != ncclInProgress) break;
-    fail_fast(what);
+    fail_fast(what);  // also refuses a communicator aborted earlier
+    if (!in_progress()) break;
     if (std::chrono::steady_clock::now() > deadline) {
-      failed_ = true;
+      abort_now();
       DTW_CHECK(false, TimeoutError, "rank " << rank() << ": " << what << " still in progress after "
                                              << ctx_->timeout.count() << " ms");
     }
@@ -128,12 +183,12 @@ void NcclComm::sync(const char* what) {
     const cudaError_t rc = cudaStreamQuery(ctx_->stream);
     if (rc == cudaSuccess) return;
     if (rc != cudaErrorNotReady) {
-      failed_ = true;
+      abort_now();
       DTW_CUDA_CHECK(rc);
     }
     fail_fast(what);
     if (std::chrono::steady_clock::now() > deadline) {
-      failed_ = true;
+      abort_now();
       DTW_CHECK(false, TimeoutError,
                 "rank " << rank() << ": " << what << " waited more than " << ctx_->timeout.count()
                         << " ms: a peer never posted the matching call (NCCL matches messages in "
@@ -241,7 +296,7 @@ void NcclComm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
 }
 
 void NcclComm::do_barrier() {
-  flush();
+  quiesce("barrier");
   DTW_NCCL_CHECK(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, ctx_->stream));
   sync("barrier");
 }
@@ -289,6 +344,7 @@ ncclComm_t NcclComm::split_nccl(int color, int key) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // like the world: every wait polls, abortably
   split_result_ = nullptr;
+  settle("ncclCommSplit");  // the parent may still be busy with a group launched earlier
   DTW_NCCL_CHECK(ncclCommSplit(comm_, color, key, &split_result_, &config));
   // Non-blocking, the split runs on NCCL's thread and reports on the parent;
   // it writes the new communicator into split_result_ before it finishes.

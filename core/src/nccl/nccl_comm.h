@@ -57,6 +57,11 @@ class NcclComm final : public Comm {
   const char* backend() const override { return "nccl"; }
 
   /// Polls until NCCL finished the calls made so far (ncclInProgress gone).
+  /// NCCL's rule for non-blocking communicators: once a call on one returned
+  /// ncclInProgress (ncclGroupEnd, a collective, a split, the init), nothing
+  /// but ncclCommGetAsyncError and ncclCommAbort may be called on it until
+  /// that reports something else. Every NCCL call of this class comes after a
+  /// settle (or, where a wait must not block, after seeing the state settled).
   void settle(const char* what);
 
   void reference_allreduce(Buffer data, ReduceOp op) override;
@@ -95,9 +100,17 @@ class NcclComm final : public Comm {
                                   int peer, int tag);
   void check_device_memory(const void* p, std::int64_t bytes, const char* op_name) const;
   ncclComm_t split_nccl(int color, int key);  // ncclCommSplit, settled
-  void flush();                   // launches every queued op in one group
+  void flush();                   // launches every queued op in one group; needs a settled comm
+  void launch_queued(const char* what);  // settle, then flush: may wait, bounded by the timeout
+  void quiesce(const char* what);  // launch_queued, then settle: the next NCCL call is allowed
+  void try_launch_queued(const char* what);  // flush only if settled now; never blocks
+  bool in_progress();              // NCCL still works on the last call (ncclInProgress)
   void sync(const char* what);    // waits for the stream, abortably
   void fail_fast(const char* what);  // throws when NCCL reported an error or the world failed
+  // Aborts the communicator at once (before the error is thrown), so NCCL's
+  // kernels on the rank's stream end: unwinding then frees device memory
+  // (cudaFree waits for the device) without waiting for a peer that is gone.
+  void abort_now() noexcept;
   // Collective helpers (nccl_reference.cpp).
   void check_same_type(ConstBuffer in, Buffer out, const char* what) const;
   void run_collective(const char* what, ncclResult_t rc);  // check, settle, sync

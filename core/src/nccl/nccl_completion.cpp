@@ -11,6 +11,35 @@
 
 namespace dtw::nccl {
 
+bool NcclComm::in_progress() {
+  ncclResult_t state = ncclSuccess;
+  DTW_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
+  return state == ncclInProgress;
+}
+
+// ncclGroupEnd on a non-blocking communicator may return ncclInProgress (NCCL
+// still connecting to a peer, say); the group is launched, but until NCCL has
+// settled nothing else may be called on the communicator -- not even the next
+// group's ncclSend. So every launch settles first.
+void NcclComm::launch_queued(const char* what) {
+  settle(what);
+  flush();
+}
+
+// For a call of NCCL's own right after (a collective, the barrier's allreduce).
+void NcclComm::quiesce(const char* what) {
+  launch_queued(what);
+  settle(what);
+}
+
+// poll and wait_any must not block on a peer: while NCCL is still busy with the
+// last group, new operations stay queued (in posting order) for the next try.
+void NcclComm::try_launch_queued(const char* what) {
+  fail_fast(what);
+  if (queued_.empty() || in_progress()) return;
+  flush();
+}
+
 void NcclComm::flush() {
   if (queued_.empty()) return;
   std::vector<std::shared_ptr<NcclOp>> ops;
@@ -42,6 +71,10 @@ void NcclComm::flush() {
 void NcclComm::retire(Launched& launched) {
   for (const auto& op : launched.ops) {
     if (op->staged) {
+      // A synchronous copy on the legacy stream, on purpose: the group has
+      // finished (its event completed, or the stream was synced), and a copy
+      // on the rank's stream would wait behind later groups, which may be
+      // waiting for a peer.
       if (op->host_copy_back)
         DTW_CUDA_CHECK(cudaMemcpy(op->host_copy_back, op->device,
                                   static_cast<std::size_t>(op->count) * size_of(op->type),
@@ -72,7 +105,7 @@ void NcclComm::advance(const char* what) {
     const cudaError_t rc = cudaEventQuery(launched_.front().done);
     if (rc == cudaErrorNotReady) return;
     if (rc != cudaSuccess) {
-      failed_ = true;
+      abort_now();
       DTW_CUDA_CHECK(rc);
     }
     retire(launched_.front());
@@ -81,7 +114,7 @@ void NcclComm::advance(const char* what) {
 }
 
 void NcclComm::complete(std::span<detail::RequestState* const> states, const char* op_name) {
-  flush();
+  launch_queued(op_name);
   sync(op_name);
   // Everything launched so far has finished: hand staged data back to the host.
   for (Launched& launched : launched_) retire(launched);
@@ -93,14 +126,14 @@ void NcclComm::complete(std::span<detail::RequestState* const> states, const cha
 // launch what is queued and look at the groups' events.
 std::size_t NcclComm::complete_any(std::span<detail::RequestState* const> states,
                                    const char* op_name) {
-  flush();
   const auto deadline = std::chrono::steady_clock::now() + ctx_->timeout;
   for (;;) {
+    try_launch_queued(op_name);
     advance(op_name);
     for (std::size_t i = 0; i < states.size(); ++i)
       if (static_cast<NcclOp*>(states[i])->done) return i;
     if (std::chrono::steady_clock::now() > deadline) {
-      failed_ = true;
+      abort_now();
       DTW_CHECK(false, TimeoutError,
                 "rank " << rank() << ": " << op_name << " waited more than " << ctx_->timeout.count()
                         << " ms for any of " << states.size()
@@ -111,7 +144,7 @@ std::size_t NcclComm::complete_any(std::span<detail::RequestState* const> states
 }
 
 bool NcclComm::poll(detail::RequestState* state, const char* op_name) {
-  flush();
+  try_launch_queued(op_name);
   advance(op_name);
   return static_cast<NcclOp*>(state)->done;
 }

@@ -22,6 +22,9 @@ std::size_t n(std::int64_t count) { return static_cast<std::size_t>(count); }
 
 }  // namespace
 
+// Every reference collective quiesces first (launches what point-to-point is
+// queued and waits until NCCL accepts a new call), then calls NCCL, then
+// settles and syncs here.
 void NcclComm::run_collective(const char* what, ncclResult_t rc) {
   DTW_NCCL_CHECK(rc);
   sync(what);
@@ -53,7 +56,7 @@ void NcclComm::reference_allreduce(Buffer data, ReduceOp op) {
   check_reducible(rank(), "allreduce", data);
   check_device_memory(data.data, data.bytes(), "reference allreduce");
   verify_collective({"allreduce", data.count, data.type, static_cast<int>(op), -1});
-  flush();
+  quiesce("reference allreduce");
   run_collective("reference allreduce", ncclAllReduce(data.data, data.data, n(data.count), nccl_type(data.type),
                                                       nccl_op(op), comm_, ctx_->stream));
 }
@@ -63,7 +66,7 @@ void NcclComm::reference_broadcast(Buffer data, int root) {
   check_root(rank(), size(), "broadcast", root);
   check_device_memory(data.data, data.bytes(), "reference broadcast");
   verify_collective({"broadcast", data.count, data.type, -1, root});
-  flush();
+  quiesce("reference broadcast");
   run_collective("reference broadcast", ncclBroadcast(data.data, data.data, n(data.count), nccl_type(data.type),
                                                       root, comm_, ctx_->stream));
 }
@@ -75,7 +78,7 @@ void NcclComm::reference_reduce(Buffer data, ReduceOp op, int root) {
   check_reducible(rank(), "reduce", data);
   check_device_memory(data.data, data.bytes(), "reference reduce");
   verify_collective({"reduce", data.count, data.type, static_cast<int>(op), root});
-  flush();
+  quiesce("reference reduce");
   run_collective("reference reduce", ncclReduce(data.data, data.data, n(data.count), nccl_type(data.type),
                                                 nccl_op(op), root, comm_, ctx_->stream));
 }
@@ -87,7 +90,7 @@ void NcclComm::reference_allgather(ConstBuffer in, Buffer out) {
   check_device_memory(in.data, in.bytes(), "reference allgather");
   check_device_memory(out.data, out.bytes(), "reference allgather");
   verify_collective({"allgather", in.count, in.type, -1, -1});
-  flush();
+  quiesce("reference allgather");
   run_collective("reference allgather", ncclAllGather(in.data, out.data, n(in.count), nccl_type(in.type),
                                                       comm_, ctx_->stream));
 }
@@ -102,7 +105,7 @@ void NcclComm::reference_reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op)
   check_device_memory(in.data, in.bytes(), "reference reduce_scatter");
   check_device_memory(out.data, out.bytes(), "reference reduce_scatter");
   verify_collective({"reduce_scatter", in.count, in.type, static_cast<int>(op), -1});
-  flush();
+  quiesce("reference reduce_scatter");
   if (in.count % size() == 0) {
     run_collective("reference reduce_scatter",
                    ncclReduceScatter(in.data, out.data, n(out.count), nccl_type(in.type), nccl_op(op),
@@ -127,7 +130,7 @@ void NcclComm::reference_alltoall(ConstBuffer in, Buffer out) {
   check_device_memory(out.data, out.bytes(), "reference alltoall");
   const std::int64_t block = in.count / size();
   verify_collective({"alltoall", in.count, in.type, -1, -1});
-  flush();
+  quiesce("reference alltoall");
   DTW_NCCL_CHECK(ncclGroupStart());
   for (int r = 0; r < size() && block > 0; ++r) {
     DTW_NCCL_CHECK(ncclSend(at(in.data, r * block, in.type), n(block), nccl_type(in.type), r, comm_, ctx_->stream));
@@ -146,7 +149,7 @@ void NcclComm::reference_gather(ConstBuffer in, Buffer out, int root) {
   }
   check_device_memory(in.data, in.bytes(), "reference gather");
   verify_collective({"gather", in.count, in.type, -1, root});
-  flush();
+  quiesce("reference gather");
   DTW_NCCL_CHECK(ncclGroupStart());
   if (in.count > 0) {
     DTW_NCCL_CHECK(ncclSend(in.data, n(in.count), nccl_type(in.type), root, comm_, ctx_->stream));
@@ -168,7 +171,7 @@ void NcclComm::reference_scatter(ConstBuffer in, Buffer out, int root) {
   }
   check_device_memory(out.data, out.bytes(), "reference scatter");
   verify_collective({"scatter", out.count, out.type, -1, root});
-  flush();
+  quiesce("reference scatter");
   DTW_NCCL_CHECK(ncclGroupStart());
   if (out.count > 0) {
     if (rank() == root)
