@@ -1,0 +1,140 @@
+#pragma once
+// Compute phases cut at every collective, for the timeline and the modeled
+// fabric. Tensor parallelism's collectives block in the middle of the
+// forward and the backward: the sublayer after one needs its result. Marked
+// as one compute phase around the whole pass, they would look hidden behind
+// compute that in truth waits for them (the replay waits for a call made
+// inside a compute phase only at the phase's end). This decorator ends the
+// current compute phase at each seam that communicates, runs the seam, and
+// starts the next phase with the work of the stretch that follows: each
+// sublayer's matrix products by their formula, scaled so that the pass adds
+// up to the model's own count. Machinery, not the lesson.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor_parallel.h"
+
+namespace dtw::ch06 {
+
+/// Wraps `inner` (MegatronSeams or SequenceParallelSeams) for one rank's passes.
+template <TrainElement T>
+class PhasedSeams final : public model::Seams<T> {
+ public:
+  /// `sp`: the sequence-parallel seams (which sites communicate); `pass`:
+  /// the model's work of one forward and backward (Replica::pass_cost).
+  PhasedSeams(model::Seams<T>& inner, train::RankRun<T>& run, const model::ModelConfig& c,
+              const model::ModelShard& shard, std::int64_t batch, std::int64_t seq, bool sp,
+              const train::Cost& pass)
+      : inner_(inner), run_(run), sp_(sp), work_(stretches(c, shard, batch, seq, sp, pass)) {}
+
+  /// Opens the pass's first compute phase; call before forward_backward.
+  void begin_pass() {
+    next_ = 0;
+    open();
+  }
+  /// Closes the last one; every stretch must have been used.
+  void end_pass() {
+    phase_.reset();
+    DTW_CHECK_ARG(next_ == work_.size(), "PhasedSeams: the pass made "
+                                             << next_ - 1 << " communicating seam calls, expected "
+                                             << work_.size() - 1);
+  }
+
+  std::span<const T> enter(model::Site s, int l, std::span<const T> x, std::vector<T>& b) override {
+    return cut(sp_ && in_block(s), [&] { return inner_.enter(s, l, x, b); });
+  }
+  std::span<const T> leave(model::Site s, int l, std::span<T> y, std::vector<T>& b) override {
+    return cut(!sp_ || in_block(s), [&] { return inner_.leave(s, l, y, b); });
+  }
+  std::span<const T> leave_backward(model::Site s, int l, std::span<const T> dy,
+                                    std::vector<T>& b) override {
+    return cut(sp_ && in_block(s), [&] { return inner_.leave_backward(s, l, dy, b); });
+  }
+  std::span<const T> enter_backward(model::Site s, int l, std::span<T> dx,
+                                    std::vector<T>& b) override {
+    return cut(!sp_ || in_block(s), [&] { return inner_.enter_backward(s, l, dx, b); });
+  }
+  model::AttentionCore<T>& attention() override { return inner_.attention(); }
+  void vocab_max(std::span<T> m) override {
+    cut(!sp_, [&] { inner_.vocab_max(m); return 0; });
+  }
+  void vocab_sum(std::span<T> s) override {
+    cut(!sp_, [&] { inner_.vocab_sum(s); return 0; });
+  }
+
+ private:
+  // A phase object built in place (Tracer::Phase cannot move).
+  struct Held {
+    Tracer::Phase phase;
+    template <class F>
+    explicit Held(F f) : phase(f()) {}
+  };
+  static bool in_block(model::Site s) {
+    return s == model::Site::kAttention || s == model::Site::kMlp;
+  }
+  template <class F>
+  auto cut(bool communicates, F call) {
+    if (!communicates || !phase_) return call();
+    phase_.reset();
+    auto out = call();
+    open();
+    return out;
+  }
+  void open() {
+    const train::Cost w = next_ < work_.size() ? work_[next_] : train::Cost{};
+    ++next_;
+    phase_.emplace([&] { return run_.phase("compute", {.flops = w.flops, .bytes = w.bytes}); });
+  }
+
+  // The work before each communicating seam call, in the pass's order, and
+  // after the last one.
+  static std::vector<train::Cost> stretches(const model::ModelConfig& c,
+                                            const model::ModelShard& shard, std::int64_t batch,
+                                            std::int64_t seq, bool sp, const train::Cost& pass) {
+    const double N = static_cast<double>(batch * seq), C = static_cast<double>(c.dim);
+    const model::IndexRange h = shard.heads.resolved(c.heads), f = shard.hidden.resolved(c.mlp_hidden);
+    const model::IndexRange v = shard.vocab.resolved(c.vocab);
+    const double D = C / static_cast<double>(c.heads), W = static_cast<double>(h.end - h.begin) * D;
+    const double attn = 2 * N * C * 3 * W + 2 * N * W * C +
+                        4 * static_cast<double>(batch * (h.end - h.begin) * seq * seq) * D;
+    const double mlp = 4 * N * C * static_cast<double>(f.end - f.begin);
+    const double head = 2 * (sp ? N / shard.sequence_shards : N) * C * static_cast<double>(v.end - v.begin);
+    std::vector<double> flops;
+    if (!sp) {
+      flops.push_back(0);  // the embedding, then g
+      for (int l = 0; l < c.layers; ++l) flops.insert(flops.end(), {attn, mlp});
+      // The logits, the exponentials, the head's backward (a whole vocabulary
+      // takes the fused loss, which calls neither vocab seam).
+      if (v.begin == 0 && v.end == c.vocab) flops.push_back(3 * head);
+      else flops.insert(flops.end(), {head, 0, 2 * head});
+      for (int l = 0; l < c.layers; ++l) flops.insert(flops.end(), {2 * mlp, 2 * attn});
+      flops.push_back(0);  // the embedding's backward
+    } else {
+      for (int l = 0; l < c.layers; ++l) flops.insert(flops.end(), {0, attn, 0, mlp});
+      flops.push_back(3 * head);  // the head, forward and backward
+      for (int l = c.layers - 1; l >= 0; --l) {
+        flops.insert(flops.end(), {2 * mlp, 0, 2 * attn});
+        if (l > 0) flops.push_back(0);
+      }
+      flops.push_back(0);
+    }
+    double total = 0;
+    for (double x : flops) total += x;
+    std::vector<train::Cost> out;
+    for (double x : flops)
+      out.push_back({total > 0 ? pass.flops * x / total : 0,
+                     pass.bytes / static_cast<double>(flops.size())});
+    return out;
+  }
+
+  model::Seams<T>& inner_;
+  train::RankRun<T>& run_;
+  bool sp_;
+  std::vector<train::Cost> work_;
+  std::size_t next_ = 0;
+  std::optional<Held> phase_;
+};
+
+}  // namespace dtw::ch06

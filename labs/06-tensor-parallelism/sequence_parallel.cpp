@@ -1,0 +1,116 @@
+// Megatron sequence parallelism (SP): between the tensor-parallel sublayers
+// the activations are not repeated on every rank but cut along the sequence.
+//
+//   rank r holds tokens [r·T/t, (r+1)·T/t) of every sequence:
+//
+//   x_r ─ LN ─ allgather ─► whole seq ─ sublayer on its heads/hidden units ─► partial
+//                                                                              │
+//   x_r + ◄───────────────────── reduce-scatter (sum, keep my tokens) ◄───────┘
+//
+// Tensor parallelism alone ends each sublayer with an allreduce, and then
+// every rank runs the same LayerNorm, dropout and residual add on the same
+// whole activations: t copies of the same work and memory. An allreduce is
+// a reduce-scatter followed by an allgather; SP stops half way: the
+// reduce-scatter leaves each rank the sum of its own tokens, the norm and
+// the residual run on T/t tokens, and the allgather happens before the next
+// sublayer, which needs the whole sequence. Same bytes as the allreduce,
+// activations between sublayers divided by t. Backward the two swap: an
+// allgather of the gradient at the sublayer's output, a reduce-scatter of
+// the sublayer's partial input gradient.
+//
+// The price: the norms (and the biases added after the reduce-scatter) now
+// see only the rank's tokens, so their gradients are partial sums. They must
+// be summed over the group before the optimizer step, or the replicated
+// copies drift apart (NVIDIA/Megatron-LM#1446, EleutherAI/gpt-neox#1257).
+//
+// Rows are sequence-major, row b·T + s: the rank's tokens are one block per
+// sequence, not one block in all, so the collectives' rank-ordered blocks
+// are reordered from [rank][b][token] to [b][rank][token] and back.
+#include <algorithm>
+
+#include "collectives.h"
+#include "tensor_parallel.h"
+
+namespace dtw::ch06 {
+namespace {
+bool in_a_block(model::Site site) {
+  return site == model::Site::kAttention || site == model::Site::kMlp;
+}
+void check_sequence(const Comm& group, std::int64_t seq) {
+  DTW_CHECK_ARG(seq % group.size() == 0, "rank " << group.rank() << ": a sequence of " << seq
+                                                 << " tokens does not split over t = "
+                                                 << group.size() << " ranks");
+}
+}  // namespace
+
+template <TrainElement T>
+void sequence_allgather(Comm& group, std::span<T> whole, std::span<const T> local,
+                        std::int64_t batch, std::int64_t seq, std::int64_t dim) {
+  check_sequence(group, seq);
+  const int t = group.size();
+  const std::int64_t l = seq / t, block = l * dim;
+  DTW_TODO("06.6: All-gather along the sequence: every rank's token range into the whole sequence.");
+}
+
+template <TrainElement T>
+void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole,
+                             std::int64_t batch, std::int64_t seq, std::int64_t dim) {
+  check_sequence(group, seq);
+  const int t = group.size();
+  const std::int64_t l = seq / t, block = l * dim;
+  DTW_TODO("06.6: Reduce-scatter along the sequence: the sum of the rank's own tokens.");
+}
+
+template <TrainElement T>
+std::span<const T> SequenceParallelSeams<T>::enter(model::Site site, int, std::span<const T> x,
+                                                   std::vector<T>& buffer) {
+  if (!in_a_block(site)) return x;
+  buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
+  sequence_allgather(group_, std::span<T>(buffer), x, batch_, seq_, dim_);
+  return buffer;
+}
+template <TrainElement T>
+std::span<const T> SequenceParallelSeams<T>::leave(model::Site site, int, std::span<T> y,
+                                                   std::vector<T>& buffer) {
+  if (!in_a_block(site)) return y;
+  buffer.resize(y.size() / static_cast<std::size_t>(group_.size()));
+  sequence_reduce_scatter(group_, std::span<T>(buffer), y, batch_, seq_, dim_);
+  return buffer;
+}
+template <TrainElement T>
+std::span<const T> SequenceParallelSeams<T>::leave_backward(model::Site site, int,
+                                                            std::span<const T> dy,
+                                                            std::vector<T>& buffer) {
+  if (!in_a_block(site)) return dy;
+  buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
+  sequence_allgather(group_, std::span<T>(buffer), dy, batch_, seq_, dim_);
+  return buffer;
+}
+template <TrainElement T>
+std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, int,
+                                                            std::span<T> dx,
+                                                            std::vector<T>& buffer) {
+  if (!in_a_block(site)) return dx;
+  buffer.resize(dx.size() / static_cast<std::size_t>(group_.size()));
+  sequence_reduce_scatter(group_, std::span<T>(buffer), dx, batch_, seq_, dim_);
+  return buffer;
+}
+
+template <TrainElement T>
+void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer) {
+  const train::Replication& replicated = replica.plan().replicated;
+  buffer.clear();
+  DTW_TODO("06.6: Sum the replicated tensors' gradients over the group, in one allreduce.");
+}
+
+#define DTW_CH06_SP(T)                                                                         \
+  template void sequence_allgather<T>(Comm&, std::span<T>, std::span<const T>, std::int64_t,   \
+                                      std::int64_t, std::int64_t);                             \
+  template void sequence_reduce_scatter<T>(Comm&, std::span<T>, std::span<T>, std::int64_t,    \
+                                           std::int64_t, std::int64_t);                        \
+  template class SequenceParallelSeams<T>;                                                     \
+  template void reduce_replicated_grads<T>(Comm&, train::Replica<T>&, std::vector<T>&);
+DTW_CH06_SP(float)
+DTW_CH06_SP(double)
+
+}  // namespace dtw::ch06

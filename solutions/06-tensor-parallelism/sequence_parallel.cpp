@@ -1,0 +1,165 @@
+// Megatron sequence parallelism (SP): between the tensor-parallel sublayers
+// the activations are not repeated on every rank but cut along the sequence.
+//
+//   rank r holds tokens [r·T/t, (r+1)·T/t) of every sequence:
+//
+//   x_r ─ LN ─ allgather ─► whole seq ─ sublayer on its heads/hidden units ─► partial
+//                                                                              │
+//   x_r + ◄───────────────────── reduce-scatter (sum, keep my tokens) ◄───────┘
+//
+// Tensor parallelism alone ends each sublayer with an allreduce, and then
+// every rank runs the same LayerNorm, dropout and residual add on the same
+// whole activations: t copies of the same work and memory. An allreduce is
+// a reduce-scatter followed by an allgather; SP stops half way: the
+// reduce-scatter leaves each rank the sum of its own tokens, the norm and
+// the residual run on T/t tokens, and the allgather happens before the next
+// sublayer, which needs the whole sequence. Same bytes as the allreduce,
+// activations between sublayers divided by t. Backward the two swap: an
+// allgather of the gradient at the sublayer's output, a reduce-scatter of
+// the sublayer's partial input gradient.
+//
+// The price: the norms (and the biases added after the reduce-scatter) now
+// see only the rank's tokens, so their gradients are partial sums. They must
+// be summed over the group before the optimizer step, or the replicated
+// copies drift apart (NVIDIA/Megatron-LM#1446, EleutherAI/gpt-neox#1257).
+//
+// Rows are sequence-major, row b·T + s: the rank's tokens are one block per
+// sequence, not one block in all, so the collectives' rank-ordered blocks
+// are reordered from [rank][b][token] to [b][rank][token] and back.
+#include <algorithm>
+
+#include "collectives.h"
+#include "tensor_parallel.h"
+
+namespace dtw::ch06 {
+namespace {
+bool in_a_block(model::Site site) {
+  return site == model::Site::kAttention || site == model::Site::kMlp;
+}
+void check_sequence(const Comm& group, std::int64_t seq) {
+  DTW_CHECK_ARG(seq % group.size() == 0, "rank " << group.rank() << ": a sequence of " << seq
+                                                 << " tokens does not split over t = "
+                                                 << group.size() << " ranks");
+}
+}  // namespace
+
+template <TrainElement T>
+void sequence_allgather(Comm& group, std::span<T> whole, std::span<const T> local,
+                        std::int64_t batch, std::int64_t seq, std::int64_t dim) {
+  check_sequence(group, seq);
+  const int t = group.size();
+  const std::int64_t l = seq / t, block = l * dim;
+  // @lab 06.6: All-gather along the sequence: every rank's token range into the whole sequence.
+  // @hint 1: Each rank holds its own stretch of every sequence; every rank needs all of them,
+  // @hint 1: each in its place in its sequence.
+  // @hint 2: One allgather of the local values into a buffer of t·|local| (rank-ordered
+  // @hint 2: blocks [q][b][i]); then copy block (q, b) -- l·dim values -- to the rows
+  // @hint 2: b·seq + q·l of whole. The trap: with batch > 1 a rank's block is not contiguous
+  // @hint 2: in the whole.
+  // @hint 3: std::vector<T> all(t·local.size()); ch01::allgather(group, local,
+  // @hint 3: std::span<T>(all)); std::copy_n(all + (q·batch + b)·l·dim, l·dim, whole + (b·seq
+  // @hint 3: + q·l)·dim).
+  std::vector<T> all(static_cast<std::size_t>(t) * local.size());
+  ch01::allgather(group, local, std::span<T>(all));
+  for (int q = 0; q < t; ++q)
+    for (std::int64_t b = 0; b < batch; ++b)
+      std::copy_n(all.data() + (q * batch + b) * block, block, whole.data() + (b * seq + q * l) * dim);
+  // @end
+}
+
+template <TrainElement T>
+void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole,
+                             std::int64_t batch, std::int64_t seq, std::int64_t dim) {
+  check_sequence(group, seq);
+  const int t = group.size();
+  const std::int64_t l = seq / t, block = l * dim;
+  // @lab 06.6: Reduce-scatter along the sequence: the sum of the rank's own tokens.
+  // @hint 1: Every rank holds a partial sum of every token; each rank keeps the full sum of
+  // @hint 1: its own tokens only.
+  // @hint 2: Reorder whole from [b][q][i] (sequence-major) to rank-ordered blocks [q][b][i],
+  // @hint 2: then one reduce-scatter (sum) leaves block rank() -- the rank's tokens of every
+  // @hint 2: sequence, [b][i] -- in local.
+  // @hint 3: std::vector<T> blocks(whole.size()); std::copy_n(whole + (b·seq + q·l)·dim, l·dim,
+  // @hint 3: blocks + (q·batch + b)·l·dim); ch01::reduce_scatter(group, std::span<T>(blocks),
+  // @hint 3: local, ReduceOp::kSum);
+  std::vector<T> blocks(whole.size());
+  for (int q = 0; q < t; ++q)
+    for (std::int64_t b = 0; b < batch; ++b)
+      std::copy_n(whole.data() + (b * seq + q * l) * dim, block, blocks.data() + (q * batch + b) * block);
+  ch01::reduce_scatter(group, std::span<T>(blocks), local, ReduceOp::kSum);
+  // @end
+}
+
+template <TrainElement T>
+std::span<const T> SequenceParallelSeams<T>::enter(model::Site site, int, std::span<const T> x,
+                                                   std::vector<T>& buffer) {
+  if (!in_a_block(site)) return x;
+  buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
+  sequence_allgather(group_, std::span<T>(buffer), x, batch_, seq_, dim_);
+  return buffer;
+}
+template <TrainElement T>
+std::span<const T> SequenceParallelSeams<T>::leave(model::Site site, int, std::span<T> y,
+                                                   std::vector<T>& buffer) {
+  if (!in_a_block(site)) return y;
+  buffer.resize(y.size() / static_cast<std::size_t>(group_.size()));
+  sequence_reduce_scatter(group_, std::span<T>(buffer), y, batch_, seq_, dim_);
+  return buffer;
+}
+template <TrainElement T>
+std::span<const T> SequenceParallelSeams<T>::leave_backward(model::Site site, int,
+                                                            std::span<const T> dy,
+                                                            std::vector<T>& buffer) {
+  if (!in_a_block(site)) return dy;
+  buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
+  sequence_allgather(group_, std::span<T>(buffer), dy, batch_, seq_, dim_);
+  return buffer;
+}
+template <TrainElement T>
+std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, int,
+                                                            std::span<T> dx,
+                                                            std::vector<T>& buffer) {
+  if (!in_a_block(site)) return dx;
+  buffer.resize(dx.size() / static_cast<std::size_t>(group_.size()));
+  sequence_reduce_scatter(group_, std::span<T>(buffer), dx, batch_, seq_, dim_);
+  return buffer;
+}
+
+template <TrainElement T>
+void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer) {
+  const train::Replication& replicated = replica.plan().replicated;
+  buffer.clear();
+  // @lab 06.6: Sum the replicated tensors' gradients over the group, in one allreduce.
+  // @hint 1: With the sequence cut, each copy of a norm (or of any tensor every rank holds
+  // @hint 1: whole) saw only this rank's tokens: its gradient is a partial sum.
+  // @hint 2: For every tensor the plan lists as replicated, append its gradients to buffer;
+  // @hint 2: sum buffer over the group; copy the sums back, tensor by tensor, in the same order.
+  // @hint 3: for (const std::string& name : replicated.tensors) { auto g =
+  // @hint 3: replica.tensor(name).grads; buffer.insert(buffer.end(), g.begin(), g.end()); }
+  // @hint 3: ch01::allreduce(group, std::span<T>(buffer), ReduceOp::kSum, ...Ring); then
+  // @hint 3: std::copy_n back.
+  for (const std::string& name : replicated.tensors) {
+    const std::span<T> g = replica.tensor(name).grads;
+    buffer.insert(buffer.end(), g.begin(), g.end());
+  }
+  ch01::allreduce(group, std::span<T>(buffer), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
+  std::size_t at = 0;
+  for (const std::string& name : replicated.tensors) {
+    const std::span<T> g = replica.tensor(name).grads;
+    std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(at), g.size(), g.begin());
+    at += g.size();
+  }
+  // @end
+}
+
+#define DTW_CH06_SP(T)                                                                         \
+  template void sequence_allgather<T>(Comm&, std::span<T>, std::span<const T>, std::int64_t,   \
+                                      std::int64_t, std::int64_t);                             \
+  template void sequence_reduce_scatter<T>(Comm&, std::span<T>, std::span<T>, std::int64_t,    \
+                                           std::int64_t, std::int64_t);                        \
+  template class SequenceParallelSeams<T>;                                                     \
+  template void reduce_replicated_grads<T>(Comm&, train::Replica<T>&, std::vector<T>&);
+DTW_CH06_SP(float)
+DTW_CH06_SP(double)
+
+}  // namespace dtw::ch06

@@ -1,0 +1,123 @@
+// Step 06.5: the vocabulary cut between the ranks. The embedding and the
+// cross-entropy on t slices (even, and uneven: 13 rows) equal the
+// single-device ones in double, with exactly the two small allreduces of
+// the loss (row maxima; sums of exponentials and target logits) and never
+// the logits.
+#include <cmath>
+
+#include "tp_test.h"
+
+namespace dtw::ch06 {
+namespace {
+
+using testing::expect_allreduces;
+using testing::expect_near;
+using testing::on_ranks;
+using testing::random_values;
+using testing::Sent;
+
+constexpr std::int64_t kRows = 10, kDim = 6;
+
+std::vector<std::int32_t> tokens_of(std::int64_t vocab, std::uint64_t seed) {
+  std::vector<std::int32_t> t;
+  for (double v : random_values(kRows, seed))
+    t.push_back(static_cast<std::int32_t>((v + 1) / 2 * static_cast<double>(vocab)));
+  t[0] = 0;  // the first and the last row of the table are used
+  t[1] = static_cast<std::int32_t>(vocab - 1);
+  return t;
+}
+
+DTW_TEST_STEPS(VocabParallelTest, "06.1", "06.5");
+TEST(VocabParallelTest, TheEmbeddingSumsTheSlicesLookupsAndEachRankKeepsItsRowsGradient) {
+  for (std::int64_t vocab : {12, 13}) {
+    const std::vector<double> wte = random_values(vocab * kDim, 31), dx = random_values(kRows * kDim, 32);
+    const std::vector<std::int32_t> tokens = tokens_of(vocab, 33);
+    std::vector<double> x(kRows * kDim), dwte(vocab * kDim, 0.0);
+    for (std::int64_t i = 0; i < kRows; ++i)
+      for (std::int64_t j = 0; j < kDim; ++j) {
+        x[i * kDim + j] = wte[tokens[i] * kDim + j];
+        dwte[tokens[i] * kDim + j] += dx[i * kDim + j];
+      }
+    for (int t : {1, 2, 3, 4}) {
+      DTW_TRACE("vocab-parallel embedding, vocabulary " << vocab << ", t " << t);
+      on_ranks(t, [&](Comm& group) {
+        const int r = group.rank();
+        const model::IndexRange v = vocab_slice(vocab, r, t);
+        const std::int64_t n = v.end - v.begin;
+        const std::vector<double> mine(wte.begin() + v.begin * kDim, wte.begin() + v.end * kDim);
+        std::vector<double> lx(x.size()), ldw(n * kDim, 0.0);
+        Sent before = Sent::now(group);
+        vocab_parallel_embedding_forward<double>(group, lx.data(), tokens.data(), mine.data(),
+                                                 v.begin, n, kRows, kDim);
+        expect_allreduces(group, Sent::now(group) - before, 1, kRows * kDim, "embedding forward");
+        expect_near(r, x, lx, "the looked-up rows");
+        before = Sent::now(group);
+        vocab_parallel_embedding_backward<double>(group, ldw.data(), dx.data(), tokens.data(),
+                                                  v.begin, n, kRows, kDim);
+        EXPECT_EQ((Sent::now(group) - before).messages, 0) << "the embedding's backward sends nothing";
+        expect_near(r, {dwte.begin() + v.begin * kDim, dwte.begin() + v.end * kDim}, ldw,
+                    "the rank's rows of dwte");
+      });
+    }
+  }
+}
+
+TEST(VocabParallelTest, AVocabularyThatDoesNotDivideIsCutUnevenlyNeverPadded) {
+  DTW_TRACE("vocabulary slices of 99 rows over t = 4");
+  std::int64_t next = 0;
+  for (int r = 0; r < 4; ++r) {
+    const model::IndexRange v = vocab_slice(99, r, 4);
+    EXPECT_EQ(v.begin, next) << "rank " << r << ": the slices follow each other";
+    EXPECT_EQ(v.end - v.begin, r < 3 ? 25 : 24) << "rank " << r << ": the first 99 % 4 ranks hold one more";
+    next = v.end;
+  }
+  EXPECT_EQ(next, 99) << "every row held, none padded";
+}
+
+TEST(VocabParallelTest, TheLossTakesTwoSmallAllreducesAndEqualsTheWholeCrossEntropy) {
+  for (std::int64_t vocab : {12, 13}) {
+    std::vector<double> logits = random_values(kRows * vocab, 41);
+    for (double& l : logits) l *= 30;  // large logits: the maximum must be the global one
+    const std::vector<std::int32_t> targets = tokens_of(vocab, 42);
+    double loss = 0;
+    std::vector<double> dlogits(logits.size());
+    for (std::int64_t i = 0; i < kRows; ++i) {
+      const double* l = logits.data() + i * vocab;
+      const double m = *std::max_element(l, l + vocab);
+      double s = 0;
+      for (std::int64_t j = 0; j < vocab; ++j) s += std::exp(l[j] - m);
+      loss += std::log(s) + m - l[targets[i]];
+      for (std::int64_t j = 0; j < vocab; ++j)
+        dlogits[i * vocab + j] = (std::exp(l[j] - m) / s - (j == targets[i] ? 1.0 : 0.0)) / kRows;
+    }
+    loss /= kRows;
+    for (int t : {1, 2, 3, 4}) {
+      DTW_TRACE("vocab-parallel cross-entropy, vocabulary " << vocab << ", t " << t);
+      on_ranks(t, [&](Comm& group) {
+        const int r = group.rank();
+        const model::IndexRange v = vocab_slice(vocab, r, t);
+        const std::int64_t n = v.end - v.begin;
+        std::vector<double> mine, want, dl(kRows * n);
+        for (std::int64_t i = 0; i < kRows; ++i) {
+          mine.insert(mine.end(), logits.begin() + i * vocab + v.begin, logits.begin() + i * vocab + v.end);
+          want.insert(want.end(), dlogits.begin() + i * vocab + v.begin, dlogits.begin() + i * vocab + v.end);
+        }
+        const Sent before = Sent::now(group);
+        const double got = vocab_parallel_cross_entropy<double>(group, dl.data(), mine.data(),
+                                                                targets.data(), v.begin, n, kRows);
+        const Sent sent = Sent::now(group) - before;
+        if (!(std::abs(got - loss) <= testing::kTol * std::abs(loss)))
+          ADD_FAILURE() << "rank " << r << ": the loss: expected " << loss << ", got " << got;
+        expect_near(r, want, dl, "the rank's columns of dlogits");
+        // Two allreduces: rows maxima, then 2·rows sums -- never rows·vocab logits.
+        EXPECT_EQ(sent.messages, 2 * 2 * (t - 1)) << "rank " << r << ": two ring allreduces";
+        EXPECT_EQ(sent.bytes, 8 * (ring_allreduce_values(kRows, r, t) +
+                                   ring_allreduce_values(2 * kRows, r, t)))
+            << "rank " << r << ": the maxima and the sums, nothing else";
+      });
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dtw::ch06
