@@ -1,4 +1,4 @@
-// dtw bench train: every named strategy on P ranks through the training
+// dtw bench train: every named strategy on each world of --ranks through the training
 // layer's harness, one row each: tokens/s, bytes per rank per step and peak
 // memory per rank measured beside the strategy's formulas, the bubble and
 // overlap fractions measured and on a modeled fabric, and the largest
@@ -89,15 +89,18 @@ int run_bench(int argc, char** argv) {
   CLI::App app{"dtw bench train: strategies side by side, measured and modeled", "dtw bench train"};
   std::string strategies = "single", backend = "threads", fabric_name = "nvlink-8", json_path,
               svg_stem, dtype = "float32", hostfile;
-  int ranks = 1;
+  std::vector<int> worlds{1};  // --ranks: every strategy but single on each
   RunSpec spec = standard_run("gpt-tiny");
   spec.steps = 10;
   std::vector<std::string> knob_args;
   std::vector<std::int64_t> micro_batches;  // empty: not given
   std::optional<std::int64_t> layers;
   app.add_option("--strategy", strategies, "Comma-separated strategy names")->capture_default_str();
-  dtw::cli::add_int(app, "--ranks", ranks, "World size of every strategy but single",
-                    {1, dtw::cli::kMaxRanks});
+  dtw::cli::add_int_list(app, "--ranks", worlds,
+                         "Comma-separated world sizes: every strategy but single runs on each "
+                         "(one value with --backend mpi)",
+                         {1, dtw::cli::kMaxRanks})
+      ->default_str("1");
   app.add_option("--backend", backend,
                  "threads (every row in this process) or mpi (this program starts mpirun with "
                  "--ranks processes; every row runs on them, single's on rank 0; rank 0 prints)")
@@ -143,6 +146,8 @@ int run_bench(int argc, char** argv) {
     return dtw::cli::kExitUsage;
   }
   const bool on_mpi = backend == "mpi";
+  // The largest world: what mpirun starts (--backend mpi takes one).
+  const int ranks = *std::max_element(worlds.begin(), worlds.end());
   // Under the mpirun this program started, every process runs every row
   // (collectively: the harness shares each row's outcome with every process),
   // and only rank 0 prints, writes and reports an error.
@@ -158,6 +163,9 @@ int run_bench(int argc, char** argv) {
     DTW_CHECK_ARG(backend == "threads" || on_mpi,
                   "--backend " << backend << ": dtw bench train runs on threads or mpi");
     DTW_CHECK_ARG(hostfile.empty() || on_mpi, "--hostfile only applies to --backend mpi");
+    DTW_CHECK_ARG(!on_mpi || worlds.size() == 1,
+                  "--backend mpi runs every row on the processes mpirun starts: give one --ranks, "
+                  "got " << worlds.size() << " (run once per world size)");
     DTW_CHECK_ARG(!on_mpi || DTW_HAVE_MPI,
                   "--backend mpi: this build has no mpi backend: install OpenMPI (./dtw setup) and "
                   "rebuild");
@@ -223,20 +231,21 @@ int run_bench(int argc, char** argv) {
     std::string refused;
     int refused_rows = 0;
     for (const Strategy* s : chosen) {
-      const int p = s->name == "single" ? 1 : ranks;
-      const bool swept = sweep.front().empty() || declared(*s, "micro_batches");
-      for (const std::string& m : swept ? sweep : std::vector<std::string>{""}) {
-        Knobs k;
-        for (const std::string& key : knobs.keys())
-          if (declared(*s, key)) k.set(key, knobs.get(key, ""));
-        if (!m.empty()) k.set("micro_batches", m);
-        try {
-          check_strategy(*s, spec, p, k);
-        } catch (const dtw::InvalidArgument& e) {
-          refused += fmt::format("\n  {}", e.what());
-          ++refused_rows;
+      for (const int p : s->name == "single" ? std::vector<int>{1} : worlds) {
+        const bool swept = sweep.front().empty() || declared(*s, "micro_batches");
+        for (const std::string& m : swept ? sweep : std::vector<std::string>{""}) {
+          Knobs k;
+          for (const std::string& key : knobs.keys())
+            if (declared(*s, key)) k.set(key, knobs.get(key, ""));
+          if (!m.empty()) k.set("micro_batches", m);
+          try {
+            check_strategy(*s, spec, p, k);
+          } catch (const dtw::InvalidArgument& e) {
+            refused += fmt::format("\n  {}", e.what());
+            ++refused_rows;
+          }
+          plan.push_back({s, p, k, m.empty() ? "" : " m=" + m});
         }
-        plan.push_back({s, p, k, m.empty() ? "" : " m=" + m});
       }
     }
     DTW_CHECK_ARG(refused_rows == 0, refused_rows << " of " << plan.size()

@@ -98,6 +98,18 @@ TEST_F(BenchValuesTest, TrainRefusesAnEmptyStrategyOnEitherSideAndOneTwice) {
   expect_refused("train", {"--strategy", "ddp"}, "--strategy: unknown name ddp; the known ones: single");
 }
 
+// --ranks 2,4 runs each strategy on both worlds (chapters 06 and 07 compare
+// their strategies that way); a world twice or an empty item is refused, and
+// so is a list over MPI, where every row runs on the processes mpirun starts.
+TEST_F(BenchValuesTest, TrainRanksIsAListOfWorlds) {
+  expect_refused("train", {"--ranks", "2,2"}, "--ranks: 2 is given twice in 2,2");
+  expect_refused("train", {"--ranks", "2,"}, "--ranks takes a comma-separated list of integers");
+  expect_refused("train", {"--ranks", "0"}, "--ranks must be between 1 and");
+  expect_refused("train", {"--ranks", "2,4", "--backend", "mpi"},
+                 "--backend mpi runs every row on the processes mpirun starts: give one --ranks, "
+                 "got 2");
+}
+
 TEST_F(BenchValuesTest, TrainRefusesMicroBatchesEmptyTwiceOrAlsoGivenAsAKnob) {
   // '' ran one row with the knob's default; with --set micro_batches=4 the
   // flag's 1 was used and the 4 dropped; both exit 0.
@@ -132,6 +144,29 @@ TEST_F(BenchValuesTest, TrainRunsTheSingleBaselineOnceWhereverItIsNamed) {
   EXPECT_EQ(single_rows, 1) << r.output;
   ASSERT_EQ(rows.size(), 2u) << r.output;
   EXPECT_TRUE(rows[0].starts_with("single ")) << "the baseline is the first row: " << r.output;
+}
+
+TEST_F(BenchValuesTest, TrainRunsEveryStrategyOnEveryWorldAndSingleOnce) {
+  if (!fs::exists(bench("train"))) GTEST_SKIP() << bench("train") << " is not built";
+  const Finished r = run("train", {"--strategy", "dp-allreduce", "--ranks", "2,3", "--model",
+                                   "mlp-tiny", "--steps", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("single ") || line.starts_with("dp-allreduce ")) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 3u) << r.output;
+  // The ranks column: single on 1, then the strategy on 2 and on 3.
+  const auto ranks_of = [](const std::string& row) {
+    std::istringstream in(row);
+    std::string name;
+    int ranks = 0;
+    in >> name >> ranks;
+    return ranks;
+  };
+  EXPECT_EQ(ranks_of(rows[0]), 1) << r.output;
+  EXPECT_EQ(ranks_of(rows[1]), 2) << r.output;
+  EXPECT_EQ(ranks_of(rows[2]), 3) << r.output;
 }
 
 }  // namespace
