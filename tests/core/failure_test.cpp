@@ -16,7 +16,9 @@ namespace dtw {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::launch_bounded;
+using testing::launch_collecting_bounded;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
@@ -191,6 +193,33 @@ TEST(FailureTest, CollectingListsEveryRankError) {
     const RankError* e = error_of(report, r);
     ASSERT_NE(e, nullptr) << "rank " << r;
     EXPECT_EQ(e->kind, "AbortedError");
+  }
+}
+
+// A loop of cases in one launch, as chapter 01's sweeps run: in case 2 rank 0
+// receives from rank 1 twice instead of from 1 and 2. Rank 1 runs on into
+// case 3 and blocks there; ranks 0 and 2 stay in case 2. Whichever rank's
+// error the launch reports, its context is the stuck case (case 2), not the
+// case a rank that moved on was in (a learner read "root 0" for a broadcast
+// stuck at root 2).
+TEST(FailureTest, ADeadlockNamesTheCaseOfTheRankBehind) {
+  const Report report = launch_collecting_bounded(3, {}, [](Comm& comm) {
+    std::vector<int> v(1, comm.rank());
+    for (int k = 0; k < 4; ++k) {
+      DTW_TRACE("case " << k);
+      if (comm.rank() == 0) {
+        comm.recv(v, 1, k);
+        comm.recv(v, k == 2 ? 1 : 2, k);
+      } else {
+        comm.send(v, 0, k);
+      }
+    }
+  });
+  ASSERT_EQ(report.errors.size(), 3u) << "every rank is stuck";
+  for (const RankError& e : report.errors) {
+    EXPECT_EQ(e.kind, "DeadlockError") << e.message;
+    EXPECT_THAT(e.message, HasSubstr("while: case 2")) << "rank " << e.rank;
+    EXPECT_THAT(e.message, Not(HasSubstr("while: case 3"))) << "rank " << e.rank;
   }
 }
 

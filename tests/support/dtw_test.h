@@ -17,9 +17,12 @@
 
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <exception>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <span>
 #include <string>
@@ -51,11 +54,81 @@ inline std::vector<std::string>& unwound_context() {
   thread_local std::vector<std::string> lines;
   return lines;
 }
-// Adds the unwound lines of this thread, then `live` (innermost first), to `e`.
-inline void attach_context(Error& e, const std::vector<ContextLine>& live) {
-  for (const std::string& text : unwound_context()) e.add_note(text);
-  unwound_context().clear();
+// Adds `own` (innermost first), then `live` (innermost first), to `e`.
+inline void attach_context(Error& e, const std::vector<std::string>& own,
+                           const std::vector<ContextLine>& live) {
+  for (const std::string& text : own) e.add_note(text);
   for (auto it = live.rbegin(); it != live.rend(); ++it) e.add_note(it->text);
+}
+
+// How far each rank of one launch has got through its DTW_TRACE scopes, for
+// a deadlock's report. In a loop of cases (a sweep) every rank opens the same
+// scopes in the same order, so of the ranks a deadlock stops, the one that
+// has opened the fewest is the one behind: the others ran on into later cases
+// and block there, and its case is where the work got stuck. Without this, a
+// deadlock read "while: ..., root 0" from a rank that had moved on, when the
+// stuck broadcast was the one with root 2.
+class LaunchProgress {
+ public:
+  // Rank `rank` has opened `opened` scopes; `lines` are its live ones,
+  // innermost first.
+  void publish(int rank, std::uint64_t opened, std::vector<std::string> lines) {
+    std::lock_guard lock(mu_);
+    at_[rank] = {opened, std::move(lines)};
+  }
+  void finish(int rank) {
+    std::lock_guard lock(mu_);
+    at_.erase(rank);
+  }
+  // A second rank on one thread: the ranks are fibers sharing its
+  // thread-local state, so nothing here can be told apart; stop.
+  void disable() {
+    std::lock_guard lock(mu_);
+    disabled_ = true;
+  }
+  // The live lines of the rank behind, as its scopes were when it stopped
+  // (`mine` when this rank is among the ranks behind, or nothing is known).
+  std::vector<std::string> behind(int rank, std::vector<std::string> mine) {
+    std::lock_guard lock(mu_);
+    if (disabled_) return mine;
+    const auto own = at_.find(rank);
+    const std::uint64_t my_opened = own == at_.end() ? ~std::uint64_t{0} : own->second.opened;
+    const Entry* least = nullptr;
+    for (const auto& [r, entry] : at_)
+      if (!entry.lines.empty() && (least == nullptr || entry.opened < least->opened)) least = &entry;
+    if (least == nullptr || least->opened >= my_opened) return mine;
+    return least->lines;
+  }
+
+ private:
+  struct Entry {
+    std::uint64_t opened = 0;
+    std::vector<std::string> lines;
+  };
+  std::mutex mu_;
+  std::map<int, Entry> at_;
+  bool disabled_ = false;
+};
+
+// The launch and rank this thread runs, and the scopes it has opened there.
+struct RankProgress {
+  LaunchProgress* launch = nullptr;
+  int rank = -1;
+  std::uint64_t opened = 0;
+};
+inline RankProgress& rank_progress() {
+  thread_local RankProgress progress;
+  return progress;
+}
+// Publishes this thread's live lines, innermost first (a rank thread's
+// live_context() holds its own scopes only).
+inline void publish_progress() {
+  RankProgress& p = rank_progress();
+  if (p.launch == nullptr) return;
+  std::vector<std::string> lines;
+  for (auto it = live_context().rbegin(); it != live_context().rend(); ++it)
+    lines.push_back(it->text);
+  p.launch->publish(p.rank, p.opened, std::move(lines));
 }
 }  // namespace detail
 
@@ -67,12 +140,16 @@ class ScopedContext {
       : trace_(file, line, text), uncaught_(std::uncaught_exceptions()) {
     detail::unwound_context().clear();  // an earlier exception was handled
     detail::live_context().push_back({file, line, std::move(text)});
+    ++detail::rank_progress().opened;
+    detail::publish_progress();
   }
   ~ScopedContext() {
     std::vector<ContextLine>& live = detail::live_context();
-    if (std::uncaught_exceptions() > uncaught_)
-      detail::unwound_context().push_back(std::move(live.back().text));
+    // Unwinding: the scopes stay published as they were when the rank stopped.
+    const bool unwinding = std::uncaught_exceptions() > uncaught_;
+    if (unwinding) detail::unwound_context().push_back(std::move(live.back().text));
     live.pop_back();
+    if (!unwinding) detail::publish_progress();
   }
   ScopedContext(const ScopedContext&) = delete;
   ScopedContext& operator=(const ScopedContext&) = delete;
@@ -98,10 +175,13 @@ class Text {
 
 /// `fn`, run with the calling thread's DTW_TRACE lines (and "rank R of P") as
 /// gtest traces on the rank thread; an error it throws carries, as notes, the
-/// context of the DTW_TRACE scopes it left and then the calling thread's.
+/// context of the DTW_TRACE scopes it left and then the calling thread's. A
+/// DeadlockError (or TimeoutError) carries the scopes of the rank that is
+/// behind instead (detail::LaunchProgress): the stuck case, on every rank.
 /// The LaunchWrapper this header installs.
 inline RankFunction with_context(const RankFunction& fn) {
-  return [outer = detail::live_context(), fn](Comm& comm) {
+  auto progress = std::make_shared<detail::LaunchProgress>();
+  return [outer = detail::live_context(), fn, progress](Comm& comm) {
     std::vector<std::unique_ptr<::testing::ScopedTrace>> traces;
     for (const ContextLine& line : outer)
       traces.push_back(std::make_unique<::testing::ScopedTrace>(line.file, line.line, line.text));
@@ -109,12 +189,25 @@ inline RankFunction with_context(const RankFunction& fn) {
                                       "rank " + std::to_string(comm.rank()) + " of " +
                                           std::to_string(comm.size()));
     detail::unwound_context().clear();
+    const detail::RankProgress saved = detail::rank_progress();
+    if (saved.launch == progress.get()) progress->disable();
+    detail::rank_progress() = {progress.get(), comm.rank(), 0};
     try {
       fn(comm);
     } catch (Error& e) {
-      detail::attach_context(e, outer);
+      std::vector<std::string> own = std::move(detail::unwound_context());
+      detail::unwound_context().clear();
+      if (dynamic_cast<const DeadlockError*>(&e) != nullptr)
+        own = progress->behind(comm.rank(), std::move(own));
+      detail::attach_context(e, own, outer);
+      detail::rank_progress() = saved;
+      throw;
+    } catch (...) {
+      detail::rank_progress() = saved;
       throw;
     }
+    progress->finish(comm.rank());
+    detail::rank_progress() = saved;
   };
 }
 

@@ -83,6 +83,25 @@ TEST(PlainDpTest, APlantedErrorIsNamedByRankTensorAndIndex) {
   EXPECT_EQ(out.divergence.step, 3);  // planted in the last step's update
 }
 
+// Only the loss differs (a rank records a wrong loss; every parameter is
+// right): the first divergence names the loss, not an empty element (it read
+// "the largest error then: rank 0, ; at the end: ...").
+TEST(PlainDpTest, ADivergenceOfTheLossAloneIsNamed) {
+  const RunSpec spec = tiny("gpt-tiny", 3, 8);
+  const RunOutcome out = run_ranks<double>(spec, on(2), [&](RankRun<double>& run) {
+    testing::plain_dp(run, {.rank = 1, .step = 1, .loss_factor = 1.5, .gradient = false});
+  });
+  EXPECT_FALSE(out.matches);
+  EXPECT_EQ(out.divergence.step, 2) << out.mismatch;
+  EXPECT_EQ(out.divergence.ranks, std::vector<int>{1}) << out.mismatch;
+  EXPECT_EQ(out.divergence.largest, "") << "no parameter differs";
+  EXPECT_EQ(out.mismatch.rfind("first divergence after step 2 of 3, on rank 1; then: rank 1, ", 0),
+            0u)
+      << out.mismatch;
+  EXPECT_NE(out.mismatch.find("loss"), std::string::npos) << out.mismatch;
+  EXPECT_EQ(out.mismatch.find(", ;"), std::string::npos) << out.mismatch;
+}
+
 // A perturbation on one rank spreads to all through the next allreduce; at
 // the end the lowest rank's first element in layer order is wrong, which is
 // not where it began. The harness reruns on fewer steps and names the first

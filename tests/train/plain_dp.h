@@ -21,6 +21,11 @@ struct Plant {
   /// What the rank reports at the end: everything (1), nothing (0), or the
   /// first half of the model (0.5): the harness must see through the last two.
   double reported = 1;
+  /// The loss the rank records at `step` is multiplied by this (the
+  /// parameters stay right: a divergence of the loss alone).
+  double loss_factor = 1;
+  /// Whether to corrupt the gradient element (false: only the loss, if any).
+  bool gradient = true;
 };
 
 template <class T>
@@ -44,12 +49,12 @@ void plain_dp(RankRun<T>& run, const Plant& plant = {}) {
       reference::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
     }
     replica.clip(replica.local_sum_of_squares());  // every rank holds the whole sum
-    if (r == plant.rank && step == plant.step) {
+    if (r == plant.rank && step == plant.step && plant.gradient) {
       const std::span<T> g = replica.grads(plant.index, plant.index + 1);
       g[0] = g[0] * T(1.5) + T(1e-3);
     }
     replica.step(step);
-    run.record_loss(step, loss);
+    run.record_loss(step, r == plant.rank && step == plant.step ? loss * plant.loss_factor : loss);
   }
   if (plant.reported == 1) {
     run.report(replica);

@@ -111,10 +111,14 @@ void locate_divergence(RunOutcome& out, const RunSpec& spec, const HarnessOption
   Divergence& d = out.divergence;
   d.step = hi;
   double worst = -1;
+  std::string first_why;  // the first diverging rank's own message
   for (const RankOutcome& o : at_hi.ranks) {
     if (o.matches) continue;
     d.ranks.push_back(o.rank);
-    if (o.largest_rel_error > worst) {
+    if (first_why.empty()) first_why = o.mismatch;
+    // Only the loss may differ (the parameters all within the tolerance): no
+    // element to name then.
+    if (!o.largest_error.empty() && o.largest_rel_error > worst) {
       worst = o.largest_rel_error;
       d.largest = "rank " + std::to_string(o.rank) + ", " + o.largest_error;
     }
@@ -125,6 +129,7 @@ void locate_divergence(RunOutcome& out, const RunSpec& spec, const HarnessOption
   for (std::size_t i = 0; i < d.ranks.size() && i < 16; ++i) os << (i ? ", " : "") << d.ranks[i];
   if (d.ranks.size() > 16) os << ", … (" << d.ranks.size() << " ranks)";
   if (!d.largest.empty()) os << "; the largest error then: " << d.largest;
+  else if (!first_why.empty()) os << "; then: " << first_why;
   out.mismatch = os.str() + "; at the end: " + out.mismatch;
 }
 
