@@ -219,12 +219,14 @@ class UlyssesAttention final : public model::AttentionCore<T> {
 /// gradient arrives at its owner after p hops.
 /// Forward leaves the merged log-sum-exp of its queries in cache.lse
 /// [B, H, t], which backward reads with out.
-/// Per layer each rank sends 2(p−1)·n elements forward (K and V, p−1 hops)
-/// and 2(p−1)·n + 2p·n backward (K, V again; dK, dV p hops): none for p = 1.
+/// Per layer, for p > 1, each rank sends 2(p−1)·n elements forward (K and V,
+/// p−1 hops) and 2(p−1)·n + 2p·n backward (K, V again; dK, dV, p hops), and
 /// Tally::ring_hops grows by p−1 in the forward and 2p−1 in the backward.
-/// Holds two K/V blocks (4·n) in the forward, and two K/V blocks and three
-/// [dK; dV] buffers (10·n) in the backward, as communication buffers on the
-/// ledger; keeps only the lse (n/D) between the two: no T×T scores.
+/// At p = 1 there is no ring: no message, no hop (0 bytes, ring_hops 0).
+/// Memory, as communication buffers on the ledger: two K/V blocks (4·n) in
+/// the forward (allocated before the step's region); in the backward at most
+/// two K/V blocks and three [dK; dV] buffers (10·n), which the step
+/// allocates itself. Keeps only the lse (n/D) between the two: no T×T scores.
 template <TrainElement T>
 class RingAttention final : public model::AttentionCore<T> {
  public:

@@ -37,17 +37,35 @@ TEST(RingTest, ALayerIsPMinusOneHopsForwardAndTwoPMinusOneBackward) {
   for (int p : {1, 2, 3, 4}) {
     const Problem pr{.batch = 2, .heads = 4, .seq = 24, .head_dim = 4};
     DTW_TRACE("ring traffic, " << pr.describe(p));
+    // p > 1: p−1 K/V hops forward; p−1 K/V hops and p [dK; dV] hops backward. p = 1: no ring.
+    const std::int64_t hops = p == 1 ? 0 : 3 * p - 2;
     const Report report = testing::run_core<double>(
-        Kind::kRing, pr, p, 1e-12,
-        [p](int, const Tally& t) { EXPECT_EQ(t.ring_hops, p == 1 ? 0 : (p - 1) + (2 * p - 1)); });
+        Kind::kRing, pr, p, 1e-12, [hops](int r, const Tally& t) {
+          EXPECT_EQ(t.ring_hops, hops)
+              << "rank " << r << " counted these ring messages; a layer sends p−1 K/V blocks "
+              << "forward, p−1 K/V blocks and p [dK; dV] sums backward, and nothing at p = 1";
+        });
+    if (!testing::no_rank_failed(report)) return;
     // n elements per tensor; forward 2(p−1)n (K, V), backward 2(p−1)n + 2pn (K, V; dK, dV).
     const std::int64_t n = pr.batch * pr.heads * (pr.seq / p) * pr.head_dim;
-    const std::int64_t want = p == 1 ? 0 : (4 * (p - 1) + 2 * p) * n * 8;
+    const std::int64_t want = hops * 2 * n * 8;
     for (int r = 0; r < p; ++r) {
-      EXPECT_EQ(testing::bytes_sent(report, r), want) << "rank " << r;
+      const int right = (r + 1) % p;
+      if (p > 1 && report.traffic.messages(r, right) != hops) {
+        ADD_FAILURE() << "rank " << r << " completed " << report.traffic.messages(r, right)
+                      << " sends to rank " << right << ", a layer sends " << hops
+                      << " (3p − 2): a send whose Request is dropped or assigned over before "
+                      << "wait is withdrawn or never counted. Wait for every isend before "
+                      << "reusing its buffer or its Request.";
+        continue;
+      }
+      EXPECT_EQ(testing::bytes_sent(report, r), want)
+          << "rank " << r << " sent these bytes; a layer sends 2n elements per ring message, "
+          << hops << " messages (none at p = 1)";
       for (int d = 0; d < p; ++d)  // the ring: only to the next rank
-        if (d != (r + 1) % p) {
-          EXPECT_EQ(report.traffic.bytes(r, d), 0) << r << " -> " << d;
+        if (d != right) {
+          EXPECT_EQ(report.traffic.bytes(r, d), 0)
+              << "rank " << r << " sent to rank " << d << ": the ring talks to rank r+1 only";
         }
     }
   }
@@ -60,11 +78,17 @@ TEST(RingTest, HoldsTwoKVBlocksAndThreeGradientBuffersAtMost) {
     const Problem pr{.batch = 2, .heads = 4, .seq = 32, .head_dim = 4};
     DTW_TRACE("ring memory, " << pr.describe(p));
     const Report report = testing::run_core<double>(Kind::kRing, pr, p, 1e-12);
+    if (!testing::no_rank_failed(report)) return;
     const std::int64_t n = pr.batch * pr.heads * (pr.seq / p) * pr.head_dim;
-    for (int r = 0; r < p; ++r)
-      EXPECT_EQ(report.memory[static_cast<std::size_t>(r)].peak_of(MemoryCategory::kCommBuffers),
-                10 * n * 8)
-          << "rank " << r;
+    for (int r = 0; r < p; ++r) {
+      const std::int64_t peak =
+          report.memory[static_cast<std::size_t>(r)].peak_of(MemoryCategory::kCommBuffers);
+      EXPECT_LE(peak, 10 * n * 8)
+          << "rank " << r << "'s peak of communication buffers; the ring holds at most two "
+          << "K/V blocks and three [dK; dV] buffers of 2n elements each (10n), never the whole T";
+      EXPECT_GE(peak, 4 * n * 8) << "rank " << r << ": the forward's two K/V blocks (4n) are "
+                                 << "communication buffers on the ledger, and so are the backward's";
+    }
   }
 }
 

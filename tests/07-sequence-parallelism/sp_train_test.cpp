@@ -63,9 +63,12 @@ void expect_step_bytes(const std::function<void(train::RankRun<double>&)>& strat
   const train::RunSpec spec = tiny(32, 2);
   DTW_TRACE("bytes per step of " << method << ", gpt-tiny on 2 ranks");
   const train::RunOutcome out = expect_matches(spec, 2, strategy);
+  if (!testing::no_rank_failed(out.report)) return;
   for (int r = 0; r < 2; ++r)
     EXPECT_EQ(testing::bytes_sent(out.report, r), spec.steps * step_bytes(spec, core_per_layer))
-        << method << ", rank " << r;
+        << method << ", rank " << r << ": the bytes of a step are every layer's core forward "
+        << "and backward (the method's formula) plus the ring allreduce of the Ψ gradients and "
+        << "the loss";
 }
 
 // n = B·(T/p)·C values of one of q, k, v on a rank.
