@@ -157,15 +157,18 @@ TEST(RingZigZagTest, ZigZagMakesTheCausalWorkEqualAndTheTablePredictsIt) {
       // Every rank records its pairs; each compares with its closed form.
       testing::run_core<double>(Kind::kRing, pr, p, 1e-12, [&](int r, const Tally& t) {
         EXPECT_EQ(t.pairs, pr.batch * pr.heads * causal_work(r, p, split, pr.seq))
-            << "rank " << r << " of " << p;
+            << "rank " << r << " of " << p << ": the pairs its ring computed (tally) against "
+            << "B·H·causal_work, the closed form";
       });
       const std::int64_t first = causal_work(0, p, split, pr.seq);
       const std::int64_t last = causal_work(p - 1, p, split, pr.seq);
       if (split == SequenceSplit::kZigZag) {
-        EXPECT_EQ(first, last);
+        EXPECT_EQ(first, last) << "zig-zag: the first and the last rank's work should be equal";
       } else {
         const std::int64_t C = pr.seq / p;  // max/min = ((2p−1)C + 1)/(C + 1)
-        EXPECT_EQ(last * (C + 1), first * ((2 * p - 1) * C + 1));
+        EXPECT_EQ(last * (C + 1), first * ((2 * p - 1) * C + 1))
+            << "contiguous: rank p−1's work " << last << " should be ((2p−1)C + 1)/(C + 1) "
+            << "times rank 0's " << first << " (C = T/p = " << C << ")";
       }
     }
 }

@@ -40,7 +40,8 @@ TEST(UlyssesLayoutTest, ToHeadsGathersEveryTokenOfTheLocalHeadsForEveryBatchRow)
     std::vector<double> back(x.size());
     core.to_tokens(back.data(), heads, s);
     DTW_EXPECT_SAME(r, x, back);
-    EXPECT_EQ(core.tally().all_to_alls, 2);
+    EXPECT_EQ(core.tally().all_to_alls, 2)
+        << "rank " << r << ": to_heads and to_tokens are one all-to-all each";
   });
 }
 
