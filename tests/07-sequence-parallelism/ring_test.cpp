@@ -66,10 +66,11 @@ TEST(RingTest, EachHopsMessagesTravelWhileTheBlockInHandIsAttendedTo) {
       ++checked;
       if (e.work_end > e.work_start) continue;
       ADD_FAILURE() << "rank " << e.rank << "'s " << e.name << (e.is_send ? " to" : " from")
-                    << " rank " << e.peer << " (tag " << e.tag << ") started and completed with no block attended to "
-                    << "in between (" << e.work_start << " query-key pairs computed at both "
-                    << "ends). The rule: post the next hop's isend and irecv before attending "
-                    << "to the block in hand, and wait after; waiting first serialises the ring";
+                    << " rank " << e.peer << " (tag " << e.tag << ") started and completed "
+                    << "with no block attended to in between (" << e.work_start
+                    << " query-key pairs computed at both ends). The rule: post the next "
+                    << "hop's isend and irecv before attending to the block in hand, and wait "
+                    << "after; waiting first serialises the ring";
       break;
     }
     EXPECT_GT(checked, 0) << "no message of the ring's forward was traced";
@@ -122,8 +123,9 @@ TEST(RingTest, HoldsTwoKVBlocksAndThreeGradientBuffersAtMost) {
       EXPECT_LE(peak, 10 * n * 8)
           << "rank " << r << "'s peak of communication buffers; the ring holds at most two "
           << "K/V blocks and three [dK; dV] buffers of 2n elements each (10n), never the whole T";
-      EXPECT_GE(peak, 4 * n * 8) << "rank " << r << ": the forward's two K/V blocks (4n) are "
-                                 << "communication buffers on the ledger, and so are the backward's";
+      EXPECT_GE(peak, 4 * n * 8) << "rank " << r << ": the forward's two K/V blocks (4n) "
+                                 << "are communication buffers on the ledger, and so are "
+                                 << "the backward's";
     }
   }
 }
