@@ -6,6 +6,8 @@
 // and 8·(p−1)/p·n elements per rank; heads that do not divide are refused.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "sp_test.h"
 
 namespace dtw::ch07 {
@@ -39,7 +41,10 @@ TEST(UlyssesLayoutTest, ToHeadsGathersEveryTokenOfTheLocalHeadsForEveryBatchRow)
               << ", position " << i << "]";
     std::vector<double> back(x.size());
     core.to_tokens(back.data(), heads, s);
-    DTW_EXPECT_SAME(r, x, back);
+    const std::string bad = dtw::testing::compare(r, x, back);
+    if (!bad.empty())
+      ADD_FAILURE() << bad << " of x [B, H, t, D] after to_tokens(to_heads(x)): the two "
+                    << "layouts must be each other's inverse";
     EXPECT_EQ(core.tally().all_to_alls, 2)
         << "rank " << r << ": to_heads and to_tokens are one all-to-all each";
   });
