@@ -219,12 +219,14 @@ class UlyssesAttention final : public model::AttentionCore<T> {
 /// gradient arrives at its owner after p hops.
 /// Forward leaves the merged log-sum-exp of its queries in cache.lse
 /// [B, H, t], which backward reads with out.
-/// Per layer each rank sends 2(p−1)·n elements forward (K and V, p−1 hops)
-/// and 2(p−1)·n + 2p·n backward (K, V again; dK, dV p hops): none for p = 1.
+/// Per layer, for p > 1, each rank sends 2(p−1)·n elements forward (K and V,
+/// p−1 hops) and 2(p−1)·n + 2p·n backward (K, V again; dK, dV, p hops), and
 /// Tally::ring_hops grows by p−1 in the forward and 2p−1 in the backward.
-/// Holds two K/V blocks (4·n) in the forward, and two K/V blocks and three
-/// [dK; dV] buffers (10·n) in the backward, as communication buffers on the
-/// ledger; keeps only the lse (n/D) between the two: no T×T scores.
+/// At p = 1 there is no ring: no message, no hop (0 bytes, ring_hops 0).
+/// Memory, as communication buffers on the ledger: two K/V blocks (4·n) in
+/// the forward (allocated before the step's region); in the backward at most
+/// two K/V blocks and three [dK; dV] buffers (10·n), which the step
+/// allocates itself. Keeps only the lse (n/D) between the two: no T×T scores.
 template <TrainElement T>
 class RingAttention final : public model::AttentionCore<T> {
  public:
@@ -257,12 +259,22 @@ const char* name_of(Method method);
 /// (rank −1) or at a rank's start: a GPT, and check_setup's conditions.
 void check_sp_run(const train::RunSpec& spec, int p, Method method, int rank);
 
+/// One step's loss and gradients of a sequence-parallel rank (07.1): the
+/// forward and backward of `replica` (made for `shard`: this rank's tokens)
+/// on step `step`'s batch, the loss and the gradients weighted by the rank's
+/// share of the batch's tokens, then both summed over comm's ranks (chapter
+/// 01's ring allreduce). Returns the batch's mean loss and leaves on every
+/// rank replica.grads() = the batch's mean gradient, what a single device
+/// computes on the whole batch (before clipping and the optimizer).
+template <TrainElement T>
+double sum_weighted_gradients(train::Replica<T>& replica, Comm& comm, std::int64_t step,
+                              const model::ModelShard& shard);
+
 /// Trains spec's GPT sequence-parallel on run.comm() (07.1): every rank holds
 /// every parameter and T/p tokens of every sequence (the method's split),
-/// the attention core is the method's; each step the loss and the gradients
-/// are weighted by the rank's share of the tokens and summed over the ranks
-/// (chapter 01's ring allreduce), then clipped and stepped as the reference
-/// does. Records the global mean loss and reports the parameters.
+/// the attention core is the method's; each step sum_weighted_gradients,
+/// then clipping and the optimizer as the reference's. Records the global
+/// mean loss and reports the parameters.
 /// Bytes per step and rank beyond the core's: 2(p−1)/p·(Ψ + 1)·e.
 template <TrainElement T>
 void train_sequence_parallel(train::RankRun<T>& run, Method method);

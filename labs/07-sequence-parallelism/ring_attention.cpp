@@ -22,9 +22,10 @@
 // contribution to the block it holds and passes the sum on; one hop after
 // the last, the sum reaches the block's owner.
 //
-// Bytes per rank per layer: forward 2(p−1)·n (K, V); backward 2(p−1)·n
-// (K, V again) + 2p·n (dK, dV). Memory: two K/V blocks and two dK/dV
-// buffers, never T×T scores.
+// Bytes per rank per layer, p > 1: forward 2(p−1)·n (K, V); backward
+// 2(p−1)·n (K, V again) + 2p·n (dK, dV); p = 1: none (no ring). Memory: two
+// K/V blocks forward (4n); backward at most two K/V blocks and three [dK; dV]
+// buffers (10n); never T×T scores.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -78,12 +79,6 @@ void RingAttention<T>::backward(T* dq, T* dk, T* dv, const T* dout, const T* out
   const int right = (r + 1) % p, left = (r + p - 1) % p;
   const std::vector<TokenRuns> runs = runs_of_every_rank(setup_, positions);
   const std::int64_t n = elements(shape);
-  const auto buffer = [&] { return Array<T>(comm.exec(), 2 * n, MemoryCategory::kCommBuffers); };
-  Array<T> kv[2] = {buffer(), buffer()};         // K/V blocks, as in the forward
-  Array<T> grad_out[2] = {buffer(), buffer()};   // [dK; dV] of the block at hand, sent on
-  Array<T> grad_in = buffer();                   // [dK; dV] of the block, from the ranks before
-  std::copy_n(k, n, kv[0].data());
-  std::copy_n(v, n, kv[0].data() + n);
   std::fill_n(dq, n, T(0));
   const T* lse = cache.lse.data();
 

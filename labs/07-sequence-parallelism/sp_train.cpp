@@ -74,6 +74,13 @@ void check_sp_run(const train::RunSpec& spec, int p, Method method, int rank) {
 }
 
 template <TrainElement T>
+double sum_weighted_gradients(train::Replica<T>& replica, Comm& comm, std::int64_t step,
+                              const model::ModelShard& shard) {
+  const train::RunSpec& spec = replica.spec();
+  DTW_TODO("07.1: Weigh this rank's loss and gradients by its share of the tokens; sum both over the ranks.");
+}
+
+template <TrainElement T>
 void train_sequence_parallel(train::RankRun<T>& run, Method method) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();
@@ -97,7 +104,7 @@ void train_sequence_parallel(train::RankRun<T>& run, Method method) {
     double loss = 0;
     {
       auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
-      DTW_TODO("07.1: Weigh this rank's loss and gradients by its share of the tokens; sum both over the ranks.");
+      loss = sum_weighted_gradients(replica, comm, step, shard);
     }
     {
       auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
@@ -127,6 +134,8 @@ void sp_ring_zigzag(train::RankRun<T>& run) {
 }
 
 #define DTW_INSTANTIATE(T)                                                   \
+  template double sum_weighted_gradients<T>(train::Replica<T>&, Comm&, std::int64_t, \
+                                            const model::ModelShard&);          \
   template void train_sequence_parallel<T>(train::RankRun<T>&, Method);      \
   template void sp_allgather<T>(train::RankRun<T>&);                         \
   template void sp_ulysses<T>(train::RankRun<T>&);                           \

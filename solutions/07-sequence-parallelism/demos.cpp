@@ -41,7 +41,7 @@ double bytes_with(const FormulaInput& in, double core_elements_per_layer) {
 double ulysses_bytes(const FormulaInput& in) {
   return bytes_with(in, 8 * (in.ranks - 1.0) / in.ranks * per_rank_tensor(in));
 }
-double ring_bytes(const FormulaInput& in) {
+double ring_bytes(const FormulaInput& in) {  // 4(p−1)·n + 2p·n; none at p = 1 (no ring)
   const double p = in.ranks;
   return bytes_with(in, p == 1 ? 0 : (4 * (p - 1) + 2 * p) * per_rank_tensor(in));
 }
@@ -219,20 +219,6 @@ void register_pitfall(const char* name, const char* description, const char* cat
                  .expects_deadlock = false, .catches = catches, .run = std::move(fn)});
 }
 
-void register_pitfalls() {
-  register_pitfall("causal-ring-imbalance",
-                   "causal ring on a contiguous split (ring-flash-attention#2): last rank works most",
-                   "causal ring imbalance", 4, 8, causal_ring_imbalance);
-  register_pitfall("merge-without-lse", "ring hops summed without log-sum-exp rescaling",
-                   "differs from full attention", 4, 8, merge_without_lse);
-  register_pitfall("ring-backward-first-kv",
-                   "ring backward reuses the first hop's K/V (diffusers#14265): gradients wrong",
-                   "but the backward reused", 4, 8, ring_backward_first_kv);
-  register_pitfall("ulysses-transposed-reshape",
-                   "Ulysses all-to-all as one slice per rank (DeepSpeed#5808): right for batch 1 only",
-                   "swaps batch rows and heads", 2, 8, ulysses_transposed_reshape);
-}
-
 const bool kRegistered = [] {
   register_strategy_of(Method::kGathered, "all-gather K and V (the baseline)", gathered_bytes,
                        [](auto& run) { sp_allgather(run); });
@@ -245,7 +231,17 @@ const bool kRegistered = [] {
   register_training_demo(Method::kUlysses, "Ulysses on gpt-tiny (4 heads): all-to-alls", 4);
   register_training_demo(Method::kRing, "ring attention on gpt-tiny: K/V around the ring", 8);
   register_training_demo(Method::kRingZigZag, "zig-zag ring attention on gpt-tiny", 8);
-  register_pitfalls();
+  register_pitfall("causal-ring-imbalance",
+                   "causal ring on a contiguous split (ring-flash-attention#2): last rank works most",
+                   "causal ring imbalance", 4, 8, causal_ring_imbalance);
+  register_pitfall("merge-without-lse", "ring hops summed without log-sum-exp rescaling",
+                   "differs from full attention", 4, 8, merge_without_lse);
+  register_pitfall("ring-backward-first-kv",
+                   "ring backward reuses the first hop's K/V (diffusers#14265): gradients wrong",
+                   "but the backward reused", 4, 8, ring_backward_first_kv);
+  register_pitfall("ulysses-transposed-reshape",
+                   "Ulysses all-to-all as one slice per rank (DeepSpeed#5808): right for batch 1 only",
+                   "swaps batch rows and heads", 2, 8, ulysses_transposed_reshape);
   return true;
 }();
 }  // namespace

@@ -22,9 +22,10 @@
 // contribution to the block it holds and passes the sum on; one hop after
 // the last, the sum reaches the block's owner.
 //
-// Bytes per rank per layer: forward 2(p−1)·n (K, V); backward 2(p−1)·n
-// (K, V again) + 2p·n (dK, dV). Memory: two K/V blocks and two dK/dV
-// buffers, never T×T scores.
+// Bytes per rank per layer, p > 1: forward 2(p−1)·n (K, V); backward
+// 2(p−1)·n (K, V again) + 2p·n (dK, dV); p = 1: none (no ring). Memory: two
+// K/V blocks forward (4n); backward at most two K/V blocks and three [dK; dV]
+// buffers (10n); never T×T scores.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -107,28 +108,32 @@ void RingAttention<T>::backward(T* dq, T* dk, T* dv, const T* dout, const T* out
   const int right = (r + 1) % p, left = (r + p - 1) % p;
   const std::vector<TokenRuns> runs = runs_of_every_rank(setup_, positions);
   const std::int64_t n = elements(shape);
-  const auto buffer = [&] { return Array<T>(comm.exec(), 2 * n, MemoryCategory::kCommBuffers); };
-  Array<T> kv[2] = {buffer(), buffer()};         // K/V blocks, as in the forward
-  Array<T> grad_out[2] = {buffer(), buffer()};   // [dK; dV] of the block at hand, sent on
-  Array<T> grad_in = buffer();                   // [dK; dV] of the block, from the ranks before
-  std::copy_n(k, n, kv[0].data());
-  std::copy_n(v, n, kv[0].data() + n);
   std::fill_n(dq, n, T(0));
   const T* lse = cache.lse.data();
 
   // @lab 07.3: Ring backward: K/V around again; each block's dK,dV accumulated hop by hop to its owner.
   // @hint 1: The queries' gradient sums over every block; a block's dK, dV sum over every rank's
   // @hint 1: queries. Pass the blocks around again (received again, never the first one reused),
-  // @hint 1: and with each block the running sum of its dK, dV, so that it reaches its owner.
+  // @hint 1: and with each block the running sum of its dK, dV, so that it reaches its owner. A
+  // @hint 1: buffer that a message in flight reads or fills may not be touched until it is done.
+  // @hint 2: Buffers of 2n: kv[2] (as in the forward, kv[0] = [k; v]), grad_out[2], grad_in.
   // @hint 2: for s in 0..p−1 (owner (r−s) mod p): start the next K/V as in the forward; if s > 0
-  // @hint 2: start receiving the running [dK; dV] from the left; wait until the grad_out[s%2]
-  // @hint 2: sent two hops ago has left; zero it and accumulate your contribution for this block
-  // @hint 2: into it; if s > 0 wait and add what arrived; send it right (p > 1). After the loop the
-  // @hint 2: left neighbour's last send is your own block's sum: receive it into dk, dv. p = 1:
-  // @hint 2: your contribution is the whole gradient.
+  // @hint 2: start receiving the running [dK; dV] from the left into grad_in; wait until the
+  // @hint 2: grad_out[s%2] sent two hops ago has left; zero it and accumulate your contribution
+  // @hint 2: for the block in kv[s%2] into it; if s > 0 wait and add grad_in; send it right
+  // @hint 2: (p > 1). After the loop the left neighbour's last send is your own block's sum:
+  // @hint 2: receive it into dk, dv. p = 1: no message; your contribution is the whole gradient.
+  // @hint 2: The trap: reusing grad_out[s%2] before its send two hops ago completed.
+  // @hint 3: Array<T>(comm.exec(), 2 * n, MemoryCategory::kCommBuffers) for each buffer;
   // @hint 3: attend_block_backward(dq, acc, acc + n, dout, out, lse, q, positions, k_held,
   // @hint 3: v_held, runs[from], shape, setup_.causal); comm.isend / comm.irecv / comm.wait /
   // @hint 3: comm.recv with kGradTag for the gradients and kKvTag for the blocks.
+  const auto buffer = [&] { return Array<T>(comm.exec(), 2 * n, MemoryCategory::kCommBuffers); };
+  Array<T> kv[2] = {buffer(), buffer()};        // K/V blocks, as in the forward
+  Array<T> grad_out[2] = {buffer(), buffer()};  // [dK; dV] of the block at hand, sent on
+  Array<T> grad_in = buffer();                  // [dK; dV] of the block, from the ranks before
+  std::copy_n(k, n, kv[0].data());
+  std::copy_n(v, n, kv[0].data() + n);
   Request grad_sent[2];
   for (int s = 0; s < p; ++s) {
     const int from = (r - s + p) % p;  // whose block this is

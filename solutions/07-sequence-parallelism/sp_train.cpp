@@ -74,6 +74,29 @@ void check_sp_run(const train::RunSpec& spec, int p, Method method, int rank) {
 }
 
 template <TrainElement T>
+double sum_weighted_gradients(train::Replica<T>& replica, Comm& comm, std::int64_t step,
+                              const model::ModelShard& shard) {
+  const train::RunSpec& spec = replica.spec();
+  // @lab 07.1: Weigh this rank's loss and gradients by its share of the tokens; sum both over the ranks.
+  // @hint 1: Each rank's loss is the mean over its own tokens only. Weighted by the fraction of
+  // @hint 1: the batch's tokens it holds, the ranks' losses and gradients add up to the whole
+  // @hint 1: batch's, as data parallelism's shards do with rows.
+  // @hint 2: weight = the Batch::weight of this step's batch cut to the shard; loss = weight ×
+  // @hint 2: forward_backward(step, 0, 1, weight) (shard 0 of 1: the replica cuts the tokens
+  // @hint 2: itself); then sum the gradients and the loss over the ranks. Do not divide by p.
+  // @hint 3: train::sequence_shard_of(train::make_batch(spec, step), shard).weight;
+  // @hint 3: replica.forward_backward(step, 0, 1, T(weight)); ch01::allreduce(comm,
+  // @hint 3: replica.grads(), ReduceOp::kSum, ch01::AllreduceAlgo::kRing) and on
+  // @hint 3: std::span<double>(&loss, 1).
+  const double weight = train::sequence_shard_of(train::make_batch(spec, step), shard).weight;
+  double loss = weight * replica.forward_backward(step, 0, 1, static_cast<T>(weight));
+  ch01::allreduce(comm, replica.grads(), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
+  ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
+  return loss;
+  // @end
+}
+
+template <TrainElement T>
 void train_sequence_parallel(train::RankRun<T>& run, Method method) {
   Comm& comm = run.comm();
   const train::RunSpec& spec = run.spec();
@@ -97,22 +120,7 @@ void train_sequence_parallel(train::RankRun<T>& run, Method method) {
     double loss = 0;
     {
       auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
-      // @lab 07.1: Weigh this rank's loss and gradients by its share of the tokens; sum both over the ranks.
-      // @hint 1: Each rank's loss is the mean over its own tokens only. Weighted by the fraction of
-      // @hint 1: the batch's tokens it holds, the ranks' losses and gradients add up to the whole
-      // @hint 1: batch's, as data parallelism's shards do with rows.
-      // @hint 2: weight = the Batch::weight of this step's batch cut to the shard; loss = weight ×
-      // @hint 2: forward_backward(step, 0, 1, weight) (shard 0 of 1: the replica cuts the tokens
-      // @hint 2: itself); then sum the gradients and the loss over the ranks. Do not divide by p.
-      // @hint 3: train::sequence_shard_of(train::make_batch(spec, step), shard).weight;
-      // @hint 3: replica.forward_backward(step, 0, 1, T(weight)); ch01::allreduce(comm,
-      // @hint 3: replica.grads(), ReduceOp::kSum, ch01::AllreduceAlgo::kRing) and on
-      // @hint 3: std::span<double>(&loss, 1).
-      const double weight = train::sequence_shard_of(train::make_batch(spec, step), shard).weight;
-      loss = weight * replica.forward_backward(step, 0, 1, static_cast<T>(weight));
-      ch01::allreduce(comm, replica.grads(), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
-      ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
-      // @end
+      loss = sum_weighted_gradients(replica, comm, step, shard);
     }
     {
       auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
@@ -142,6 +150,8 @@ void sp_ring_zigzag(train::RankRun<T>& run) {
 }
 
 #define DTW_INSTANTIATE(T)                                                   \
+  template double sum_weighted_gradients<T>(train::Replica<T>&, Comm&, std::int64_t, \
+                                            const model::ModelShard&);          \
   template void train_sequence_parallel<T>(train::RankRun<T>&, Method);      \
   template void sp_allgather<T>(train::RankRun<T>&);                         \
   template void sp_ulysses<T>(train::RankRun<T>&);                           \

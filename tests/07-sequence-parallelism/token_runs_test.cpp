@@ -55,7 +55,9 @@ TEST(CausalWorkTest, TheClosedFormCountsEveryVisiblePair) {
                                           << (split == SequenceSplit::kZigZag ? ", zig-zag" : ""));
         const TokenRuns mine = sequence_runs(r, p, split, 48);
         const TokenRuns all{{{0, 48}}};
-        EXPECT_EQ(causal_work(r, p, split, 48), visible_pairs(mine, all, true));
+        EXPECT_EQ(causal_work(r, p, split, 48), visible_pairs(mine, all, true))
+            << "causal_work against the pairs counted one by one: each query at position i "
+            << "sees the i + 1 keys j <= i";
       }
 }
 
@@ -67,11 +69,13 @@ TEST(CausalWorkTest, ZigZagIsBalancedAndContiguousIsNot) {
     // Contiguous: the last rank does ((2p−1)C + 1)/(C + 1) times the first's work.
     const std::int64_t first = causal_work(0, p, SequenceSplit::kContiguous, T);
     const std::int64_t last = causal_work(p - 1, p, SequenceSplit::kContiguous, T);
-    EXPECT_EQ(last * (C + 1), first * ((2 * p - 1) * C + 1));
+    EXPECT_EQ(last * (C + 1), first * ((2 * p - 1) * C + 1))
+        << "contiguous: rank p−1's work " << last << " should be ((2p−1)C + 1)/(C + 1) times "
+        << "rank 0's " << first << " (C = T/p = " << C << ")";
     for (int r = 1; r < p; ++r)
       EXPECT_EQ(causal_work(r, p, SequenceSplit::kZigZag, T),
                 causal_work(0, p, SequenceSplit::kZigZag, T))
-          << "rank " << r;
+          << "zig-zag: rank " << r << "'s work should equal rank 0's, (2p−1)·c² + c(c+1)";
   }
 }
 

@@ -6,6 +6,8 @@
 // and 8·(p−1)/p·n elements per rank; heads that do not divide are refused.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "sp_test.h"
 
 namespace dtw::ch07 {
@@ -39,8 +41,12 @@ TEST(UlyssesLayoutTest, ToHeadsGathersEveryTokenOfTheLocalHeadsForEveryBatchRow)
               << ", position " << i << "]";
     std::vector<double> back(x.size());
     core.to_tokens(back.data(), heads, s);
-    DTW_EXPECT_SAME(r, x, back);
-    EXPECT_EQ(core.tally().all_to_alls, 2);
+    const std::string bad = dtw::testing::compare(r, x, back);
+    if (!bad.empty())
+      ADD_FAILURE() << bad << " of x [B, H, t, D] after to_tokens(to_heads(x)): the two "
+                    << "layouts must be each other's inverse";
+    EXPECT_EQ(core.tally().all_to_alls, 2)
+        << "rank " << r << ": to_heads and to_tokens are one all-to-all each";
   });
 }
 
@@ -66,12 +72,17 @@ TEST(UlyssesTest, ALayerIsEightAllToAllsOfSevenEighthsOfNOnEightRanks) {
     const Problem pr{.batch = 2, .heads = 8, .seq = 16, .head_dim = 4};
     DTW_TRACE("Ulysses traffic, " << pr.describe(p));
     const Report report = testing::run_core<double>(
-        Kind::kUlysses, pr, p, 1e-12, [](int, const Tally& t) { EXPECT_EQ(t.all_to_alls, 8); });
+        Kind::kUlysses, pr, p, 1e-12, [](int r, const Tally& t) {
+          EXPECT_EQ(t.all_to_alls, 8) << "rank " << r << " counted these all-to-alls; a layer "
+                                      << "makes 8: q, k, v, out forward; dout, dq, dk, dv backward";
+        });
+    if (!testing::no_rank_failed(report)) return;
     const std::int64_t n = pr.batch * pr.heads * (pr.seq / p) * pr.head_dim;
     for (int r = 0; r < p; ++r)  // 8 all-to-alls, each sending p−1 of its p blocks of n/p
       EXPECT_EQ(testing::bytes_sent(report, r),
                 8 * (p - 1) * (n / p) * static_cast<std::int64_t>(sizeof(double)))
-          << "rank " << r;
+          << "rank " << r << " sent these bytes; a layer sends 8·(p−1)/p·n elements (8 "
+          << "all-to-alls, each keeping 1/p of n and sending the rest)";
   }
 }
 
