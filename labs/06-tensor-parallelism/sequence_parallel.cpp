@@ -82,8 +82,6 @@ std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, in
 
 template <TrainElement T>
 void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer) {
-  const train::Replication& replicated = replica.plan().replicated;
-  buffer.clear();
   DTW_TODO("06.6: Sum the replicated tensors' gradients over the group, in one allreduce.");
 }
 

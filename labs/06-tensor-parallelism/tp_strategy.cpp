@@ -97,9 +97,7 @@ train::Replica<T> make_replica(train::RankRun<T>& run, const model::ModelShard& 
 
 template <TrainElement T>
 double clip_sum_of_squares(Comm& group, train::Replica<T>& replica) {
-  double sum = 0;
   DTW_TODO("06.5: The clipping norm's Σ g² over the group, each replicated tensor counted once.");
-  return sum;
 }
 
 void check_tp_run(const train::RunSpec& spec, int ranks, int rank, bool sp) {

@@ -161,17 +161,16 @@ std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, in
 
 template <TrainElement T>
 void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer) {
-  const train::Replication& replicated = replica.plan().replicated;
-  buffer.clear();
   // @lab 06.6: Sum the replicated tensors' gradients over the group, in one allreduce.
   // @hint 1: With the sequence cut, each copy of a norm (or of any tensor every rank holds
   // @hint 1: whole) saw only this rank's tokens: its gradient is a partial sum.
-  // @hint 2: For every tensor the plan lists as replicated, append its gradients to buffer;
+  // @hint 2: Empty buffer; for every tensor the plan lists as replicated, append its gradients;
   // @hint 2: sum buffer over the group; copy the sums back, tensor by tensor, in the same order.
-  // @hint 3: for (const std::string& name : replicated.tensors) { auto g =
-  // @hint 3: replica.tensor(name).grads; buffer.insert(buffer.end(), g.begin(), g.end()); }
-  // @hint 3: ch01::allreduce(group, std::span<T>(buffer), ReduceOp::kSum, ...Ring); then
-  // @hint 3: std::copy_n back.
+  // @hint 3: replica.plan().replicated.tensors (the names); replica.tensor(name).grads;
+  // @hint 3: buffer.insert to pack; ch01::allreduce(group, std::span<T>(buffer), ReduceOp::kSum,
+  // @hint 3: ch01::AllreduceAlgo::kRing); std::copy_n to unpack, an offset moving along buffer.
+  const train::Replication& replicated = replica.plan().replicated;
+  buffer.clear();
   for (const std::string& name : replicated.tensors) {
     const std::span<T> g = replica.tensor(name).grads;
     buffer.insert(buffer.end(), g.begin(), g.end());

@@ -97,7 +97,6 @@ train::Replica<T> make_replica(train::RankRun<T>& run, const model::ModelShard& 
 
 template <TrainElement T>
 double clip_sum_of_squares(Comm& group, train::Replica<T>& replica) {
-  double sum = 0;
   // @lab 06.5: The clipping norm's Σ g² over the group, each replicated tensor counted once.
   // @hint 1: A cut tensor's slices are disjoint: their squares add up over the ranks. A
   // @hint 1: replicated tensor is the same on every rank: counted on every rank, the norm is
@@ -108,6 +107,7 @@ double clip_sum_of_squares(Comm& group, train::Replica<T>& replica) {
   // @hint 3: replica.layout().views() (each with .name); replica.plan().replicated.holds(name);
   // @hint 3: replica.tensor(name).grads; kernels::sum_of_squares(data, n); ch01::allreduce on
   // @hint 3: std::span<double>(&sum, 1) with ReduceOp::kSum.
+  double sum = 0;
   const bool first = group.rank() == 0;
   for (const model::ParamView& v : replica.layout().views()) {
     if (!first && replica.plan().replicated.holds(v.name)) continue;
@@ -115,8 +115,8 @@ double clip_sum_of_squares(Comm& group, train::Replica<T>& replica) {
     sum += kernels::sum_of_squares(g.data(), static_cast<std::int64_t>(g.size()));
   }
   ch01::allreduce(group, std::span<double>(&sum, 1), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
-  // @end
   return sum;
+  // @end
 }
 
 void check_tp_run(const train::RunSpec& spec, int ranks, int rank, bool sp) {

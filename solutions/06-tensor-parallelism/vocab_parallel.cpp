@@ -74,7 +74,6 @@ template <TrainElement T>
 double vocab_parallel_cross_entropy(Comm& group, T* dlogits_local, const T* logits_local,
                                     const std::int32_t* targets, std::int64_t v0,
                                     std::int64_t vocab_local, std::int64_t rows) {
-  double loss = 0;
   // @lab 06.5: Vocabulary-parallel loss: two allreduces (maxima, then sums), never the logits.
   // @hint 1: The softmax needs each row's maximum and its sum of exponentials over the whole
   // @hint 1: vocabulary, and the target's logit, which one rank holds. Combine small per-row
@@ -88,6 +87,7 @@ double vocab_parallel_cross_entropy(Comm& group, T* dlogits_local, const T* logi
   // @hint 3: ch01::allreduce(group, std::span<T>(sums), ReduceOp::kSum, ...Ring).
   const auto n = static_cast<std::size_t>(rows);
   std::vector<T> row_max(n), sums(2 * n);
+  double loss = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const T* l = logits_local + i * vocab_local;
     row_max[i] = *std::max_element(l, l + vocab_local);
@@ -110,8 +110,8 @@ double vocab_parallel_cross_entropy(Comm& group, T* dlogits_local, const T* logi
       dl[j] = (std::exp(l[j] - row_max[i]) / sums[i] - (j == targets[i] - v0 ? T(1) : T(0))) /
               static_cast<T>(rows);
   }
-  // @end
   return loss / static_cast<double>(rows);
+  // @end
 }
 
 // The same two reductions where the GPT's head calls them (gpt_ends.cpp
