@@ -70,10 +70,10 @@ void g_backward(Comm& group, std::span<const T> dy) {
   DTW_TODO("06.1: g backward: what is the gradient of each term of a sum?");
 }
 
-// The seams put the operators where the GPT calls them: every site of a
-// Megatron shard is cut (heads, hidden units, vocabulary), so every leave is
-// a g and every enter_backward an f'. This is the code `dtw train --strategy
-// tp` runs: the model's blocks call these four around every sublayer.
+// The seams put the operators where the GPT calls them (the contract in
+// tensor_parallel.h says when the model calls each). This is the code `dtw
+// train --strategy tp` runs: the model's blocks call these four around every
+// sublayer, and at the embedding and the head.
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::enter(model::Site, int, std::span<const T> x,
                                            std::vector<T>&) {
