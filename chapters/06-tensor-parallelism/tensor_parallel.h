@@ -234,11 +234,19 @@ double vocab_parallel_cross_entropy(Comm& group, T* dlogits_local, const T* logi
 // ---- the seams: 06.1 and 06.5 in the GPT ------------------------------------------
 
 /// Megatron's collectives where the GPT calls its seams (model/seams.h):
-/// leave is g (allreduce of the partial output), enter_backward is f's
-/// backward (allreduce of the partial input gradient), enter and
-/// leave_backward are identities; vocab_max and vocab_sum are the two
-/// allreduces of the vocabulary-parallel loss. Every site is cut (heads,
-/// hidden units and vocabulary), so every site communicates.
+/// this is what `dtw train --strategy tp` runs. The model's own blocks
+/// compute on the rank's slices (its heads, hidden units and vocabulary
+/// rows) and call, at every site (the embedding, each block's attention and
+/// MLP, the head): enter(x) on the input of the cut matrices, leave(y) on
+/// their partial output, and backward leave_backward(dy) then
+/// enter_backward(dx). A seam returns the span the model goes on with: the
+/// argument itself (changed in place or not) or `buffer`, which the seam may
+/// resize and fill. Here enter is f (identity, no message), leave is g (y
+/// summed over the group in place), leave_backward is g's backward
+/// (identity), enter_backward is f's backward (dx summed in place);
+/// vocab_max and vocab_sum are the two allreduces of the vocabulary-parallel
+/// loss (in place: rows maxima with max, then the 2·rows sums with sum).
+/// Every site is cut, so every site communicates.
 template <TrainElement T>
 class MegatronSeams : public model::Seams<T> {
  public:
@@ -334,8 +342,8 @@ struct Faults {
 
 /// `tp`: Megatron tensor parallelism over the whole world (t = p): every rank
 /// trains megatron_shard(config, r, t) on the whole batch through
-/// MegatronSeams, clips by the norm with each replicated tensor counted
-/// once, steps, and checks after every step that the replicated tensors are
+/// MegatronSeams, clips by clip_sum_of_squares (each replicated tensor
+/// counted once), steps, and checks after every step that the replicated tensors are
 /// still equal on every rank. Throws InvalidArgument naming the rank and the
 /// values when heads or hidden units do not divide by p.
 template <TrainElement T>
@@ -348,6 +356,16 @@ void tensor_parallel(train::RankRun<T>& run, const Faults& faults = {});
 /// (reduce_replicated_grads) before the clip. Also needs T divisible by p.
 template <TrainElement T>
 void tensor_parallel_sp(train::RankRun<T>& run, const Faults& faults = {});
+
+/// The clipping norm's square for both strategies: Σ g² over every gradient
+/// of the model, summed over the group (one allreduce of one double; every
+/// rank returns the same value, which `replica.clip` takes). The slices of a
+/// cut tensor are disjoint, so their squares add up; a replicated tensor
+/// (replica.plan().replicated) is held whole, equal, by every rank and
+/// counts once: on the group's first rank only. Counting every copy makes
+/// the norm too large and the clip too strong (torchtune#2420). Collective.
+template <TrainElement T>
+double clip_sum_of_squares(Comm& group, train::Replica<T>& replica);
 
 /// What both strategies check first, on every rank (rank −1: before any rank
 /// runs, the message names no rank): the model is a GPT and its heads and

@@ -33,8 +33,6 @@ template <TrainElement T>
 void parallel_attention_forward(Comm& group, T* y, AttentionActivations<T>& cache, const T* x,
                                 const AttentionSlice<const T>& w, const AttentionDims& d,
                                 model::AttentionCore<T>& core) {
-  const std::int64_t N = d.rows(), W = d.width();
-  const model::TokenRuns whole{{{0, d.seq}}};  // the core sees the whole sequence
   DTW_TODO("06.4: Parallel attention forward: the rank's heads, then one sum.");
 }
 
@@ -43,8 +41,6 @@ void parallel_attention_backward(Comm& group, T* dx, const AttentionSlice<T>& gr
                                  const T* x, const AttentionActivations<T>& cache,
                                  const AttentionSlice<const T>& w, const AttentionDims& d,
                                  model::AttentionCore<T>& core) {
-  const std::int64_t N = d.rows(), W = d.width();
-  const model::TokenRuns whole{{{0, d.seq}}};
   DTW_TODO("06.4: Parallel attention backward: the forward in reverse, one allreduce.");
 }
 

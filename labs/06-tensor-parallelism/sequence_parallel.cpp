@@ -47,8 +47,6 @@ template <TrainElement T>
 void sequence_allgather(Comm& group, std::span<T> whole, std::span<const T> local,
                         std::int64_t batch, std::int64_t seq, std::int64_t dim) {
   check_sequence(group, seq);
-  const int t = group.size();
-  const std::int64_t l = seq / t, block = l * dim;
   DTW_TODO("06.6: All-gather along the sequence: every rank's token range into the whole sequence.");
 }
 
@@ -56,50 +54,34 @@ template <TrainElement T>
 void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole,
                              std::int64_t batch, std::int64_t seq, std::int64_t dim) {
   check_sequence(group, seq);
-  const int t = group.size();
-  const std::int64_t l = seq / t, block = l * dim;
   DTW_TODO("06.6: Reduce-scatter along the sequence: the sum of the rank's own tokens.");
 }
 
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::enter(model::Site site, int, std::span<const T> x,
                                                    std::vector<T>& buffer) {
-  if (!in_a_block(site)) return x;
-  buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
-  sequence_allgather(group_, std::span<T>(buffer), x, batch_, seq_, dim_);
-  return buffer;
+  DTW_TODO("06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.");
 }
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::leave(model::Site site, int, std::span<T> y,
                                                    std::vector<T>& buffer) {
-  if (!in_a_block(site)) return y;
-  buffer.resize(y.size() / static_cast<std::size_t>(group_.size()));
-  sequence_reduce_scatter(group_, std::span<T>(buffer), y, batch_, seq_, dim_);
-  return buffer;
+  DTW_TODO("06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.");
 }
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::leave_backward(model::Site site, int,
                                                             std::span<const T> dy,
                                                             std::vector<T>& buffer) {
-  if (!in_a_block(site)) return dy;
-  buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
-  sequence_allgather(group_, std::span<T>(buffer), dy, batch_, seq_, dim_);
-  return buffer;
+  DTW_TODO("06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.");
 }
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, int,
                                                             std::span<T> dx,
                                                             std::vector<T>& buffer) {
-  if (!in_a_block(site)) return dx;
-  buffer.resize(dx.size() / static_cast<std::size_t>(group_.size()));
-  sequence_reduce_scatter(group_, std::span<T>(buffer), dx, batch_, seq_, dim_);
-  return buffer;
+  DTW_TODO("06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.");
 }
 
 template <TrainElement T>
 void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer) {
-  const train::Replication& replicated = replica.plan().replicated;
-  buffer.clear();
   DTW_TODO("06.6: Sum the replicated tensors' gradients over the group, in one allreduce.");
 }
 

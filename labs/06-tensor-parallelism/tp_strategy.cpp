@@ -6,7 +6,7 @@
 // call the seams, where the chapter's collectives are. What stays whole on
 // every rank -- the norms, the row-parallel biases, wpe -- is *replicated*:
 // the plan names it (Replication::uncut), the clipping norm counts it once
-// (local_sum_of_squares skips it on every rank but the group's first), and
+// (clip_sum_of_squares skips it on every rank but the group's first), and
 // check_replicated proves after every step that the copies are still equal.
 //
 // Per step, tp sends 4L + 2 allreduces of B·T·C values, the loss's two small
@@ -19,6 +19,7 @@
 #include <string>
 
 #include "collectives.h"
+#include "dtw/kernels/optim.h"
 #include "dtw/train/network.h"
 #include "dtw/train/replicated.h"
 #include "dtw/train/sequence_batch.h"
@@ -62,12 +63,9 @@ class PaddedVocabulary final : public MegatronSeams<T> {
 // Σ g² for the clip: each replicated element once (or, the pitfall, once per rank).
 template <class T>
 double clip_sum(Comm& group, train::Replica<T>& replica, const Faults& faults) {
+  if (!faults.clip_counts_copies) return clip_sum_of_squares(group, replica);
   double sum = 0;
-  if (faults.clip_counts_copies) {
-    for (T g : replica.grads()) sum += static_cast<double>(g) * static_cast<double>(g);
-  } else {
-    sum = replica.local_sum_of_squares();
-  }
+  for (T g : replica.grads()) sum += static_cast<double>(g) * static_cast<double>(g);
   ch01::allreduce(group, std::span<double>(&sum, 1), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
   return sum;
 }
@@ -96,6 +94,11 @@ train::Replica<T> make_replica(train::RankRun<T>& run, const model::ModelShard& 
 }
 
 }  // namespace
+
+template <TrainElement T>
+double clip_sum_of_squares(Comm& group, train::Replica<T>& replica) {
+  DTW_TODO("06.5: The clipping norm's Σ g² over the group, each replicated tensor counted once.");
+}
 
 void check_tp_run(const train::RunSpec& spec, int ranks, int rank, bool sp) {
   const model::ModelConfig c = spec.config();
@@ -210,6 +213,8 @@ void tensor_parallel_sp(train::RankRun<T>& run, const Faults& faults) {
   run.report(replica);
 }
 
+template double clip_sum_of_squares<float>(Comm&, train::Replica<float>&);
+template double clip_sum_of_squares<double>(Comm&, train::Replica<double>&);
 template void tensor_parallel<float>(train::RankRun<float>&, const Faults&);
 template void tensor_parallel<double>(train::RankRun<double>&, const Faults&);
 template void tensor_parallel_sp<float>(train::RankRun<float>&, const Faults&);

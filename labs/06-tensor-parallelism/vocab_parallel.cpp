@@ -48,23 +48,19 @@ template <TrainElement T>
 double vocab_parallel_cross_entropy(Comm& group, T* dlogits_local, const T* logits_local,
                                     const std::int32_t* targets, std::int64_t v0,
                                     std::int64_t vocab_local, std::int64_t rows) {
-  const auto n = static_cast<std::size_t>(rows);
-  std::vector<T> row_max(n), sums(2 * n);
-  double loss = 0;
   DTW_TODO("06.5: Vocabulary-parallel loss: two allreduces (maxima, then sums), never the logits.");
-  return loss / static_cast<double>(rows);
 }
 
 // The same two reductions where the GPT's head calls them (gpt_ends.cpp
 // computes the local maxima and sums; the seams combine them).
 template <TrainElement T>
 void MegatronSeams<T>::vocab_max(std::span<T> row_max) {
-  DTW_TODO("06.5: The GPT's loss: combine the row maxima over the vocabulary slices.");
+  DTW_TODO("06.5: The GPT's loss: the two reductions over the vocabulary slices (MegatronSeams).");
 }
 
 template <TrainElement T>
 void MegatronSeams<T>::vocab_sum(std::span<T> row_sums) {
-  DTW_TODO("06.5: The GPT's loss: combine the sums of exponentials and the target logits.");
+  DTW_TODO("06.5: The GPT's loss: the two reductions over the vocabulary slices (MegatronSeams).");
 }
 
 #define DTW_CH06_VOCAB(T)                                                                      \

@@ -110,31 +110,61 @@ void g_backward(Comm& group, std::span<const T> dy) {
   // @end
 }
 
-// The seams put the operators where the GPT calls them: every site of a
-// Megatron shard is cut (heads, hidden units, vocabulary), so every leave is
-// a g and every enter_backward an f'.
+// The seams put the operators where the GPT calls them (the contract in
+// tensor_parallel.h says when the model calls each). This is the code `dtw
+// train --strategy tp` runs: the model's blocks call these four around every
+// sublayer, and at the embedding and the head.
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::enter(model::Site, int, std::span<const T> x,
                                            std::vector<T>&) {
+  // @lab 06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).
+  // @hint 1: The model calls enter just before the matrix cut by its output features, with
+  // @hint 1: the input that every rank holds whole. Which of the two operators stands there,
+  // @hint 1: and what does it do in the forward pass?
+  // @hint 2: The region starts with f; f's forward is the identity: no message, and the
+  // @hint 2: input goes on unchanged (the buffer is for seams that must copy; not needed).
+  // @hint 3: f_forward(group_, x); return x;
   f_forward(group_, x);
   return x;
+  // @end
 }
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::leave(model::Site, int, std::span<T> y, std::vector<T>&) {
+  // @lab 06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).
+  // @hint 1: The model calls leave after the matrix cut by its input features: every rank
+  // @hint 1: holds its slice's share of every output value. What turns them into the output?
+  // @hint 2: The region ends with g; g's forward sums the partial outputs over the group,
+  // @hint 2: in place, and the summed y goes on. The trap: f here leaves every rank its own
+  // @hint 2: partial output, and the model trains on it without complaint.
+  // @hint 3: g_forward(group_, y); return y;
   g_forward(group_, y);
   return y;
+  // @end
 }
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::leave_backward(model::Site, int, std::span<const T> dy,
                                                     std::vector<T>&) {
+  // @lab 06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).
+  // @hint 1: leave_backward: backward, the model first meets the operator that ended the
+  // @hint 1: region forward.
+  // @hint 1: What is the gradient of a sum with respect to each of its terms?
+  // @hint 2: g's backward is the identity: every rank already holds the whole dy; no message.
+  // @hint 3: g_backward(group_, dy); return dy;
   g_backward(group_, dy);
   return dy;
+  // @end
 }
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::enter_backward(model::Site, int, std::span<T> dx,
                                                     std::vector<T>&) {
+  // @lab 06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).
+  // @hint 1: enter_backward: the input fed every rank's slice of the weight; each rank's dx
+  // @hint 1: is the gradient through its own slice only. What is the whole input's gradient?
+  // @hint 2: f's backward: sum dx over the group, in place, and hand the sum on.
+  // @hint 3: f_backward(group_, dx); return dx;
   f_backward(group_, dx);
   return dx;
+  // @end
 }
 
 #define DTW_CH06_CONJUGATES(T)                            \

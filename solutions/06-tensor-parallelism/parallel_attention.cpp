@@ -33,19 +33,21 @@ template <TrainElement T>
 void parallel_attention_forward(Comm& group, T* y, AttentionActivations<T>& cache, const T* x,
                                 const AttentionSlice<const T>& w, const AttentionDims& d,
                                 model::AttentionCore<T>& core) {
-  const std::int64_t N = d.rows(), W = d.width();
-  const model::TokenRuns whole{{{0, d.seq}}};  // the core sees the whole sequence
   // @lab 06.4: Parallel attention forward: the rank's heads, then one sum.
   // @hint 1: Heads never mix, so a rank can compute its own heads' queries, keys, values
   // @hint 1: and attention entirely alone; only the output projection mixes heads again.
   // @hint 2: qkv = column-parallel (x, the rank's q/k/v rows), [N, 3·W]; split it into q, k, v
   // @hint 2: of heads_local heads; core forward; merge the heads to [N, W]; then
   // @hint 2: y = row-parallel (merged, proj's columns) + proj bias. Keep everything in cache.
+  // @hint 3: N = d.rows(), W = d.width(); the core's positions: model::TokenRuns whole{{{0,
+  // @hint 3: d.seq}}} (the whole sequence, one run).
   // @hint 3: column_parallel_forward(group, sized(cache.qkv, N·3W), x, w.qkv_weight,
   // @hint 3: w.qkv_bias, {N, C, 3W}); model::split_qkv(q, k, v, qkv, batch, seq, heads_local,
   // @hint 3: head_dim); core.forward(per_head, cache.core, q, k, v, {batch, heads_local, seq,
   // @hint 3: seq, head_dim}, whole, 0); model::merge_heads(merged, per_head, ...);
   // @hint 3: row_parallel_forward(group, y, merged, w.proj_weight, w.proj_bias, {N, W, C}).
+  const std::int64_t N = d.rows(), W = d.width();
+  const model::TokenRuns whole{{{0, d.seq}}};  // the core sees the whole sequence
   column_parallel_forward(group, sized(cache.qkv, N * 3 * W), x, w.qkv_weight, w.qkv_bias,
                           {N, d.dim, 3 * W});
   T* q = sized(cache.q, N * W);
@@ -64,8 +66,6 @@ void parallel_attention_backward(Comm& group, T* dx, const AttentionSlice<T>& gr
                                  const T* x, const AttentionActivations<T>& cache,
                                  const AttentionSlice<const T>& w, const AttentionDims& d,
                                  model::AttentionCore<T>& core) {
-  const std::int64_t N = d.rows(), W = d.width();
-  const model::TokenRuns whole{{{0, d.seq}}};
   // @lab 06.4: Parallel attention backward: the forward in reverse, one allreduce.
   // @hint 1: Walk back through the projection, the heads and the qkv product; only the
   // @hint 1: input's gradient needs the other ranks.
@@ -76,6 +76,8 @@ void parallel_attention_backward(Comm& group, T* dx, const AttentionSlice<T>& gr
   // @hint 3: core.backward(dq, dk, dv, dper, per_head, cache.core, q, k, v, shape, whole, 0);
   // @hint 3: model::join_qkv(dqkv, dq, dk, dv, ...); column_parallel_backward(group, dx,
   // @hint 3: grads.qkv_weight, grads.qkv_bias, dqkv, x, w.qkv_weight, {N, C, 3W}).
+  const std::int64_t N = d.rows(), W = d.width();
+  const model::TokenRuns whole{{{0, d.seq}}};
   std::vector<T> scratch(static_cast<std::size_t>(8 * N * W));
   T* d_merged = scratch.data();
   T* d_per_head = d_merged + N * W;

@@ -47,8 +47,6 @@ template <TrainElement T>
 void sequence_allgather(Comm& group, std::span<T> whole, std::span<const T> local,
                         std::int64_t batch, std::int64_t seq, std::int64_t dim) {
   check_sequence(group, seq);
-  const int t = group.size();
-  const std::int64_t l = seq / t, block = l * dim;
   // @lab 06.6: All-gather along the sequence: every rank's token range into the whole sequence.
   // @hint 1: Each rank holds its own stretch of every sequence; every rank needs all of them,
   // @hint 1: each in its place in its sequence.
@@ -59,6 +57,8 @@ void sequence_allgather(Comm& group, std::span<T> whole, std::span<const T> loca
   // @hint 3: std::vector<T> all(t·local.size()); ch01::allgather(group, local,
   // @hint 3: std::span<T>(all)); std::copy_n(all + (q·batch + b)·l·dim, l·dim, whole + (b·seq
   // @hint 3: + q·l)·dim).
+  const int t = group.size();
+  const std::int64_t l = seq / t, block = l * dim;
   std::vector<T> all(static_cast<std::size_t>(t) * local.size());
   ch01::allgather(group, local, std::span<T>(all));
   for (int q = 0; q < t; ++q)
@@ -71,8 +71,6 @@ template <TrainElement T>
 void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole,
                              std::int64_t batch, std::int64_t seq, std::int64_t dim) {
   check_sequence(group, seq);
-  const int t = group.size();
-  const std::int64_t l = seq / t, block = l * dim;
   // @lab 06.6: Reduce-scatter along the sequence: the sum of the rank's own tokens.
   // @hint 1: Every rank holds a partial sum of every token; each rank keeps the full sum of
   // @hint 1: its own tokens only.
@@ -82,6 +80,8 @@ void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole
   // @hint 3: std::vector<T> blocks(whole.size()); std::copy_n(whole + (b·seq + q·l)·dim, l·dim,
   // @hint 3: blocks + (q·batch + b)·l·dim); ch01::reduce_scatter(group, std::span<T>(blocks),
   // @hint 3: local, ReduceOp::kSum);
+  const int t = group.size();
+  const std::int64_t l = seq / t, block = l * dim;
   std::vector<T> blocks(whole.size());
   for (int q = 0; q < t; ++q)
     for (std::int64_t b = 0; b < batch; ++b)
@@ -93,51 +93,84 @@ void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::enter(model::Site site, int, std::span<const T> x,
                                                    std::vector<T>& buffer) {
+  // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
+  // @hint 1: enter: between the sublayers each rank holds only its stretch of every sequence, but
+  // @hint 1: the attention needs every token. The model's ends (embedding, head) keep the
+  // @hint 1: rank's own tokens: nothing to do there.
+  // @hint 2: At a block's sublayer (attention or MLP): size buffer to the whole activations
+  // @hint 2: (batch·seq·dim), all-gather x into it along the sequence, return it. Anywhere
+  // @hint 2: else return x unchanged.
+  // @hint 3: in_a_block(site); buffer.resize; sequence_allgather(group_, whole, local,
+  // @hint 3: batch_, seq_, dim_) with the buffer as the whole.
   if (!in_a_block(site)) return x;
   buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
   sequence_allgather(group_, std::span<T>(buffer), x, batch_, seq_, dim_);
   return buffer;
+  // @end
 }
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::leave(model::Site site, int, std::span<T> y,
                                                    std::vector<T>& buffer) {
+  // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
+  // @hint 1: leave: tensor parallelism would sum the partial outputs on every rank; with
+  // @hint 1: the sequence cut, each rank needs the sum of its own tokens only.
+  // @hint 2: At a block's sublayer: buffer gets 1/t of y, the reduce-scatter along the
+  // @hint 2: sequence fills it, return it. Anywhere else return y unchanged.
+  // @hint 3: in_a_block(site); buffer.resize; sequence_reduce_scatter(group_, local, whole,
+  // @hint 3: batch_, seq_, dim_) with the buffer as the local part and y as the whole.
   if (!in_a_block(site)) return y;
   buffer.resize(y.size() / static_cast<std::size_t>(group_.size()));
   sequence_reduce_scatter(group_, std::span<T>(buffer), y, batch_, seq_, dim_);
   return buffer;
+  // @end
 }
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::leave_backward(model::Site site, int,
                                                             std::span<const T> dy,
                                                             std::vector<T>& buffer) {
+  // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
+  // @hint 1: leave_backward: the sublayer's output gradient arrives cut like its output left: the
+  // @hint 1: rank's tokens only. The sublayer's backward needs every token's.
+  // @hint 2: The mirror of enter: at a block's sublayer all-gather dy along the sequence
+  // @hint 2: into buffer (batch·seq·dim) and return it; elsewhere return dy.
+  // @hint 3: in_a_block(site); buffer.resize; sequence_allgather(group_, whole, local,
+  // @hint 3: batch_, seq_, dim_) with dy as the local part.
   if (!in_a_block(site)) return dy;
   buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
   sequence_allgather(group_, std::span<T>(buffer), dy, batch_, seq_, dim_);
   return buffer;
+  // @end
 }
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, int,
                                                             std::span<T> dx,
                                                             std::vector<T>& buffer) {
+  // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
+  // @hint 1: enter_backward: each rank's input gradient is partial (its heads or hidden
+  // @hint 1: units only) and covers every token; the rank keeps the whole sum of its own tokens.
+  // @hint 2: The mirror of leave: at a block's sublayer reduce-scatter dx along the sequence
+  // @hint 2: into buffer (1/t of dx) and return it; elsewhere return dx.
+  // @hint 3: in_a_block(site); buffer.resize; sequence_reduce_scatter(group_, local, whole,
+  // @hint 3: batch_, seq_, dim_) with dx as the whole (scratch afterwards).
   if (!in_a_block(site)) return dx;
   buffer.resize(dx.size() / static_cast<std::size_t>(group_.size()));
   sequence_reduce_scatter(group_, std::span<T>(buffer), dx, batch_, seq_, dim_);
   return buffer;
+  // @end
 }
 
 template <TrainElement T>
 void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer) {
-  const train::Replication& replicated = replica.plan().replicated;
-  buffer.clear();
   // @lab 06.6: Sum the replicated tensors' gradients over the group, in one allreduce.
   // @hint 1: With the sequence cut, each copy of a norm (or of any tensor every rank holds
   // @hint 1: whole) saw only this rank's tokens: its gradient is a partial sum.
-  // @hint 2: For every tensor the plan lists as replicated, append its gradients to buffer;
+  // @hint 2: Empty buffer; for every tensor the plan lists as replicated, append its gradients;
   // @hint 2: sum buffer over the group; copy the sums back, tensor by tensor, in the same order.
-  // @hint 3: for (const std::string& name : replicated.tensors) { auto g =
-  // @hint 3: replica.tensor(name).grads; buffer.insert(buffer.end(), g.begin(), g.end()); }
-  // @hint 3: ch01::allreduce(group, std::span<T>(buffer), ReduceOp::kSum, ...Ring); then
-  // @hint 3: std::copy_n back.
+  // @hint 3: replica.plan().replicated.tensors (the names); replica.tensor(name).grads;
+  // @hint 3: buffer.insert to pack; ch01::allreduce(group, std::span<T>(buffer), ReduceOp::kSum,
+  // @hint 3: ch01::AllreduceAlgo::kRing); std::copy_n to unpack, an offset moving along buffer.
+  const train::Replication& replicated = replica.plan().replicated;
+  buffer.clear();
   for (const std::string& name : replicated.tensors) {
     const std::span<T> g = replica.tensor(name).grads;
     buffer.insert(buffer.end(), g.begin(), g.end());

@@ -74,9 +74,6 @@ template <TrainElement T>
 double vocab_parallel_cross_entropy(Comm& group, T* dlogits_local, const T* logits_local,
                                     const std::int32_t* targets, std::int64_t v0,
                                     std::int64_t vocab_local, std::int64_t rows) {
-  const auto n = static_cast<std::size_t>(rows);
-  std::vector<T> row_max(n), sums(2 * n);
-  double loss = 0;
   // @lab 06.5: Vocabulary-parallel loss: two allreduces (maxima, then sums), never the logits.
   // @hint 1: The softmax needs each row's maximum and its sum of exponentials over the whole
   // @hint 1: vocabulary, and the target's logit, which one rank holds. Combine small per-row
@@ -88,6 +85,9 @@ double vocab_parallel_cross_entropy(Comm& group, T* dlogits_local, const T* logi
   // @hint 2: (exp(l − row_max)/sums[i] − [column is the target]) / rows on the rank's columns.
   // @hint 3: ch01::allreduce(group, std::span<T>(row_max), ReduceOp::kMax, ...Ring); then
   // @hint 3: ch01::allreduce(group, std::span<T>(sums), ReduceOp::kSum, ...Ring).
+  const auto n = static_cast<std::size_t>(rows);
+  std::vector<T> row_max(n), sums(2 * n);
+  double loss = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const T* l = logits_local + i * vocab_local;
     row_max[i] = *std::max_element(l, l + vocab_local);
@@ -110,16 +110,16 @@ double vocab_parallel_cross_entropy(Comm& group, T* dlogits_local, const T* logi
       dl[j] = (std::exp(l[j] - row_max[i]) / sums[i] - (j == targets[i] - v0 ? T(1) : T(0))) /
               static_cast<T>(rows);
   }
-  // @end
   return loss / static_cast<double>(rows);
+  // @end
 }
 
 // The same two reductions where the GPT's head calls them (gpt_ends.cpp
 // computes the local maxima and sums; the seams combine them).
 template <TrainElement T>
 void MegatronSeams<T>::vocab_max(std::span<T> row_max) {
-  // @lab 06.5: The GPT's loss: combine the row maxima over the vocabulary slices.
-  // @hint 1: The first of the loss's two reductions, in the GPT.
+  // @lab 06.5: The GPT's loss: the two reductions over the vocabulary slices (MegatronSeams).
+  // @hint 1: vocab_max: the first of the loss's two reductions, in the GPT.
   // @hint 2: Every rank's row maxima become the maxima over every rank, in place.
   // @hint 3: ch01::allreduce(group_, row_max, ReduceOp::kMax, ch01::AllreduceAlgo::kRing);
   ch01::allreduce(group_, row_max, ReduceOp::kMax, ch01::AllreduceAlgo::kRing);
@@ -128,8 +128,8 @@ void MegatronSeams<T>::vocab_max(std::span<T> row_max) {
 
 template <TrainElement T>
 void MegatronSeams<T>::vocab_sum(std::span<T> row_sums) {
-  // @lab 06.5: The GPT's loss: combine the sums of exponentials and the target logits.
-  // @hint 1: The second of the loss's two reductions, in the GPT.
+  // @lab 06.5: The GPT's loss: the two reductions over the vocabulary slices (MegatronSeams).
+  // @hint 1: vocab_sum: the second of the loss's two reductions, in the GPT.
   // @hint 2: Every rank's 2·rows partial sums become the sums over every rank, in place.
   // @hint 3: ch01::allreduce(group_, row_sums, ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
   ch01::allreduce(group_, row_sums, ReduceOp::kSum, ch01::AllreduceAlgo::kRing);

@@ -2,6 +2,8 @@
 // on t ranks against the single-device layer in double (1e-12), for t in
 // {1, 2, 3, 4}, and the collectives each one makes, counted from the
 // traffic record: number of messages and bytes, exactly.
+#include <limits>
+
 #include "dtw/kernels/activations.h"
 #include "dtw/model/gpt_layers.h"
 #include "tp_test.h"
@@ -16,6 +18,18 @@ using testing::on_ranks;
 using testing::random_values;
 using testing::Sent;
 
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The sum over t ranks of random_values(n, seed + q).
+std::vector<double> sum_over_ranks(int t, std::int64_t n, std::uint64_t seed) {
+  std::vector<double> want(static_cast<std::size_t>(n), 0.0);
+  for (int q = 0; q < t; ++q) {
+    const auto v = random_values(n, seed + static_cast<std::uint64_t>(q));
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] += v[i];
+  }
+  return want;
+}
+
 // ---- 06.1 -------------------------------------------------------------------------
 
 DTW_TEST_STEPS(ConjugatesTest, "06.1");
@@ -24,17 +38,19 @@ TEST(ConjugatesTest, GForwardAndFBackwardSumFForwardAndGBackwardSendNothing) {
     DTW_TRACE("f and g, t " << t << ", 7 values");
     on_ranks(t, [&](Comm& group) {
       const int r = group.rank();
-      std::vector<double> want(7, 0.0);
-      for (int q = 0; q < t; ++q) {
-        const auto v = random_values(7, 100 + q);
-        for (int i = 0; i < 7; ++i) want[i] += v[i];
-      }
+      const std::vector<double> want = sum_over_ranks(t, 7, 100);
       const std::vector<double> mine = random_values(7, 100 + r);
       std::vector<double> x = mine;
       Sent before = Sent::now(group);
       f_forward(group, std::span<const double>(x));
+      EXPECT_EQ((Sent::now(group) - before).messages, 0)
+          << "rank " << r << ": f forward sent messages; it is the identity (every rank holds "
+             "the whole input)";
+      before = Sent::now(group);
       g_backward(group, std::span<const double>(x));
-      EXPECT_EQ((Sent::now(group) - before).messages, 0) << "f forward and g backward send nothing";
+      EXPECT_EQ((Sent::now(group) - before).messages, 0)
+          << "rank " << r << ": g backward sent messages; it is the identity (every rank holds "
+             "the whole dy)";
       EXPECT_EQ(x, mine) << "f forward and g backward are identities";
       before = Sent::now(group);
       g_forward(group, std::span<double>(x));
@@ -49,7 +65,72 @@ TEST(ConjugatesTest, GForwardAndFBackwardSumFForwardAndGBackwardSendNothing) {
   }
 }
 
+// What the GPT calls (MegatronSeams): at every site, enter = f, leave = g,
+// leave_backward = g', enter_backward = f'.
+DTW_TEST_STEPS(MegatronSeamsTest, "06.1");
+TEST(MegatronSeamsTest, LeaveIsGAndEnterBackwardIsFsBackwardAtEverySite) {
+  const std::int64_t n = 9;
+  for (int t : {1, 2, 3}) {
+    DTW_TRACE("Megatron seams, t " << t << ", " << n << " values");
+    on_ranks(t, [&](Comm& group) {
+      const int r = group.rank();
+      const std::vector<double> want = sum_over_ranks(t, n, 300);
+      const std::vector<double> mine = random_values(n, 300 + r);
+      MegatronSeams<double> seams(group);
+      std::vector<double> buffer;
+      for (model::Site site : {model::Site::kEmbedding, model::Site::kAttention, model::Site::kMlp,
+                               model::Site::kHead}) {
+        const std::string at = std::string(" at the ") + model::name_of(site);
+        for (int layer : {0, 1}) {
+          std::vector<double> x = mine;
+          Sent before = Sent::now(group);
+          std::span<const double> out = seams.enter(site, layer, std::span<const double>(x), buffer);
+          EXPECT_EQ((Sent::now(group) - before).messages, 0)
+              << "rank " << r << ": enter (f forward)" << at << " sent messages; f forward is "
+                 "the identity";
+          expect_near(r, mine, {out.begin(), out.end()}, "enter (f forward)" + at + ": x unchanged");
+          before = Sent::now(group);
+          out = seams.leave(site, layer, std::span<double>(x), buffer);
+          expect_near(r, want, {out.begin(), out.end()},
+                      "leave (g forward)" + at + ": the partial outputs summed over the group");
+          expect_allreduces(group, Sent::now(group) - before, 1, n, "leave (g forward)" + at);
+          x = mine;
+          before = Sent::now(group);
+          out = seams.leave_backward(site, layer, std::span<const double>(x), buffer);
+          EXPECT_EQ((Sent::now(group) - before).messages, 0)
+              << "rank " << r << ": leave_backward (g backward)" << at << " sent messages; g "
+                 "backward is the identity";
+          expect_near(r, mine, {out.begin(), out.end()}, "leave_backward (g backward)" + at + ": dy unchanged");
+          before = Sent::now(group);
+          out = seams.enter_backward(site, layer, std::span<double>(x), buffer);
+          expect_near(r, want, {out.begin(), out.end()},
+                      "enter_backward (f backward)" + at + ": the partial dx summed over the group");
+          expect_allreduces(group, Sent::now(group) - before, 1, n, "enter_backward (f backward)" + at);
+        }
+      }
+    });
+  }
+}
+
 // ---- 06.2 -------------------------------------------------------------------------
+
+DTW_TEST_STEPS(EvenSliceTest, "06.2");
+TEST(EvenSliceTest, EachRankHoldsItsEqualPartInRankOrder) {
+  for (std::int64_t extent : {12, 24, 240}) {
+    for (int t : {1, 2, 3, 4}) {
+      DTW_TRACE("even slice of " << extent << " heads, t " << t);
+      for (int r = 0; r < t; ++r) {
+        const model::IndexRange s = even_slice(extent, r, t, "heads");
+        EXPECT_EQ(s.begin, r * extent / t) << "rank " << r << " of " << t << ": the first of "
+                                           << extent << " (rank r starts after r·extent/t)";
+        EXPECT_EQ(s.end, (r + 1) * extent / t)
+            << "rank " << r << " of " << t << ": one past the last of " << extent
+            << " (each rank holds extent/t = " << extent / t << ")";
+      }
+    }
+  }
+}
+
 
 // y = x Wᵀ + b on one device, and its backward.
 struct Linear {
@@ -89,7 +170,7 @@ TEST(ParallelLinearTest, ColumnParallelEqualsTheWholeLayerAndSumsOnlyDxBackward)
       const int r = group.rank();
       const std::int64_t o = out / t, o0 = r * o;
       const std::vector<double> w = rows_of(whole.w, in, o0, o), b = rows_of(whole.b, 1, o0, o);
-      std::vector<double> y(rows * o), dx(rows * in), dw(o * in, 0.0), db(o, 0.0);
+      std::vector<double> y(rows * o, kNaN), dx(rows * in, kNaN), dw(o * in, 0.0), db(o, 0.0);
       Sent before = Sent::now(group);
       column_parallel_forward<double>(group, y.data(), whole.x.data(), w.data(), b.data(), {rows, in, o});
       EXPECT_EQ((Sent::now(group) - before).messages, 0) << "column-parallel forward sends nothing";
@@ -116,7 +197,7 @@ TEST(ParallelLinearTest, RowParallelEqualsTheWholeLayerWithTheBiasAddedOnce) {
       const int r = group.rank();
       const std::int64_t i = in / t, i0 = r * i;
       const std::vector<double> x = columns(whole.x, in, i0, i), w = columns(whole.w, in, i0, i);
-      std::vector<double> y(rows * out), dx(rows * i), dw(out * i, 0.0), db(out, 0.0);
+      std::vector<double> y(rows * out, kNaN), dx(rows * i, kNaN), dw(out * i, 0.0), db(out, 0.0);
       Sent before = Sent::now(group);
       row_parallel_forward<double>(group, y.data(), x.data(), w.data(), whole.b.data(), {rows, i, out});
       expect_allreduces(group, Sent::now(group) - before, 1, rows * out, "row-parallel forward");
@@ -191,7 +272,7 @@ TEST(ParallelMlpTest, EqualsTheWholeMlpWithOneAllreduceEachWay) {
       const int r = group.rank();
       Local l(b, r, t);
       MlpActivations<double> acts;
-      std::vector<double> ly(y.size()), ldx(dx.size());
+      std::vector<double> ly(y.size(), kNaN), ldx(dx.size(), kNaN);  // outputs are overwritten
       const std::int64_t f = b.c.mlp_hidden / t;
       Sent before = Sent::now(group);
       parallel_mlp_forward<double>(group, ly.data(), acts, b.x.data(), l.w().mlp, b.rows(), b.c.dim, f);
@@ -218,16 +299,23 @@ TEST(ParallelAttentionTest, EqualsTheWholeAttentionWithOneAllreduceEachWay) {
   model::attention_sublayer_forward(y.data(), cache, b.x.data(), w.attn, d);
   model::attention_sublayer_backward(dx.data(), model::block_weights(b.layout, 0, grads.data()).attn,
                                      b.dy.data(), b.x.data(), cache, w.attn, d, scratch.data());
+  // Two cores: the plain one keeps the probabilities; the blockwise one keeps
+  // the log-sum-exp and needs the forward's output in its backward.
+  for (const bool blockwise : {false, true})
   for (int t : {1, 2, 3, 4}) {
     DTW_TRACE("parallel attention, t " << t << ", " << b.c.heads << " heads, batch " << b.batch
-                                       << ", seq " << b.seq);
+                                       << ", seq " << b.seq << ", "
+                                       << (blockwise ? "BlockwiseAttention" : "PlainAttention"));
     on_ranks(t, [&](Comm& group) {
       const int r = group.rank();
       Local l(b, r, t);
       AttentionActivations<double> acts;
-      model::PlainAttention<double> core;
+      model::PlainAttention<double> plain;
+      model::BlockwiseAttention<double> blocks;
+      model::AttentionCore<double>& core = blockwise ? static_cast<model::AttentionCore<double>&>(blocks)
+                                                     : plain;
       const AttentionDims ad{b.batch, b.seq, b.c.dim, b.c.heads / t, b.c.dim / b.c.heads};
-      std::vector<double> ly(y.size()), ldx(dx.size());
+      std::vector<double> ly(y.size(), kNaN), ldx(dx.size(), kNaN);  // outputs are overwritten
       Sent before = Sent::now(group);
       parallel_attention_forward<double>(group, ly.data(), acts, b.x.data(), l.w().attn, ad, core);
       expect_allreduces(group, Sent::now(group) - before, 1, b.rows() * b.c.dim, "attention forward");

@@ -23,7 +23,7 @@ std::string caught(const train::RunSpec& spec, int t,
   }
 }
 
-DTW_TEST_STEPS(SequenceParallelPitfallTest, "06.2", "06.6");
+DTW_TEST_STEPS(SequenceParallelPitfallTest, "06.2", "06.5", "06.6");
 TEST(SequenceParallelPitfallTest, NormGradientsNotSummedLetTheCopiesDriftAndAreNamed) {
   const std::string m = caught(tiny(2), 2, [](auto& run) {
     tensor_parallel_sp(run, {.norm_grads_not_reduced = true});

@@ -50,6 +50,87 @@ TEST(SequenceCollectivesTest, GatherAndScatterAlongTheSequenceOfEveryRow) {
   }
 }
 
+// What the GPT calls under tp-sp (SequenceParallelSeams): around a block's
+// sublayers an allgather in (enter, leave_backward) and a reduce-scatter out
+// (leave, enter_backward); at the ends (embedding, head) nothing.
+DTW_TEST_STEPS(SequenceParallelSeamsTest, "06.6");
+TEST(SequenceParallelSeamsTest, BlocksGatherInAndScatterOutTheEndsKeepTheRanksTokens) {
+  const std::int64_t batch = 2, seq = 6, dim = 3, n = batch * seq * dim;
+  for (int t : {1, 2, 3}) {
+    DTW_TRACE("sequence-parallel seams, t " << t << ", batch " << batch << ", seq " << seq);
+    on_ranks(t, [&](Comm& group) {
+      const int r = group.rank();
+      const std::int64_t l = seq / t;
+      // The whole activations, every rank's token range of them, and the sum
+      // over ranks of the rank's tokens of each rank's partial whole.
+      const std::vector<double> whole = random_values(n, 80);
+      std::vector<double> sum(n, 0.0), mine, sum_mine;
+      for (int q = 0; q < t; ++q) {
+        const auto v = random_values(n, 90 + q);
+        for (std::int64_t i = 0; i < n; ++i) sum[i] += v[i];
+      }
+      for (std::int64_t b = 0; b < batch; ++b) {
+        mine.insert(mine.end(), whole.begin() + (b * seq + r * l) * dim,
+                    whole.begin() + (b * seq + (r + 1) * l) * dim);
+        sum_mine.insert(sum_mine.end(), sum.begin() + (b * seq + r * l) * dim,
+                        sum.begin() + (b * seq + (r + 1) * l) * dim);
+      }
+      SequenceParallelSeams<double> seams(group, batch, seq, dim);
+      std::vector<double> buffer;
+      const auto vec = [](std::span<const double> s) { return std::vector<double>(s.begin(), s.end()); };
+      for (model::Site site : {model::Site::kEmbedding, model::Site::kAttention, model::Site::kMlp,
+                               model::Site::kHead}) {
+        const bool block = site == model::Site::kAttention || site == model::Site::kMlp;
+        const std::string at = std::string(" at the ") + model::name_of(site);
+        std::vector<double> x = mine;
+        Sent before = Sent::now(group);
+        std::vector<double> got = vec(seams.enter(site, 0, std::span<const double>(x), buffer));
+        Sent sent = Sent::now(group) - before;
+        expect_near(r, block ? whole : mine, got,
+                    block ? "enter" + at + ": the whole sequence (allgather)"
+                          : "enter" + at + ": the rank's tokens unchanged (no message at the ends)");
+        EXPECT_EQ(sent.messages, block ? t - 1 : 0) << "rank " << r << ": enter" << at << " sends "
+                                                    << (block ? "one ring allgather" : "nothing");
+        before = Sent::now(group);
+        got = vec(seams.leave_backward(site, 0, std::span<const double>(x), buffer));
+        sent = Sent::now(group) - before;
+        expect_near(r, block ? whole : mine, got,
+                    block ? "leave_backward" + at + ": every token's gradient (allgather)"
+                          : "leave_backward" + at + ": the rank's tokens unchanged");
+        EXPECT_EQ(sent.messages, block ? t - 1 : 0)
+            << "rank " << r << ": leave_backward" << at << " sends "
+            << (block ? "one ring allgather" : "nothing");
+        if (!block) continue;  // at the ends the partial whole does not arise
+        std::vector<double> y = random_values(n, 90 + r);
+        before = Sent::now(group);
+        got = vec(seams.leave(site, 0, std::span<double>(y), buffer));
+        sent = Sent::now(group) - before;
+        expect_near(r, sum_mine, got, "leave" + at + ": the sum of the rank's tokens (reduce-scatter)");
+        EXPECT_EQ(sent.messages, t - 1) << "rank " << r << ": leave" << at << " sends one ring reduce-scatter";
+        y = random_values(n, 90 + r);
+        before = Sent::now(group);
+        got = vec(seams.enter_backward(site, 0, std::span<double>(y), buffer));
+        sent = Sent::now(group) - before;
+        expect_near(r, sum_mine, got,
+                    "enter_backward" + at + ": the sum of the rank's tokens' gradients (reduce-scatter)");
+        EXPECT_EQ(sent.messages, t - 1)
+            << "rank " << r << ": enter_backward" << at << " sends one ring reduce-scatter";
+      }
+      // The ends' leave and enter_backward hand the rank's tokens on unchanged.
+      for (model::Site site : {model::Site::kEmbedding, model::Site::kHead}) {
+        std::vector<double> x = mine;
+        const Sent before = Sent::now(group);
+        expect_near(r, mine, vec(seams.leave(site, 0, std::span<double>(x), buffer)),
+                    std::string("leave at the ") + model::name_of(site) + ": unchanged");
+        expect_near(r, mine, vec(seams.enter_backward(site, 0, std::span<double>(x), buffer)),
+                    std::string("enter_backward at the ") + model::name_of(site) + ": unchanged");
+        EXPECT_EQ((Sent::now(group) - before).messages, 0)
+            << "rank " << r << ": the seams at the " << model::name_of(site) << " send nothing";
+      }
+    });
+  }
+}
+
 DTW_TEST_STEPS(SequenceArgumentsTest);
 TEST(SequenceArgumentsTest, ASequenceThatDoesNotSplitIsNamedWithTheRank) {
   on_ranks(3, [&](Comm& group) {

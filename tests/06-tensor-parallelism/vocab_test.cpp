@@ -3,7 +3,9 @@
 // single-device ones in double, with exactly the two small allreduces of
 // the loss (row maxima; sums of exponentials and target logits) and never
 // the logits.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "tp_test.h"
 
@@ -45,7 +47,8 @@ TEST(VocabParallelTest, TheEmbeddingSumsTheSlicesLookupsAndEachRankKeepsItsRowsG
         const model::IndexRange v = vocab_slice(vocab, r, t);
         const std::int64_t n = v.end - v.begin;
         const std::vector<double> mine(wte.begin() + v.begin * kDim, wte.begin() + v.end * kDim);
-        std::vector<double> lx(x.size()), ldw(n * kDim, 0.0);
+        // NaN: the forward overwrites every row, its tokens' and the others' (zeros).
+        std::vector<double> lx(x.size(), std::numeric_limits<double>::quiet_NaN()), ldw(n * kDim, 0.0);
         Sent before = Sent::now(group);
         vocab_parallel_embedding_forward<double>(group, lx.data(), tokens.data(), mine.data(),
                                                  v.begin, n, kRows, kDim);
@@ -97,7 +100,7 @@ TEST(VocabParallelTest, TheLossTakesTwoSmallAllreducesAndEqualsTheWholeCrossEntr
         const int r = group.rank();
         const model::IndexRange v = vocab_slice(vocab, r, t);
         const std::int64_t n = v.end - v.begin;
-        std::vector<double> mine, want, dl(kRows * n);
+        std::vector<double> mine, want, dl(kRows * n, std::numeric_limits<double>::quiet_NaN());
         for (std::int64_t i = 0; i < kRows; ++i) {
           mine.insert(mine.end(), logits.begin() + i * vocab + v.begin, logits.begin() + i * vocab + v.end);
           want.insert(want.end(), dlogits.begin() + i * vocab + v.begin, dlogits.begin() + i * vocab + v.end);
@@ -116,6 +119,73 @@ TEST(VocabParallelTest, TheLossTakesTwoSmallAllreducesAndEqualsTheWholeCrossEntr
             << "rank " << r << ": the maxima and the sums, nothing else";
       });
     }
+  }
+}
+
+// The same two reductions where the GPT's head calls them (MegatronSeams).
+DTW_TEST_STEPS(VocabSeamsTest, "06.5");
+TEST(VocabSeamsTest, VocabMaxTakesTheMaximaAndVocabSumTheSumsOverTheGroup) {
+  for (int t : {1, 2, 3}) {
+    DTW_TRACE("Megatron seams' vocabulary reductions, t " << t << ", " << kRows << " rows");
+    on_ranks(t, [&](Comm& group) {
+      const int r = group.rank();
+      std::vector<double> max_want(kRows, -1e300), sum_want(2 * kRows, 0.0);
+      for (int q = 0; q < t; ++q) {
+        const auto m = random_values(kRows, 60 + q), s = random_values(2 * kRows, 70 + q);
+        for (std::int64_t i = 0; i < kRows; ++i) max_want[i] = std::max(max_want[i], m[i]);
+        for (std::int64_t i = 0; i < 2 * kRows; ++i) sum_want[i] += s[i];
+      }
+      MegatronSeams<double> seams(group);
+      std::vector<double> m = random_values(kRows, 60 + r), s = random_values(2 * kRows, 70 + r);
+      Sent before = Sent::now(group);
+      seams.vocab_max(std::span<double>(m));
+      expect_near(r, max_want, m, "vocab_max: each row's maximum over every rank's slice");
+      expect_allreduces(group, Sent::now(group) - before, 1, kRows, "vocab_max");
+      before = Sent::now(group);
+      seams.vocab_sum(std::span<double>(s));
+      expect_near(r, sum_want, s, "vocab_sum: the sums of exponentials and target logits over every rank");
+      expect_allreduces(group, Sent::now(group) - before, 1, 2 * kRows, "vocab_sum");
+    });
+  }
+}
+
+// The clip's norm: every cut tensor's slices add up, a replicated tensor
+// counts once (torchtune#2420: counted per rank, the clip is too strong).
+DTW_TEST_STEPS(ClipNormTest, "06.5");
+TEST(ClipNormTest, TheSumOfSquaresCountsEachReplicatedTensorOnce) {
+  const train::RunSpec spec = testing::tiny(1);
+  const model::ModelConfig c = spec.config();
+  const auto value = [](int q, std::int64_t i) { return 0.01 * (q + 1) + 0.001 * static_cast<double>(i % 17); };
+  for (int t : {1, 2, 4}) {
+    DTW_TRACE("clipping norm of gpt-tiny, t " << t);
+    double want = 0, copies = 0;
+    for (int q = 0; q < t; ++q) {
+      const model::ParamLayout layout = model::param_layout(c, testing::test_shard(c, q, t));
+      for (const model::ParamView& v : layout.views())
+        for (std::int64_t i = 0; i < v.size; ++i) {
+          const double g2 = value(q, v.offset + i) * value(q, v.offset + i);
+          copies += g2;
+          if (!v.is_whole() || q == 0) want += g2;
+        }
+    }
+    on_ranks(t, [&](Comm& group) {
+      const int r = group.rank();
+      const model::ModelShard shard = testing::test_shard(c, r, t);
+      const model::ParamLayout local = model::param_layout(c, shard);
+      train::Replica<double> replica(
+          spec, group.exec(),
+          train::ReplicaPlan::slice(spec, shard, train::Replication::uncut(local, r, t)));
+      std::span<double> grads = replica.grads();
+      for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = value(r, static_cast<std::int64_t>(i));
+      const Sent before = Sent::now(group);
+      const double got = clip_sum_of_squares(group, replica);
+      if (!(std::abs(got - want) <= testing::kTol * want))
+        ADD_FAILURE() << "rank " << r << " of " << t << ": Σ g² expected " << want << ", got " << got
+                      << (std::abs(got - copies) <= testing::kTol * copies
+                              ? " (every rank's copy of the replicated tensors counted)"
+                              : "");
+      expect_allreduces(group, Sent::now(group) - before, 1, 1, "the clip's sum");
+    });
   }
 }
 
