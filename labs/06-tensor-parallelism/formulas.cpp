@@ -51,6 +51,26 @@ std::int64_t tp_activation_bytes(const model::ModelConfig& c, std::int64_t batch
   return values * e + 2 * N * 4;  // + the token and target ids (int32)
 }
 
+std::int64_t tp_sp_activation_bytes(const model::ModelConfig& c, std::int64_t batch,
+                                    std::int64_t seq, int t, std::int64_t e) {
+  // n: the rank's rows (its seq/t tokens of every sequence); N: the whole
+  // sequence's, which each sublayer sees after enter's all-gather.
+  const std::int64_t n = batch * seq / t, N = batch * seq, C = c.dim, W = C / t;
+  const std::int64_t F = c.mlp_hidden / t, heads = c.heads / t, V = c.vocab;
+  // A block: LN1, mid, LN2 [n, C] and two mean/rstd pairs [n] on the rank's
+  // tokens; the gathered inputs of both sublayers [N, C], whole; qkv [N, 3W],
+  // q, k, v, the head outputs and their merge [N, W], the probabilities
+  // [B, heads/t, T, T] and the MLP's pre- and post-GELU [N, F/t]: the whole
+  // sequence on the rank's heads and units.
+  const std::int64_t block =
+      3 * n * C + 4 * n + 2 * N * C + 8 * N * W + batch * heads * seq * seq + 2 * N * F;
+  // Every block's input and the last output [n, C]; the head: LNf [n, C],
+  // its mean, rstd and the per-row losses [n], logits and softmax [n, V]
+  // (the vocabulary is not cut under SP).
+  const std::int64_t values = (c.layers + 1) * n * C + c.layers * block + n * C + 3 * n + 2 * n * V;
+  return values * e + 2 * n * 4;  // + the rank's token and target ids (int32)
+}
+
 std::int64_t ring_allreduce_values(std::int64_t n, int r, int t) {
   if (t == 1) return 0;
   // Chapter 01's ring: rank r sends every chunk but one in each half -- in

@@ -295,13 +295,21 @@ std::int64_t Gpt<T>::activation_bytes(UnitRange range, std::int64_t batch,
   const std::int64_t W = d.width();
   const auto [b0, b1] = blocks_of(range, static_cast<int>(c.layers));
   const bool first = range.begin == 0, last = range.end == U;
-  // Per block: ln1, mid, ln2 [N, C]; two mean/rstd pairs [N]; qkv [N, 3W]; q,
-  // k, v, per_head, merged [N, W]; the core's cache (plain: probs [B, H, S,
-  // S]); pre and act [N, F]. Seams that gather rows keep more, unseen here.
+  // Per block, on the residual's N rows: ln1, mid, ln2 [N, C] and two
+  // mean/rstd pairs [N]. Each sublayer works on the rows its seams' enter
+  // makes (Megatron-SP: the whole sequence) and keeps at that count: the
+  // attention its input when enter made a new one [Na, C], qkv [Na, 3W],
+  // q, k, v, per_head, merged [Na, W] and the core's cache (plain: probs
+  // [B, H, Sa, Sa]); the MLP its new input [Nm, C], pre and act [Nm, F].
   Seams<T>& seams = seams_ != nullptr ? *seams_ : identity_seams<T>();
+  const SublayerInput at = seams.sublayer_input(Site::kAttention, seq_len),
+                      mp = seams.sublayer_input(Site::kMlp, seq_len);
+  const std::int64_t Na = batch * at.seq, Nm = batch * mp.seq;
   const std::int64_t core =
-      seams.attention().cache_elements({batch, d.heads, seq_len, seq_len, d.head_dim});
-  const std::int64_t per_block = 3 * N * C + 4 * N + 3 * N * W + 5 * N * W + core + 2 * N * F;
+      seams.attention().cache_elements({batch, d.heads, at.seq, at.seq, d.head_dim});
+  const std::int64_t attention = (at.new_buffer ? Na * C : 0) + 3 * Na * W + 5 * Na * W + core;
+  const std::int64_t mlp = (mp.new_buffer ? Nm * C : 0) + 2 * Nm * F;
+  const std::int64_t per_block = 3 * N * C + 4 * N + attention + mlp;
   std::int64_t values = (b1 - b0 + 1) * N * C + (b1 - b0) * per_block;
   // The head: ln [N, C], mean and rstd [N], logits and probs [N, V], losses [N].
   if (last) values += N * C + 3 * N + 2 * N * V;

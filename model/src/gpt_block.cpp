@@ -160,7 +160,17 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
   auto sublayer = [&](Site site, std::span<const T> in_norm, std::vector<T>& in_buffer, T* to,
                       const T* bias, const T* residual, auto&& run) {
     const std::span<const T> in = seams.enter(site, at.layer, in_norm, in_buffer);
-    if (in.data() != in_buffer.data()) in_buffer.clear();
+    const bool new_buffer = !in_buffer.empty() && in.data() == in_buffer.data();
+    if (!new_buffer) in_buffer.clear();
+    // Gpt::activation_bytes charges what sublayer_input declares: hold the
+    // seams to it, so the ledger cannot drift from what the block keeps.
+    const SublayerInput declared = seams.sublayer_input(site, d.seq);
+    DTW_CHECK_ARG(static_cast<std::int64_t>(in.size()) == d.batch * declared.seq * C &&
+                      new_buffer == declared.new_buffer,
+                  "Seams::enter(" << name_of(site) << ", layer " << at.layer << ") returned "
+                                  << in.size() << " values" << (new_buffer ? " in its buffer" : "")
+                                  << "; sublayer_input declares " << d.batch * declared.seq * C
+                                  << (declared.new_buffer ? " in its buffer" : ""));
     BlockDims sd = d;
     sd.seq = static_cast<std::int64_t>(in.size()) / (d.batch * C);
     const bool same_rows = sd.rows() == N;

@@ -9,9 +9,7 @@
 #include <string>
 
 #include "dtw/demo.h"
-#include "dtw/train/network.h"
 #include "dtw/train/reference.h"
-#include "dtw/train/sequence_batch.h"
 #include "tensor_parallel.h"
 
 namespace dtw::ch06 {
@@ -30,24 +28,6 @@ double step_bytes(const FormulaInput& in, bool sp) {
   return most;
 }
 
-// The shard rank r computes, as the strategies build it.
-model::ModelShard shard_of(const model::ModelConfig& c, int r, int t, bool sp) {
-  model::ModelShard s = megatron_shard(c, r, t, !sp);
-  if (sp) {
-    s.sequence_shard = r;
-    s.sequence_shards = t;
-  }
-  return s;
-}
-
-template <class T>
-double activations(const train::RunSpec& spec, const model::ModelShard& shard) {
-  const auto net = train::Network<T>::make(spec.config(), shard);
-  train::Batch batch = train::make_batch(spec, 0);
-  if (shard.sequence_shards > 1) batch = train::sequence_shard_of(batch, shard);
-  return static_cast<double>(net->activation_bytes(net->all(), batch));
-}
-
 // Rank 0's memory: its parameters, gradients and AdamW's two moments (SGD:
 // one), and the activations the model keeps for its shard.
 MemoryFigures peak(const FormulaInput& in, bool sp) {
@@ -58,14 +38,12 @@ MemoryFigures peak(const FormulaInput& in, bool sp) {
   f[static_cast<std::size_t>(MemoryCategory::kParameters)] = psi;
   f[static_cast<std::size_t>(MemoryCategory::kGradients)] = psi;
   f[static_cast<std::size_t>(MemoryCategory::kOptimizerState)] = adam ? 2 * psi : psi;
-  const model::ModelShard s = shard_of(c, 0, in.ranks, sp);
-  // tp: the chapter's derivation; tp-sp: what the model charges for T/t
-  // tokens (the ledger does not see the gathered inputs it keeps, see the text).
-  f[static_cast<std::size_t>(MemoryCategory::kActivations)] =
-      !sp ? static_cast<double>(tp_activation_bytes(c, in.spec.batch, in.spec.sequence(), 0,
-                                                    in.ranks, in.element_bytes))
-      : in.element_bytes == 8 ? activations<double>(in.spec, s)
-                              : activations<float>(in.spec, s);
+  // The chapter's derivations (tp: rank 0 holds the largest vocabulary slice).
+  f[static_cast<std::size_t>(MemoryCategory::kActivations)] = static_cast<double>(
+      !sp ? tp_activation_bytes(c, in.spec.batch, in.spec.sequence(), 0, in.ranks,
+                                in.element_bytes)
+          : tp_sp_activation_bytes(c, in.spec.batch, in.spec.sequence(), in.ranks,
+                                   in.element_bytes));
   return f;
 }
 

@@ -56,6 +56,9 @@ class PhasedSeams final : public model::Seams<T> {
                                     std::vector<T>& b) override {
     return cut(!sp_ || in_block(s), [&] { return inner_.enter_backward(s, l, dx, b); });
   }
+  model::SublayerInput sublayer_input(model::Site s, std::int64_t seq) const override {
+    return inner_.sublayer_input(s, seq);
+  }
   model::AttentionCore<T>& attention() override { return inner_.attention(); }
   void vocab_max(std::span<T> m) override {
     cut(!sp_, [&] { inner_.vocab_max(m); return 0; });

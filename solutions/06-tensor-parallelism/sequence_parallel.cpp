@@ -159,6 +159,15 @@ std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, in
   // @end
 }
 
+// Machinery for the ledger: enter's all-gather hands each sublayer the
+// whole sequence in a new buffer, which the block keeps for the backward.
+template <TrainElement T>
+model::SublayerInput SequenceParallelSeams<T>::sublayer_input(model::Site site,
+                                                              std::int64_t seq) const {
+  if (!in_a_block(site)) return {seq, false};
+  return {seq * group_.size(), true};
+}
+
 template <TrainElement T>
 void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer) {
   // @lab 06.6: Sum the replicated tensors' gradients over the group, in one allreduce.

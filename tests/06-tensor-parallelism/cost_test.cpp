@@ -3,7 +3,9 @@
 // which count each collective: 4L + 5 allreduces for tp; 4L allgathers, 4L
 // reduce-scatters and 3 allreduces for tp-sp. Per rank, the ledger's
 // parameters, gradients and optimizer state equal the slice plus the
-// replicated tensors, to the element.
+// replicated tensors, to the element, and its activations the chapter's
+// derivation for each (tp-sp: the rank's tokens between the sublayers, the
+// whole sequence inside them), to the byte.
 #include "tp_test.h"
 
 namespace dtw::ch06 {
@@ -40,11 +42,10 @@ void expect_costs(bool sp, int t) {
     EXPECT_EQ(m.peak_of(MemoryCategory::kGradients), psi * e) << "rank " << r << ": gradients";
     EXPECT_EQ(m.peak_of(MemoryCategory::kOptimizerState), 2 * psi * e)
         << "rank " << r << ": AdamW's two moments";
-    if (!sp) {
-      EXPECT_EQ(m.peak_of(MemoryCategory::kActivations),
-                tp_activation_bytes(c, spec.batch, spec.sequence(), r, t, e))
-          << "rank " << r << ": activations";
-    }
+    EXPECT_EQ(m.peak_of(MemoryCategory::kActivations),
+              sp ? tp_sp_activation_bytes(c, spec.batch, spec.sequence(), t, e)
+                 : tp_activation_bytes(c, spec.batch, spec.sequence(), r, t, e))
+        << "rank " << r << " of " << t << ": activations";
   }
 }
 

@@ -217,30 +217,39 @@ class SequenceSeams final : public model::Seams<double> {
 // contiguous token range of every sequence (batch sequences of seq tokens)
 // and a slice of the heads and hidden units: enter all-gathers the norm's
 // output along the sequence, leave reduce-scatters the partial outputs back
-// to the ranges; their backwards swap the two.
+// to the ranges; their backwards swap the two. The embedding and the head
+// keep the rank's tokens (identity), as chapter 06's do.
 class SequenceParallelSeams final : public model::Seams<double> {
  public:
   SequenceParallelSeams(LocalGroup& group, int rank, std::int64_t batch, std::int64_t seq,
                         std::int64_t dim)
       : group_(group), rank_(rank), batch_(batch), seq_(seq), dim_(dim) {}
-  std::span<const double> enter(model::Site, int, std::span<const double> x,
+  std::span<const double> enter(model::Site site, int, std::span<const double> x,
                                 std::vector<double>& buffer) override {
-    return gather(x, buffer);
+    return in_block(site) ? gather(x, buffer) : x;
   }
-  std::span<const double> leave(model::Site, int, std::span<double> y,
+  std::span<const double> leave(model::Site site, int, std::span<double> y,
                                 std::vector<double>& buffer) override {
-    return scatter(y, buffer);
+    return in_block(site) ? scatter(y, buffer) : y;
   }
-  std::span<const double> leave_backward(model::Site, int, std::span<const double> dy,
+  std::span<const double> leave_backward(model::Site site, int, std::span<const double> dy,
                                          std::vector<double>& buffer) override {
-    return gather(dy, buffer);
+    return in_block(site) ? gather(dy, buffer) : dy;
   }
-  std::span<const double> enter_backward(model::Site, int, std::span<double> dx,
+  std::span<const double> enter_backward(model::Site site, int, std::span<double> dx,
                                          std::vector<double>& buffer) override {
-    return scatter(dx, buffer);
+    return in_block(site) ? scatter(dx, buffer) : dx;
+  }
+  // A sublayer sees the whole sequence, gathered into enter's buffer.
+  model::SublayerInput sublayer_input(model::Site site, std::int64_t seq) const override {
+    if (!in_block(site)) return {seq, false};
+    return {seq * group_.size(), true};
   }
 
  private:
+  static bool in_block(model::Site site) {
+    return site == model::Site::kAttention || site == model::Site::kMlp;
+  }
   std::int64_t local() const { return seq_ / group_.size(); }
   // Row (b, q·local + i) of the whole comes from rank q's row (b, i).
   std::span<const double> gather(std::span<const double> x, std::vector<double>& out) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "decomposition.h"
@@ -358,6 +359,110 @@ TEST(GptDecompositionTest, SlicesInitialiseAsTheWholeModelDoes) {
         ASSERT_EQ(init_value(v, 5, i), init_value(w, 5, v.slice.whole_index(i)))
             << v.name << " local " << i;
     }
+  }
+}
+
+UnitRange every_unit(const Gpt<double>& gpt) {
+  return {0, static_cast<int>(gpt.units().size())};
+}
+
+// Bytes of every vector a forward keeps for its backward: what a rank
+// really holds, to compare with what Gpt::activation_bytes charges the ledger.
+std::int64_t held_bytes(const GptActivations<double>& a) {
+  std::int64_t n = 0;
+  auto add = [&](const auto& v) {
+    n += static_cast<std::int64_t>(v.size() *
+                                   sizeof(typename std::decay_t<decltype(v)>::value_type));
+  };
+  add(a.tokens);
+  add(a.targets);
+  for (const auto& x : a.x) add(x);
+  for (const BlockCache<double>& b : a.blocks)
+    for (const auto* v : {&b.ln1, &b.ln1_mean, &b.ln1_rstd, &b.attn_in, &b.mlp_in, &b.attn.qkv,
+                          &b.attn.q, &b.attn.k, &b.attn.v, &b.attn.core.probs, &b.attn.core.lse,
+                          &b.attn.core.saved, &b.attn.per_head, &b.attn.merged, &b.mid, &b.ln2,
+                          &b.ln2_mean, &b.ln2_rstd, &b.mlp.pre, &b.mlp.act})
+      add(*v);
+  for (const auto* v : {&a.head.ln, &a.head.mean, &a.head.rstd, &a.head.in, &a.head.logits,
+                        &a.head.probs, &a.head.losses})
+    add(*v);
+  return n;
+}
+
+// The ledger's activations are a count (Gpt::activation_bytes), not a
+// measurement; here they are measured: after a forward, every rank holds
+// exactly the bytes the count charges, whole, under tensor slices (the
+// same rows as the residual) and under Megatron-SP (the sublayers keep the
+// gathered whole sequence and their caches at its length, the residual and
+// the norms the rank's T/t tokens).
+TEST(GptDecompositionTest, ActivationBytesAreWhatEveryRankHoldsUnderTheSeams) {
+  const ModelConfig c = decomposable_gpt(true);
+  const Whole w = whole_model(c);
+  {
+    Gpt<double> gpt(c);
+    gpt.forward(w.params.data(), w.tokens.data(), w.targets.data(), kBatch, kSeq);
+    EXPECT_EQ(gpt.activation_bytes(every_unit(gpt), kBatch, kSeq), held_bytes(gpt.activations()))
+        << "whole";
+  }
+  for (bool sp : {false, true}) {
+    for (int t : {1, 2, 4}) {
+      const std::string who = std::string(sp ? "sequence-parallel" : "tensor slices") +
+                              " t=" + std::to_string(t);
+      LocalGroup group(t);
+      std::vector<std::int64_t> charged(static_cast<std::size_t>(t)), held(charged);
+      testing::run_shards(t, [&](int r) {
+        ModelShard shard = ModelShard::tensor_slice(c, r, t);
+        const std::int64_t l = sp ? kSeq / t : kSeq;
+        std::vector<std::int32_t> tokens = w.tokens, targets = w.targets;
+        if (sp) {
+          // The vocabulary stays whole; the rank holds tokens [r·l, (r+1)·l).
+          shard.vocab = ModelShard::whole().vocab;
+          shard.sequence_shard = r;
+          shard.sequence_shards = t;
+          tokens.clear();
+          targets.clear();
+          for (std::int64_t b = 0; b < kBatch; ++b)
+            for (std::int64_t i = 0; i < l; ++i) {
+              tokens.push_back(w.tokens[b * kSeq + r * l + i]);
+              targets.push_back(w.targets[b * kSeq + r * l + i]);
+            }
+        }
+        Gpt<double> gpt(c, shard);
+        const std::vector<double> p = testing::cut_params(w.layout, gpt.layout(), w.params);
+        testing::TensorParallelSeams tp(group, r);
+        testing::SequenceParallelSeams seq(group, r, kBatch, kSeq, c.dim);
+        if (sp) gpt.set_seams(&seq);
+        else gpt.set_seams(&tp);
+        gpt.forward(p.data(), tokens.data(), targets.data(), kBatch, l);
+        charged[r] = gpt.activation_bytes(every_unit(gpt), kBatch, l);
+        held[r] = held_bytes(gpt.activations());
+        gpt.set_seams(nullptr);
+      });
+      for (int r = 0; r < t; ++r) EXPECT_EQ(charged[r], held[r]) << who << " rank " << r;
+    }
+  }
+}
+
+// A seam that hands a sublayer a new input without declaring it in
+// sublayer_input would make the ledger wrong; the block refuses it.
+TEST(GptDecompositionTest, AnUndeclaredNewSublayerInputIsRefused) {
+  const ModelConfig c = decomposable_gpt(true);
+  const Whole w = whole_model(c);
+  struct Copying final : Seams<double> {
+    std::span<const double> enter(Site, int, std::span<const double> x,
+                                  std::vector<double>& buffer) override {
+      buffer.assign(x.begin(), x.end());
+      return buffer;
+    }
+  } seams;
+  Gpt<double> gpt(c);
+  gpt.set_seams(&seams);
+  try {
+    gpt.forward(w.params.data(), w.tokens.data(), w.targets.data(), kBatch, kSeq);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("sublayer_input declares"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -57,6 +57,13 @@ enum class Site {
 /// "embedding", "attention", "mlp", "head".
 const char* name_of(Site site);
 
+/// What a sublayer works on, as `Seams::enter` makes its input (see
+/// Seams::sublayer_input).
+struct SublayerInput {
+  std::int64_t seq = 0;     ///< tokens of each sequence the sublayer sees: its rows are batch·seq
+  bool new_buffer = false;  ///< enter writes the input to its buffer (which the block keeps)
+};
+
 /// The seams of one rank (see the file comment). Every method's default is
 /// the identity; `layer` is the block (−1 for the embedding and the head).
 /// `buffer` is the caller's, kept as long as the returned span is used: a
@@ -82,6 +89,19 @@ class Seams {
   /// allreduce of dx, in place).
   virtual std::span<const T> enter_backward(Site site, int layer, std::span<T> dx,
                                             std::vector<T>& buffer);
+  /// What `enter(site, ...)` hands a block's sublayer when the residual
+  /// stream holds `seq` tokens of each sequence: how many tokens of each
+  /// sequence it sees (the sublayer's caches, and the attention core's,
+  /// are that long) and whether it is a new buffer rather than x (the block
+  /// then keeps it for the backward, BlockCache::attn_in and mlp_in). Only
+  /// kAttention and kMlp are asked. Gpt::activation_bytes counts from this,
+  /// and block_forward checks it against what enter returns, so a seam that
+  /// changes the rows must override both (Megatron-SP: the whole sequence,
+  /// seq·t tokens, in a new buffer). Default: seq itself, x itself.
+  virtual SublayerInput sublayer_input(Site site, std::int64_t seq) const {
+    (void)site;
+    return {seq, false};
+  }
   /// The attention core every block uses (default: PlainAttention).
   virtual AttentionCore<T>& attention() { return plain_; }
   /// The loss over a vocabulary slice: turns each row's maximum of this
