@@ -123,9 +123,12 @@ struct CoreSetup {
   bool causal = true;         ///< mask by position
 };
 
-/// sequence_runs of every rank of setup.comm, checking first that this
-/// rank's equal `mine` (the positions the model gave the core): an
-/// InvalidArgument naming both when they differ. Given, not a lab step.
+/// The runs of every rank of setup.comm, from the model's shard
+/// (model::ModelShard::sequence(o, p, split).positions(T), which
+/// sequence_runs must equal), checking first that this rank's equal `mine`
+/// (the positions the core was given): an InvalidArgument naming both when
+/// they differ. Given, not a lab step; it does not call sequence_runs, so the
+/// cores run on a zig-zag split before 07.4 is written.
 std::vector<TokenRuns> runs_of_every_rank(const CoreSetup& setup, const TokenRuns& mine);
 
 /// Checks a run of a sequence-parallel core before any message: T divisible
