@@ -57,10 +57,9 @@ TokenRuns sequence_runs(int r, int p, SequenceSplit split, std::int64_t seq_len)
 
 /// The causal attention work of rank r of p, in query-key pairs per
 /// (sequence, head): Σ over its query positions i of the keys j ≤ i, i.e.
-/// i + 1 (07.4). Closed form wanted, no loop over tokens:
-///   - contiguous, C = T/p:  r·C² + C(C+1)/2   (grows with r: rank p−1 does
-///     ((2p−1)C + 1)/(C + 1) times rank 0's work);
-///   - zig-zag, c = T/(2p):  (2p−1)·c² + c(c+1), the same on every rank.
+/// i + 1 (07.4), for the runs sequence_runs gives rank r under `split`.
+/// Closed form wanted (derive it), no loop over tokens. It equals
+/// visible_pairs(sequence_runs(r, ...), [0, T), true) on every split.
 /// InvalidArgument as sequence_runs.
 std::int64_t causal_work(int r, int p, SequenceSplit split, std::int64_t seq_len);
 
@@ -124,9 +123,12 @@ struct CoreSetup {
   bool causal = true;         ///< mask by position
 };
 
-/// sequence_runs of every rank of setup.comm, checking first that this
-/// rank's equal `mine` (the positions the model gave the core): an
-/// InvalidArgument naming both when they differ. Given, not a lab step.
+/// The runs of every rank of setup.comm, from the model's shard
+/// (model::ModelShard::sequence(o, p, split).positions(T), which
+/// sequence_runs must equal), checking first that this rank's equal `mine`
+/// (the positions the core was given): an InvalidArgument naming both when
+/// they differ. Given, not a lab step; it does not call sequence_runs, so the
+/// cores run on a zig-zag split before 07.4 is written.
 std::vector<TokenRuns> runs_of_every_rank(const CoreSetup& setup, const TokenRuns& mine);
 
 /// Checks a run of a sequence-parallel core before any message: T divisible

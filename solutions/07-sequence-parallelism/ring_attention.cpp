@@ -123,7 +123,8 @@ void RingAttention<T>::backward(T* dq, T* dk, T* dv, const T* dout, const T* out
   // @hint 2: for the block in kv[s%2] into it; if s > 0 wait and add grad_in; send it right
   // @hint 2: (p > 1). After the loop the left neighbour's last send is your own block's sum:
   // @hint 2: receive it into dk, dv. p = 1: no message; your contribution is the whole gradient.
-  // @hint 2: The trap: reusing grad_out[s%2] before its send two hops ago completed.
+  // @hint 2: The trap: reusing grad_out[s%2] before its send two hops ago completed. This is
+  // @hint 2: one design: any rotation of the three buffers that keeps that rule is fine.
   // @hint 3: Array<T>(comm.exec(), 2 * n, MemoryCategory::kCommBuffers) for each buffer;
   // @hint 3: attend_block_backward(dq, acc, acc + n, dout, out, lse, q, positions, k_held,
   // @hint 3: v_held, runs[from], shape, setup_.causal); comm.isend / comm.irecv / comm.wait /

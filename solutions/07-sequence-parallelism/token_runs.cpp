@@ -65,11 +65,11 @@ std::int64_t causal_work(int r, int p, SequenceSplit split, std::int64_t seq_len
   // @lab 07.4: Predict rank r's causal work in query-key pairs, in closed form.
   // @hint 1: A query at position i sees the i + 1 keys at positions 0..i. Add that up over the
   // @hint 1: positions the rank holds, as a formula in r, p and T, not a loop over tokens.
-  // @hint 2: A run [a, a+n) gives Σ (i+1) = n·a + n(n+1)/2. Contiguous: one run at a = r·C,
-  // @hint 2: n = C = T/p. Zig-zag: runs at r·c and (2p−1−r)·c with n = c = T/(2p); their sum no
-  // @hint 2: longer depends on r.
-  // @hint 3: No call is needed: a small lambda for one run's sum, used once (contiguous) or
-  // @hint 3: twice (zig-zag), in std::int64_t arithmetic.
+  // @hint 2: Work out one run [a, a+n) first: each of its n queries sees the a keys before the
+  // @hint 2: run, plus a triangle inside it. Contiguous: one run at a = r·C, n = C = T/p.
+  // @hint 2: Zig-zag: runs at r·c and (2p−1−r)·c with n = c = T/(2p); their sum drops r.
+  // @hint 3: A run [a, a+n) gives Σ (i+1) = n·a + n(n+1)/2: a small lambda, used once
+  // @hint 3: (contiguous) or twice (zig-zag), in std::int64_t arithmetic; no call is needed.
   const auto run = [](std::int64_t a, std::int64_t n) { return n * a + n * (n + 1) / 2; };
   if (split == SequenceSplit::kContiguous) {
     const std::int64_t C = seq_len / p;
@@ -91,15 +91,20 @@ std::string describe(const TokenRuns& t) {
 std::vector<TokenRuns> runs_of_every_rank(const CoreSetup& setup, const TokenRuns& mine) {
   const int p = setup.comm->size(), r = setup.comm->rank();
   std::vector<TokenRuns> all;
-  for (int o = 0; o < p; ++o) all.push_back(sequence_runs(o, p, setup.split, setup.seq_len));
+  // The model's shards (which sequence_runs must equal): the cores do not
+  // depend on the lab's sequence_runs, so Ulysses and the ring run on a
+  // zig-zag split before 07.4 is written.
+  for (int o = 0; o < p; ++o)
+    all.push_back(model::ModelShard::sequence(o, p, setup.split).positions(setup.seq_len));
   // The same positions in the same local order (the model merges adjacent runs).
   const TokenRuns& own = all[static_cast<std::size_t>(r)];
   bool same = own.size() == mine.size();
   for (std::int64_t t = 0; same && t < own.size(); ++t) same = own.position(t) == mine.position(t);
-  DTW_CHECK_ARG(same, "rank " << r << " of " << p << ": sequence_runs(" << r << ", " << p << ", "
-                              << split_name(setup.split) << ", " << setup.seq_len << ") gives "
+  DTW_CHECK_ARG(same, "rank " << r << " of " << p << ": the " << split_name(setup.split)
+                              << " split of " << setup.seq_len << " tokens gives this rank "
                               << describe(all[static_cast<std::size_t>(r)])
-                              << " but this rank holds the tokens at " << describe(mine));
+                              << " but it holds the tokens at " << describe(mine)
+                              << " (sequence_runs must give the model's runs, in its order)");
   return all;
 }
 

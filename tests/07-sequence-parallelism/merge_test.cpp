@@ -54,7 +54,12 @@ TEST(MergeTest, BlocksMergedInAnyOrderEqualTheWholeSoftmax) {
       merge_partial(out.data(), lse.data(), part.data(), part_lse.data(), Q, D);
     }
     std::string bad = merged_difference("lse", want_lse, lse, 1, 1e-13);
-    if (bad.empty()) bad = merged_difference("out", want, out, D, 1e-13);
+    if (bad.empty()) {
+      bad = merged_difference("out", want, out, D, 1e-13);
+      if (!bad.empty())
+        bad += " (lse is right, out is not: weigh each side's output by e^(lse_side − lse), "
+               "lse the merged log-sum-exp)";
+    }
     if (!bad.empty())
       ADD_FAILURE() << bad << " (the merged result must equal the softmax over all 12 keys, in "
                     << "any order of the blocks)";

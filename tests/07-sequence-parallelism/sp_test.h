@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dtw/train/reference.h"
@@ -27,6 +28,14 @@ struct Problem {
   std::int64_t batch = 1, heads = 4, seq = 16, head_dim = 4;
   bool causal = true;
   SequenceSplit split = SequenceSplit::kContiguous;
+  /// Take every rank's positions from the model's shard instead of the lab's
+  /// sequence_runs (a test of another step than 07.4 on a zig-zag split).
+  bool model_runs = false;
+  /// Rank r's positions: sequence_runs, or the model's shard with model_runs.
+  TokenRuns runs(int r, int p) const {
+    return model_runs ? model::ModelShard::sequence(r, p, split).positions(seq)
+                      : sequence_runs(r, p, split, seq);
+  }
   std::string describe(int p) const {
     std::ostringstream o;
     o << "p " << p << ", batch " << batch << ", heads " << heads << ", T " << seq << ", D "
@@ -141,7 +150,7 @@ Report run_core(Kind kind, const Problem& pr, int p, double tol, const TallyChec
   const Whole w = oracle(pr);
   const Report report = dtw::testing::launch_bounded(p, [&](Comm& comm) {
     const int r = comm.rank();
-    const TokenRuns pos = sequence_runs(r, p, pr.split, pr.seq);
+    const TokenRuns pos = pr.runs(r, p);
     const kernels::AttentionShape s{pr.batch, pr.heads, pos.size(), pos.size(), pr.head_dim};
     const std::vector<T> q = cut<T>(w.q, pr, pos, pr.head_dim), k = cut<T>(w.k, pr, pos, pr.head_dim),
                          v = cut<T>(w.v, pr, pos, pr.head_dim),
@@ -178,7 +187,7 @@ Report run_core(Kind kind, const Problem& pr, int p, double tol, const TallyChec
         for (std::int64_t b = 0; b < pr.batch; ++b)
           for (std::int64_t h = r * mine.heads; h < (r + 1) * mine.heads; ++h)
             for (int o = 0; o < p; ++o)
-              for (const auto& run : sequence_runs(o, p, pr.split, pr.seq).runs)
+              for (const auto& run : pr.runs(o, p).runs)
                 for (std::int64_t i = run.begin; i < run.end; ++i)
                   expected.push_back(w.lse[static_cast<std::size_t>((b * pr.heads + h) * pr.seq + i)]);
         Problem flat{.batch = 1, .heads = 1, .seq = static_cast<std::int64_t>(expected.size())};
@@ -187,10 +196,30 @@ Report run_core(Kind kind, const Problem& pr, int p, double tol, const TallyChec
       } else {
         bad = first_difference(r, "lse", w.lse, cache.lse.data(), pr, pos, 1, tol);
       }
+    } else if (kind == Kind::kRing &&
+             first_difference(r, "lse", w.lse, cache.lse.data(), pr, pos, 1, tol).empty())
+      bad += " (lse is right, out is not: the merge weighs each side's output by "
+             "e^(lse_side − lse), lse the merged log-sum-exp, never adds them as they are)";
+    if (bad.empty()) {
+      bad = first_difference(r, "dq", w.dq, dq.data(), pr, pos, D, tol);
+      if (!bad.empty() && kind == Kind::kRing)
+        bad += " (the forward is right, dq is not: each hop's backward must use that hop's K/V "
+               "block, the one received on that hop, not the first hop's)";
     }
-    if (bad.empty()) bad = first_difference(r, "dq", w.dq, dq.data(), pr, pos, D, tol);
-    if (bad.empty()) bad = first_difference(r, "dk", w.dk, dk.data(), pr, pos, D, tol);
-    if (bad.empty()) bad = first_difference(r, "dv", w.dv, dv.data(), pr, pos, D, tol);
+    for (const auto& [name, expected, got] :
+         {std::tuple{"dk", &w.dk, dk.data()}, std::tuple{"dv", &w.dv, dv.data()}}) {
+      if (!bad.empty()) break;
+      bad = first_difference(r, name, *expected, got, pr, pos, D, tol);
+      if (bad.empty() || kind != Kind::kRing) continue;
+      // A neighbour block's whole gradient on this rank: the sum stopped one hop short.
+      for (int o = 0; o < p; ++o)
+        if (o != r && first_difference(r, name, *expected, got, pr, pr.runs(o, p), D, tol).empty()) {
+          bad += " -- it is rank " + std::to_string(o) + "'s block's " + name +
+                 ": the running dK/dV must travel p hops to return to its owner (after the "
+                 "last block, receive your own block's sum from the left)";
+          break;
+        }
+    }
     if (!bad.empty()) ADD_FAILURE() << bad;
     if (check) check(r, *tally);
   });

@@ -116,7 +116,7 @@ TEST(SpRingTest, MatchesTheReference) {
   expect_matches(tiny(32, 2, 1), 4, sp_ring<double>);
 }
 
-DTW_TEST_STEPS(SpRingZigZagTest, "07.1", "07.3", "07.4");
+DTW_TEST_STEPS(SpRingZigZagTest, "07.1", "07.3");  // the model gives the runs
 TEST(SpRingZigZagTest, MatchesTheReference) {
   expect_matches(tiny(32), 1, sp_ring_zigzag<double>);
   expect_matches(tiny(32), 2, sp_ring_zigzag<double>);

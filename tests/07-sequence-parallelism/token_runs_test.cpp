@@ -75,7 +75,8 @@ TEST(CausalWorkTest, ZigZagIsBalancedAndContiguousIsNot) {
     for (int r = 1; r < p; ++r)
       EXPECT_EQ(causal_work(r, p, SequenceSplit::kZigZag, T),
                 causal_work(0, p, SequenceSplit::kZigZag, T))
-          << "zig-zag: rank " << r << "'s work should equal rank 0's, (2p−1)·c² + c(c+1)";
+          << "zig-zag: rank " << r << "'s work should equal rank 0's: every rank pairs an early "
+          << "chunk with its late mirror, and the two add up the same";
   }
 }
 
