@@ -237,31 +237,32 @@ double vocab_parallel_cross_entropy(Comm& group, T* dlogits_local, const T* logi
 /// this is what `dtw train --strategy tp` runs. The model's own blocks
 /// compute on the rank's slices (its heads, hidden units and vocabulary
 /// rows) and call, at every site (the embedding, each block's attention and
-/// MLP, the head): enter(x) on the input of the cut matrices, leave(y) on
-/// their partial output, and backward leave_backward(dy) then
-/// enter_backward(dx). A seam returns the span the model goes on with: the
-/// argument itself (changed in place or not) or `buffer`, which the seam may
-/// resize and fill. Here enter is f (identity, no message), leave is g (y
-/// summed over the group in place), leave_backward is g's backward
-/// (identity), enter_backward is f's backward (dx summed in place);
-/// vocab_max and vocab_sum are the two allreduces of the vocabulary-parallel
-/// loss (in place: rows maxima with max, then the 2·rows sums with sum).
-/// Every site is cut, so every site communicates.
+/// MLP, the head): forward, enter(x) on the input of the cut matrices
+/// before the sublayer and leave(y) on their partial output after it;
+/// backward, leave_backward(dy) on the gradient at what leave returned,
+/// then enter_backward(dx) on this rank's gradient at what enter returned.
+/// A seam returns the span the model goes on with: the argument itself
+/// (changed in place or not) or `buffer`, which the seam may resize and
+/// fill. Which of f and g (and of their backwards) each seam is, is this
+/// step's lesson: derive it from the text's f/g explanation. vocab_max and
+/// vocab_sum are the two allreduces of the vocabulary-parallel loss (in
+/// place: rows maxima with max, then the 2·rows sums with sum). Every site
+/// is cut.
 template <TrainElement T>
 class MegatronSeams : public model::Seams<T> {
  public:
   /// Seams over `group` (kept by reference).
   explicit MegatronSeams(Comm& group) : group_(group) {}
-  /// f forward: identity.
+  /// Forward, before the sublayer: x is its input as this rank holds it.
   std::span<const T> enter(model::Site site, int layer, std::span<const T> x,
                            std::vector<T>& buffer) override;
-  /// g forward: the sum of the partial outputs.
+  /// Forward, after the sublayer: y is this rank's output of its slices.
   std::span<const T> leave(model::Site site, int layer, std::span<T> y,
                            std::vector<T>& buffer) override;
-  /// g backward: identity.
+  /// Backward of leave: dy is the gradient at what leave returned.
   std::span<const T> leave_backward(model::Site site, int layer, std::span<const T> dy,
                                     std::vector<T>& buffer) override;
-  /// f backward: the sum of the partial input gradients.
+  /// Backward of enter: dx is this rank's gradient at what enter returned.
   std::span<const T> enter_backward(model::Site site, int layer, std::span<T> dx,
                                     std::vector<T>& buffer) override;
   /// The row maxima over every vocabulary slice (allreduce max).
@@ -290,11 +291,13 @@ template <TrainElement T>
 void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole,
                              std::int64_t batch, std::int64_t seq, std::int64_t dim);
 
-/// Megatron-SP's seams around the blocks' sublayers: enter all-gathers the
-/// norm's output along the sequence, leave reduce-scatters the partial
-/// output back to the rank's tokens; leave_backward all-gathers, and
-/// enter_backward reduce-scatters. The embedding and the head keep the
-/// rank's own tokens (identity; the vocabulary is whole on every rank).
+/// Megatron-SP's seams around the blocks' sublayers: between the sublayers
+/// each rank holds only its own tokens; inside a block's sublayer the cut
+/// matrices need what Megatron (06.1) needs. Which sequence collective (or
+/// none) each seam is at each site is this step's lesson (the text's
+/// "Megatron sequence parallelism (SP)"); the embedding and the head keep
+/// the rank's own tokens (the vocabulary is whole on every rank) and may
+/// not gather or scatter rows.
 template <TrainElement T>
 class SequenceParallelSeams : public model::Seams<T> {
  public:
@@ -302,16 +305,16 @@ class SequenceParallelSeams : public model::Seams<T> {
   /// (the whole sequence) of width `dim`.
   SequenceParallelSeams(Comm& group, std::int64_t batch, std::int64_t seq, std::int64_t dim)
       : group_(group), batch_(batch), seq_(seq), dim_(dim) {}
-  /// All-gather (blocks), identity (ends).
+  /// Forward, before the sublayer (see MegatronSeams).
   std::span<const T> enter(model::Site site, int layer, std::span<const T> x,
                            std::vector<T>& buffer) override;
-  /// Reduce-scatter (blocks), identity (ends).
+  /// Forward, after the sublayer: returns the rank's own tokens.
   std::span<const T> leave(model::Site site, int layer, std::span<T> y,
                            std::vector<T>& buffer) override;
-  /// All-gather (blocks), identity (ends).
+  /// Backward of leave: returns as many rows as enter returned.
   std::span<const T> leave_backward(model::Site site, int layer, std::span<const T> dy,
                                     std::vector<T>& buffer) override;
-  /// Reduce-scatter (blocks), identity (ends).
+  /// Backward of enter: returns the rank's own tokens.
   std::span<const T> enter_backward(model::Site site, int layer, std::span<T> dx,
                                     std::vector<T>& buffer) override;
   /// In a block, the sublayer sees the whole sequence, t times the

@@ -37,9 +37,21 @@ bool in_a_block(model::Site site) {
   return site == model::Site::kAttention || site == model::Site::kMlp;
 }
 void check_sequence(const Comm& group, std::int64_t seq) {
-  DTW_CHECK_ARG(seq % group.size() == 0, "rank " << group.rank() << ": a sequence of " << seq
-                                                 << " tokens does not split over t = "
-                                                 << group.size() << " ranks");
+  DTW_CHECK_ARG(seq % group.size() == 0,
+                "rank " << group.rank() << ": a sequence of " << seq
+                        << " tokens does not split over t = " << group.size() << " ranks");
+}
+// Machinery: the two buffers' sizes, checked before the learner's code runs
+// on them (a wrong size would otherwise run off a buffer).
+void check_sizes(const Comm& group, const char* what, std::size_t whole, std::size_t local,
+                 std::int64_t batch, std::int64_t seq, std::int64_t dim) {
+  const auto w = static_cast<std::size_t>(batch * seq * dim),
+             l = w / static_cast<std::size_t>(group.size());
+  DTW_CHECK_ARG(whole == w && local == l,
+                "rank " << group.rank() << ": " << what << " over batch " << batch << ", seq "
+                        << seq << ", dim " << dim << ", t = " << group.size()
+                        << ": expected the whole " << w << " values and the local " << l
+                        << ", got whole " << whole << " and local " << local);
 }
 }  // namespace
 
@@ -47,6 +59,7 @@ template <TrainElement T>
 void sequence_allgather(Comm& group, std::span<T> whole, std::span<const T> local,
                         std::int64_t batch, std::int64_t seq, std::int64_t dim) {
   check_sequence(group, seq);
+  check_sizes(group, "sequence_allgather", whole.size(), local.size(), batch, seq, dim);
   DTW_TODO("06.6: All-gather along the sequence: every rank's token range into the whole sequence.");
 }
 
@@ -54,6 +67,7 @@ template <TrainElement T>
 void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole,
                              std::int64_t batch, std::int64_t seq, std::int64_t dim) {
   check_sequence(group, seq);
+  check_sizes(group, "sequence_reduce_scatter", whole.size(), local.size(), batch, seq, dim);
   DTW_TODO("06.6: Reduce-scatter along the sequence: the sum of the rank's own tokens.");
 }
 

@@ -15,8 +15,8 @@
 // and the norm (formulas.cpp, the chapter's cost model).
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "collectives.h"
 #include "dtw/kernels/optim.h"
@@ -145,7 +145,16 @@ void tensor_parallel(train::RankRun<T>& run, const Faults& faults) {
       replica.clip(clip_sum(group, replica, faults));
       replica.step(step);
     }
-    train::check_replicated(replica, group, "after step " + std::to_string(step + 1));
+    try {
+      train::check_replicated(replica, group, "after step " + std::to_string(step + 1));
+    } catch (const InvalidArgument& e) {
+      // The generic advice (sum the gradients) is SP's fix; under tp it is the wrong one.
+      throw InvalidArgument(
+          std::string(e.what()) +
+          ". Under tp (no SP) every rank computes the replicated tensors from the same whole "
+          "activations, so their gradients are equal by construction and need no sum: a "
+          "difference means a seam's f or g is missing or misplaced (MegatronSeams, step 06.1)");
+    }
     run.record_loss(step, loss);
   }
   run.report(replica);

@@ -27,7 +27,13 @@ class PhasedSeams final : public model::Seams<T> {
   PhasedSeams(model::Seams<T>& inner, train::RankRun<T>& run, const model::ModelConfig& c,
               const model::ModelShard& shard, std::int64_t batch, std::int64_t seq, bool sp,
               const train::Cost& pass)
-      : inner_(inner), run_(run), sp_(sp), work_(stretches(c, shard, batch, seq, sp, pass)) {}
+      : inner_(inner),
+        run_(run),
+        sp_(sp),
+        work_(stretches(c, shard, batch, seq, sp, pass)),
+        rank_(run.comm().rank()),
+        t_(run.comm().size()),
+        whole_(static_cast<std::size_t>(batch * seq * c.dim)) {}
 
   /// Opens the pass's first compute phase; call before forward_backward.
   void begin_pass() {
@@ -42,19 +48,40 @@ class PhasedSeams final : public model::Seams<T> {
                                              << work_.size() - 1);
   }
 
+  // Each seam's result is checked against the size the model goes on with,
+  // before the model uses it, so a seam that gathers or scatters at the
+  // wrong site, or by the wrong amount, is reported (rank, site, sizes)
+  // instead of running off a buffer.
   std::span<const T> enter(model::Site s, int l, std::span<const T> x, std::vector<T>& b) override {
-    return cut(sp_ && in_block(s), [&] { return inner_.enter(s, l, x, b); });
+    const bool gathers = sp_ && in_block(s);
+    return checked("enter", s, l, gathers ? whole_ : x.size(), x.size(), cut(gathers, [&] {
+                     return located("enter", s, l, [&] { return inner_.enter(s, l, x, b); });
+                   }));
   }
   std::span<const T> leave(model::Site s, int l, std::span<T> y, std::vector<T>& b) override {
-    return cut(!sp_ || in_block(s), [&] { return inner_.leave(s, l, y, b); });
+    const bool scatters = sp_ && in_block(s);
+    return checked("leave", s, l, scatters ? whole_ / t_ : y.size(), y.size(),
+                   cut(!sp_ || in_block(s), [&] {
+                     return located("leave", s, l, [&] { return inner_.leave(s, l, y, b); });
+                   }));
   }
   std::span<const T> leave_backward(model::Site s, int l, std::span<const T> dy,
                                     std::vector<T>& b) override {
-    return cut(sp_ && in_block(s), [&] { return inner_.leave_backward(s, l, dy, b); });
+    const bool gathers = sp_ && in_block(s);
+    return checked("leave_backward", s, l, gathers ? whole_ : dy.size(), dy.size(),
+                   cut(gathers, [&] {
+                     return located("leave_backward", s, l,
+                                    [&] { return inner_.leave_backward(s, l, dy, b); });
+                   }));
   }
   std::span<const T> enter_backward(model::Site s, int l, std::span<T> dx,
                                     std::vector<T>& b) override {
-    return cut(!sp_ || in_block(s), [&] { return inner_.enter_backward(s, l, dx, b); });
+    const bool scatters = sp_ && in_block(s);
+    return checked("enter_backward", s, l, scatters ? whole_ / t_ : dx.size(), dx.size(),
+                   cut(!sp_ || in_block(s), [&] {
+                     return located("enter_backward", s, l,
+                                    [&] { return inner_.enter_backward(s, l, dx, b); });
+                   }));
   }
   model::SublayerInput sublayer_input(model::Site s, std::int64_t seq) const override {
     return inner_.sublayer_input(s, seq);
@@ -74,6 +101,32 @@ class PhasedSeams final : public model::Seams<T> {
     template <class F>
     explicit Held(F f) : phase(f()) {}
   };
+  // Runs a seam; an error inside it (a sequence collective given the wrong
+  // sizes) is told where the model called it.
+  template <class F>
+  std::span<const T> located(const char* seam, model::Site s, int l, F call) {
+    try {
+      return call();
+    } catch (Error& e) {
+      e.add_note(std::string("in the ") + model::name_of(s) + " seam's " + seam +
+                 (in_block(s) ? " (layer " + std::to_string(l) + ")" : std::string()));
+      throw;
+    }
+  }
+  std::span<const T> checked(const char* seam, model::Site s, int l, std::size_t expected,
+                             std::size_t given, std::span<const T> out) const {
+    DTW_CHECK_ARG(
+        out.size() == expected,
+        "rank " << rank_ << ": the " << model::name_of(s) << " seam's " << seam
+                << (in_block(s) ? " (layer " + std::to_string(l) + ")" : std::string())
+                << " was given " << given << " values and returned " << out.size() << ", expected "
+                << expected << " ("
+                << (expected == whole_ && sp_ && in_block(s) ? "the whole sequence, batch·seq·dim"
+                    : expected != given ? "the rank's own tokens, batch·seq/t·dim"
+                                        : "as many as it was given")
+                << "; t = " << t_ << ")");
+    return out;
+  }
   static bool in_block(model::Site s) {
     return s == model::Site::kAttention || s == model::Site::kMlp;
   }
@@ -138,6 +191,8 @@ class PhasedSeams final : public model::Seams<T> {
   std::vector<train::Cost> work_;
   std::size_t next_ = 0;
   std::optional<Held> phase_;
+  int rank_, t_;
+  std::size_t whole_;  // batch·seq·dim: the whole sequence's activations
 };
 
 }  // namespace dtw::ch06

@@ -82,6 +82,7 @@ TEST(SequenceParallelSeamsTest, BlocksGatherInAndScatterOutTheEndsKeepTheRanksTo
                                model::Site::kHead}) {
         const bool block = site == model::Site::kAttention || site == model::Site::kMlp;
         const std::string at = std::string(" at the ") + model::name_of(site);
+        DTW_TRACE("the seams" << at);
         std::vector<double> x = mine;
         Sent before = Sent::now(group);
         std::vector<double> got = vec(seams.enter(site, 0, std::span<const double>(x), buffer));
@@ -118,6 +119,7 @@ TEST(SequenceParallelSeamsTest, BlocksGatherInAndScatterOutTheEndsKeepTheRanksTo
       }
       // The ends' leave and enter_backward hand the rank's tokens on unchanged.
       for (model::Site site : {model::Site::kEmbedding, model::Site::kHead}) {
+        DTW_TRACE("leave and enter_backward at the " << model::name_of(site));
         std::vector<double> x = mine;
         const Sent before = Sent::now(group);
         expect_near(r, mine, vec(seams.leave(site, 0, std::span<double>(x), buffer)),

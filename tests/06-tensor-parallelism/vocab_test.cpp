@@ -30,6 +30,21 @@ std::vector<std::int32_t> tokens_of(std::int64_t vocab, std::uint64_t seed) {
 }
 
 DTW_TEST_STEPS(VocabParallelTest, "06.1", "06.5");
+// The slice first: a wrong vocab_slice fails here, by name, before it shows
+// up as a wrong lookup in the embedding's test.
+TEST(VocabParallelTest, AVocabularyThatDoesNotDivideIsCutUnevenlyNeverPadded) {
+  DTW_TRACE("vocabulary slices of 99 rows over t = 4");
+  std::int64_t next = 0;
+  for (int r = 0; r < 4; ++r) {
+    const model::IndexRange v = vocab_slice(99, r, 4);
+    EXPECT_EQ(v.begin, next) << "rank " << r << ": the slices follow each other";
+    EXPECT_EQ(v.end - v.begin, r < 3 ? 25 : 24)
+        << "rank " << r << ": the first 99 % 4 ranks hold one more";
+    next = v.end;
+  }
+  EXPECT_EQ(next, 99) << "every row held, none padded";
+}
+
 TEST(VocabParallelTest, TheEmbeddingSumsTheSlicesLookupsAndEachRankKeepsItsRowsGradient) {
   for (std::int64_t vocab : {12, 13}) {
     const std::vector<double> wte = random_values(vocab * kDim, 31), dx = random_values(kRows * kDim, 32);
@@ -65,25 +80,13 @@ TEST(VocabParallelTest, TheEmbeddingSumsTheSlicesLookupsAndEachRankKeepsItsRowsG
   }
 }
 
-TEST(VocabParallelTest, AVocabularyThatDoesNotDivideIsCutUnevenlyNeverPadded) {
-  DTW_TRACE("vocabulary slices of 99 rows over t = 4");
-  std::int64_t next = 0;
-  for (int r = 0; r < 4; ++r) {
-    const model::IndexRange v = vocab_slice(99, r, 4);
-    EXPECT_EQ(v.begin, next) << "rank " << r << ": the slices follow each other";
-    EXPECT_EQ(v.end - v.begin, r < 3 ? 25 : 24) << "rank " << r << ": the first 99 % 4 ranks hold one more";
-    next = v.end;
-  }
-  EXPECT_EQ(next, 99) << "every row held, none padded";
-}
-
 TEST(VocabParallelTest, TheLossTakesTwoSmallAllreducesAndEqualsTheWholeCrossEntropy) {
   for (std::int64_t vocab : {12, 13}) {
     std::vector<double> logits = random_values(kRows * vocab, 41);
     for (double& l : logits) l *= 30;  // large logits: the maximum must be the global one
     const std::vector<std::int32_t> targets = tokens_of(vocab, 42);
     double loss = 0;
-    std::vector<double> dlogits(logits.size());
+    std::vector<double> dlogits(logits.size()), log_z(kRows);
     for (std::int64_t i = 0; i < kRows; ++i) {
       const double* l = logits.data() + i * vocab;
       const double m = *std::max_element(l, l + vocab);
@@ -92,6 +95,7 @@ TEST(VocabParallelTest, TheLossTakesTwoSmallAllreducesAndEqualsTheWholeCrossEntr
       loss += std::log(s) + m - l[targets[i]];
       for (std::int64_t j = 0; j < vocab; ++j)
         dlogits[i * vocab + j] = (std::exp(l[j] - m) / s - (j == targets[i] ? 1.0 : 0.0)) / kRows;
+      log_z[i] = m + std::log(s);  // the whole row's max + log Σ exp(logit − max)
     }
     loss /= kRows;
     for (int t : {1, 2, 3, 4}) {
@@ -109,8 +113,34 @@ TEST(VocabParallelTest, TheLossTakesTwoSmallAllreducesAndEqualsTheWholeCrossEntr
         const double got = vocab_parallel_cross_entropy<double>(group, dl.data(), mine.data(),
                                                                 targets.data(), v.begin, n, kRows);
         const Sent sent = Sent::now(group) - before;
+        // The two reductions' result, row by row, read back from dlogits: on a
+        // column j that is not the target, dlogits·rows = exp(l_j − max)/Σ, so
+        // l_j − log(dlogits·rows) is the row's max + log Σ exp(logit − max).
+        bool normalizers_right = true;
+        for (std::int64_t i = 0; i < kRows && normalizers_right; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            if (v.begin + j == targets[i]) continue;
+            const double d = dl[i * n + j] * kRows;
+            const double implied = d > 0 ? mine[i * n + j] - std::log(d) : std::nan("");
+            if (!(std::abs(implied - log_z[i]) <= 1e-6 * std::max(1.0, std::abs(log_z[i])))) {
+              normalizers_right = false;
+              ADD_FAILURE() << "rank " << r << ", row " << i << ": the softmax's normalizer, "
+                            << "max + log Σ exp(logit − max) over the whole vocabulary: expected "
+                            << log_z[i] << ", your dlogits imply " << implied
+                            << " (check the two reductions: the row maxima over the group with "
+                            << "max, before the exponentials; then Σ exp(logit − max) summed "
+                            << "over the group)";
+            }
+            break;
+          }
         if (!(std::abs(got - loss) <= testing::kTol * std::abs(loss)))
-          ADD_FAILURE() << "rank " << r << ": the loss: expected " << loss << ", got " << got;
+          ADD_FAILURE() << "rank " << r << ": the loss: expected " << loss << ", got " << got
+                        << (normalizers_right
+                                ? " (the maxima and sums are right, as dlogits show: check the "
+                                  "target's logit, summed over the group with 0 from the ranks "
+                                  "that do not hold it, and loss = mean over rows of max + "
+                                  "log Σ − the target's logit)"
+                                : "");
         expect_near(r, want, dl, "the rank's columns of dlogits");
         // Two allreduces: rows maxima, then 2·rows sums -- never rows·vocab logits.
         EXPECT_EQ(sent.messages, 2 * 2 * (t - 1)) << "rank " << r << ": two ring allreduces";
