@@ -12,6 +12,7 @@
 #include "dtw/errors.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
+#include "dtw_expect_error.h"
 #include "dtw_train_test.h"
 
 namespace dtw::ch02::testing {
@@ -54,24 +55,8 @@ inline train::RunOutcome expect_matches(const train::RunSpec& spec, int ranks,
   return out;
 }
 
-/// Runs `fn` and expects a dtw::Error whose message contains every one of
-/// `parts` (the rank, the values); returns the message. A NotImplemented (a
-/// lab step still to write) passes through, so the test reads "not started".
-inline std::string expect_error(const std::function<void()>& fn,
-                                std::initializer_list<std::string> parts) {
-  try {
-    fn();
-  } catch (const NotImplemented&) {
-    throw;  // a lab step not written yet is not the error this test waits for
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(what.find(part), std::string::npos) << "'" << part << "' not in: " << what;
-    return what;
-  }
-  ADD_FAILURE() << "no error was raised";
-  return {};
-}
+// The bad-input check shared by the training chapters (tests/support).
+using dtw::testing::expect_error;
 
 /// Elements of the model of `spec`.
 inline std::int64_t model_size(const train::RunSpec& spec) {

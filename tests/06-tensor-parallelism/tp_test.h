@@ -18,6 +18,7 @@
 #include "dtw/model/shard.h"
 #include "dtw/train/reference.h"
 #include "dtw/train/strategy.h"
+#include "dtw_expect_error.h"
 #include "dtw_train_test.h"
 #include "tensor_parallel.h"
 
@@ -135,22 +136,7 @@ inline void expect_allreduces(const Comm& comm, const Sent& sent, std::int64_t a
       << what << ", rank " << r << " of " << t << ": bytes sent";
 }
 
-/// Runs `fn` and expects a dtw::Error whose message contains every part;
-/// a NotImplemented (a lab step not written yet) passes through.
-inline std::string expect_error(const std::function<void()>& fn,
-                                std::initializer_list<std::string> parts) {
-  try {
-    fn();
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(what.find(part), std::string::npos) << "'" << part << "' not in: " << what;
-    return what;
-  }
-  ADD_FAILURE() << "no error was raised";
-  return {};
-}
+// The bad-input check shared by the training chapters (tests/support).
+using dtw::testing::expect_error;
 
 }  // namespace dtw::ch06::testing

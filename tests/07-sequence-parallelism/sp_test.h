@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dtw/train/reference.h"
+#include "dtw_expect_error.h"
 #include "dtw_train_test.h"
 #include "sequence_parallelism.h"
 
@@ -277,22 +278,7 @@ inline train::RunOutcome expect_matches(const train::RunSpec& spec, int p,
   return out;
 }
 
-/// Runs fn and expects a dtw::Error containing every one of `parts`; a
-/// NotImplemented (a step not written yet) passes through.
-inline std::string expect_error(const std::function<void()>& fn,
-                                std::initializer_list<std::string> parts) {
-  try {
-    fn();
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(what.find(part), std::string::npos) << "'" << part << "' not in: " << what;
-    return what;
-  }
-  ADD_FAILURE() << "no error was raised";
-  return {};
-}
+// The bad-input check shared by the training chapters (tests/support).
+using dtw::testing::expect_error;
 
 }  // namespace dtw::ch07::testing
