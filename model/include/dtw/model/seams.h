@@ -16,14 +16,10 @@
 ///     embedding: wte lookup ─ leave(kEmbedding) ─ + wpe
 ///     head:      LNf ─ enter(kHead) ─ logits ─ vocab_max, vocab_sum ─ loss
 ///
-/// | seam           | tensor parallel (Megatron, ch06) | sequence parallel norms (Megatron-SP) |
-/// |----------------|----------------------------------|---------------------------------------|
-/// | enter          | f: identity                      | all-gather along the sequence          |
-/// | leave          | g: allreduce (sum of partials)   | reduce-scatter along the sequence      |
-/// | leave_backward | g backward: identity             | all-gather                             |
-/// | enter_backward | f backward: allreduce            | reduce-scatter                         |
-/// | attention()    | plain core on the rank's heads   | Ulysses: all-to-alls around a core; ring: K/V passed around |
-/// | vocab_max/sum  | allreduce max / sum over the vocabulary slices | —                       |
+/// Which collective plugs in at which seam is the lesson of the chapter that
+/// overrides them (chapter 06: Megatron's f and g, and sequence parallelism's
+/// all-gather and reduce-scatter; chapter 07: the attention cores), so this
+/// file says only when the model calls each seam and what it may return.
 ///
 /// Sizes may change at a seam (an all-gather makes more rows): a sublayer
 /// runs on the rows `enter` returns, and `leave` must return as many rows as
@@ -73,20 +69,19 @@ class Seams {
  public:
   virtual ~Seams() = default;
   /// Forward, before a sublayer: x [rows, dim] is the norm's output; returns
-  /// the sublayer's input (f: x itself; Megatron-SP: the all-gather of x).
+  /// the sublayer's input (x itself, or a new value in `buffer`).
   virtual std::span<const T> enter(Site site, int layer, std::span<const T> x,
                                    std::vector<T>& buffer);
   /// Forward, after a sublayer: y [rows, dim] is this rank's partial output
-  /// (before any bias); returns what the residual stream adds (g: the
-  /// allreduce of y, in place; Megatron-SP: a reduce-scatter into buffer).
+  /// (before any bias); returns what the residual stream adds (y, changed in
+  /// place or not, or a new value in `buffer`).
   virtual std::span<const T> leave(Site site, int layer, std::span<T> y, std::vector<T>& buffer);
   /// Backward of leave: dy is the gradient at what leave returned; returns the
-  /// gradient at the sublayer's output (g's backward: dy itself).
+  /// gradient at the sublayer's output.
   virtual std::span<const T> leave_backward(Site site, int layer, std::span<const T> dy,
                                             std::vector<T>& buffer);
   /// Backward of enter: dx is this rank's partial gradient at the sublayer's
-  /// input; returns the gradient at the norm's output (f's backward: the
-  /// allreduce of dx, in place).
+  /// input; returns the gradient at the norm's output.
   virtual std::span<const T> enter_backward(Site site, int layer, std::span<T> dx,
                                             std::vector<T>& buffer);
   /// What `enter(site, ...)` hands a block's sublayer when the residual
@@ -96,8 +91,7 @@ class Seams {
   /// then keeps it for the backward, BlockCache::attn_in and mlp_in). Only
   /// kAttention and kMlp are asked. Gpt::activation_bytes counts from this,
   /// and block_forward checks it against what enter returns, so a seam that
-  /// changes the rows must override both (Megatron-SP: the whole sequence,
-  /// seq·t tokens, in a new buffer). Default: seq itself, x itself.
+  /// changes the rows must override both. Default: seq itself, x itself.
   virtual SublayerInput sublayer_input(Site site, std::int64_t seq) const {
     (void)site;
     return {seq, false};
