@@ -23,8 +23,8 @@ using testing::DeviceArray;
 // million elements; and more columns (300007) than one pass of the grid has
 // threads (132 SMs × 8 blocks × 256 = 270336), so bias_backward's grid-stride
 // loop is exercised.
-constexpr MatrixShape kShapes[] = {{1, 1}, {1, 257}, {257, 1}, {7, 13}, {33, 300},
-                                   {1031, 1037}, {3, 300007}};
+constexpr MatrixShape kShapes[] = {{1, 1},    {1, 257},     {257, 1},   {7, 13},
+                                   {33, 300}, {1031, 1037}, {3, 300007}};
 // Element counts below, at and above one block, and one past a grid's pass.
 constexpr std::int64_t kCounts[] = {1, 15, 255, 256, 257, 1031, (1 << 21) + 7};
 
@@ -52,7 +52,8 @@ TYPED_TEST(CudaActivationsTest, BiasAddMatchesReferenceBitwise) {
   using T = TypeParam;
   for (const MatrixShape& s : kShapes) {
     SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
-    const std::vector<T> bias = random_values<T>(s.cols, 1), y0 = random_values<T>(s.rows * s.cols, 2);
+    const std::vector<T> bias = random_values<T>(s.cols, 1),
+                         y0 = random_values<T>(s.rows * s.cols, 2);
     std::vector<std::vector<T>> runs;
     for (int run = 0; run < 2; ++run) {
       DeviceArray<T> dy = on_device(y0), db = on_device(bias);
@@ -77,7 +78,8 @@ TYPED_TEST(CudaActivationsTest, BiasBackwardMatchesReference) {
   const double eps = std::numeric_limits<T>::epsilon();
   for (const MatrixShape& s : kShapes) {
     SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
-    const std::vector<T> dy = random_values<T>(s.rows * s.cols, 3), db0 = random_values<T>(s.cols, 4);
+    const std::vector<T> dy = random_values<T>(s.rows * s.cols, 3),
+                         db0 = random_values<T>(s.cols, 4);
     std::vector<std::vector<T>> runs;
     for (int run = 0; run < 2; ++run) {
       DeviceArray<T> d_db = on_device(db0), d_dy = on_device(dy);
@@ -227,7 +229,8 @@ TYPED_TEST(CudaActivationsTest, NegativeSizesAreInvalidArgument) {
                  {"device_bias_backward", "rows -6"});
   expect_invalid([&] { kernels::device_bias_backward(&v, &v, 2, -5); },
                  {"device_bias_backward", "cols -5"});
-  expect_invalid([&] { kernels::device_gelu_forward(&v, &v, -7); }, {"device_gelu_forward", "n -7"});
+  expect_invalid([&] { kernels::device_gelu_forward(&v, &v, -7); },
+                 {"device_gelu_forward", "n -7"});
   expect_invalid([&] { kernels::device_gelu_backward(&v, &v, &v, -9); },
                  {"device_gelu_backward", "n -9"});
   expect_invalid([&] { kernels::device_add_into(&v, &v, -11); }, {"device_add_into", "n -11"});

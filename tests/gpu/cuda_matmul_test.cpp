@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <latch>
 #include <limits>
 #include <thread>
@@ -27,9 +29,8 @@ struct Case {
 };
 // 1 in every position, odd shapes that are multiples of no tile size, a long
 // inner dimension (cuBLAS may split K), and one large product.
-constexpr Case kCases[] = {{1, 1, 1},    {1, 7, 1},     {7, 1, 5},      {1, 1, 300},
-                           {7, 13, 5},   {13, 7, 1},    {31, 17, 29},   {64, 33, 257},
-                           {3, 5, 4099}, {300, 257, 1025}};
+constexpr Case kCases[] = {{1, 1, 1},  {1, 7, 1},    {7, 1, 5},     {1, 1, 300},  {7, 13, 5},
+                           {13, 7, 1}, {31, 17, 29}, {64, 33, 257}, {3, 5, 4099}, {300, 257, 1025}};
 constexpr Trans kTrans[] = {Trans::kNo, Trans::kYes};
 
 template <class T>
@@ -61,9 +62,9 @@ std::vector<T> run_device(Trans ta, Trans tb, const Case& s, T alpha, const std:
 // reference product of |A| and |B|. A NaN anywhere fails the comparison.
 template <class T>
 void check_product(Trans ta, Trans tb, const Case& s, T alpha, T beta, const std::vector<T>& c0) {
-  SCOPED_TRACE(::testing::Message() << "m " << s.m << " n " << s.n << " k " << s.k << " ta "
-                                    << (ta == Trans::kYes) << " tb " << (tb == Trans::kYes)
-                                    << " alpha " << alpha << " beta " << beta);
+  SCOPED_TRACE(::testing::Message()
+               << "m " << s.m << " n " << s.n << " k " << s.k << " ta " << (ta == Trans::kYes)
+               << " tb " << (tb == Trans::kYes) << " alpha " << alpha << " beta " << beta);
   const std::vector<T> a = random_values<T>(s.m * s.k, 1), b = random_values<T>(s.k * s.n, 2);
   const std::vector<T> got = run_device(ta, tb, s, alpha, a, b, beta, c0);
   const std::vector<T> again = run_device(ta, tb, s, alpha, a, b, beta, c0);
@@ -122,15 +123,17 @@ TYPED_TEST(CudaMatmulTest, ZeroInnerSizeScalesCByBeta) {
     const std::vector<T> c0 = random_values<T>(s.m * s.n, 5);
     DeviceArray<T> dc(c0.size());
     dc.upload(c0);
-    kernels::device_matmul(Trans::kNo, Trans::kYes, s.m, s.n, 0, T(1), static_cast<const T*>(nullptr),
-                           static_cast<const T*>(nullptr), T(2), dc.data());
+    kernels::device_matmul(Trans::kNo, Trans::kYes, s.m, s.n, 0, T(1),
+                           static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), T(2),
+                           dc.data());
     std::vector<T> want = c0;
     kernels::matmul(Trans::kNo, Trans::kYes, s.m, s.n, 0, T(1), static_cast<const T*>(nullptr),
                     static_cast<const T*>(nullptr), T(2), want.data());
     EXPECT_TRUE(bitwise_equal(want, dc.download())) << "beta 2";  // one exact doubling each
     dc.upload(nan_vector<T>(s.m * s.n));
-    kernels::device_matmul(Trans::kYes, Trans::kNo, s.m, s.n, 0, T(1), static_cast<const T*>(nullptr),
-                           static_cast<const T*>(nullptr), T(0), dc.data());
+    kernels::device_matmul(Trans::kYes, Trans::kNo, s.m, s.n, 0, T(1),
+                           static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), T(0),
+                           dc.data());
     EXPECT_TRUE(bitwise_equal(std::vector<T>(c0.size(), T(0)), dc.download())) << "beta 0 over NaN";
   }
 }
@@ -144,9 +147,12 @@ TYPED_TEST(CudaMatmulTest, EmptyOutputTouchesNothing) {
   da.upload(random_values<T>(8, 6));
   db.upload(random_values<T>(8, 7));
   dc.upload(poison);
-  kernels::device_matmul(Trans::kNo, Trans::kNo, 0, 3, 2, T(1), da.data(), db.data(), T(0), dc.data());
-  kernels::device_matmul(Trans::kYes, Trans::kNo, 3, 0, 2, T(1), da.data(), db.data(), T(0), dc.data());
-  kernels::device_matmul(Trans::kNo, Trans::kYes, 0, 0, 0, T(1), da.data(), db.data(), T(0), dc.data());
+  kernels::device_matmul(Trans::kNo, Trans::kNo, 0, 3, 2, T(1), da.data(), db.data(), T(0),
+                         dc.data());
+  kernels::device_matmul(Trans::kYes, Trans::kNo, 3, 0, 2, T(1), da.data(), db.data(), T(0),
+                         dc.data());
+  kernels::device_matmul(Trans::kNo, Trans::kYes, 0, 0, 0, T(1), da.data(), db.data(), T(0),
+                         dc.data());
   EXPECT_TRUE(bitwise_equal(poison, dc.download()));
 }
 
@@ -166,11 +172,18 @@ TYPED_TEST(CudaMatmulTest, StreamsAndThreadsMatchALoneCall) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kRanks; ++t) {
     threads.emplace_back([&, t] {
+      // Every thread reaches the latch whatever fails, and nothing escapes a
+      // thread (std::terminate); a failure leaves got[t] empty, which fails below.
       cudaStream_t stream = nullptr;
-      if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return;
+      const bool created = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess;
       start.arrive_and_wait();
-      got[static_cast<std::size_t>(t)] =
-          run_device(Trans::kYes, Trans::kNo, s, T(1), a, b, T(0.5), c0, stream);
+      if (!created) return;
+      try {
+        got[static_cast<std::size_t>(t)] =
+            run_device(Trans::kYes, Trans::kNo, s, T(1), a, b, T(0.5), c0, stream);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "thread %d: %s\n", t, e.what());
+      }
       cudaStreamDestroy(stream);
     });
   }
@@ -183,23 +196,34 @@ TYPED_TEST(CudaMatmulTest, StreamsAndThreadsMatchALoneCall) {
 TYPED_TEST(CudaMatmulTest, BadArgumentsAreInvalidArgument) {
   using T = TypeParam;
   T x = 0;
-  expect_invalid([&] { kernels::device_matmul(Trans::kNo, Trans::kNo, -2, 1, 1, T(1), &x, &x, T(0), &x); },
-                 "m -2");
-  expect_invalid([&] { kernels::device_matmul(Trans::kNo, Trans::kNo, 1, -3, 1, T(1), &x, &x, T(0), &x); },
-                 "n -3");
-  expect_invalid([&] { kernels::device_matmul(Trans::kYes, Trans::kNo, 1, 1, -4, T(1), &x, &x, T(0), &x); },
-                 "k -4");
+  expect_invalid(
+      [&] { kernels::device_matmul(Trans::kNo, Trans::kNo, -2, 1, 1, T(1), &x, &x, T(0), &x); },
+      "m -2");
+  expect_invalid(
+      [&] { kernels::device_matmul(Trans::kNo, Trans::kNo, 1, -3, 1, T(1), &x, &x, T(0), &x); },
+      "n -3");
+  expect_invalid(
+      [&] { kernels::device_matmul(Trans::kYes, Trans::kNo, 1, 1, -4, T(1), &x, &x, T(0), &x); },
+      "k -4");
   const std::int64_t big = std::int64_t{1} << 31;
-  expect_invalid([&] { kernels::device_matmul(Trans::kNo, Trans::kNo, big, 1, 1, T(1), &x, &x, T(0), &x); },
-                 {"32-bit", "m 2147483648"});
-  expect_invalid([&] { kernels::device_matmul(Trans::kNo, Trans::kYes, 1, 1, big, T(1), &x, &x, T(0), &x); },
-                 {"32-bit", "k 2147483648"});
-  expect_invalid([&] { kernels::device_matmul(Trans::kNo, Trans::kNo, 2, 3, 4, T(1), &x, &x, T(0),
-                                              static_cast<T*>(nullptr)); },
-                 {"C is null", "m 2, n 3"});
-  expect_invalid([&] { kernels::device_matmul(Trans::kNo, Trans::kNo, 2, 3, 4, T(1),
-                                              static_cast<const T*>(nullptr), &x, T(0), &x); },
-                 {"A or B is null", "m 2, n 3, k 4"});
+  expect_invalid(
+      [&] { kernels::device_matmul(Trans::kNo, Trans::kNo, big, 1, 1, T(1), &x, &x, T(0), &x); },
+      {"32-bit", "m 2147483648"});
+  expect_invalid(
+      [&] { kernels::device_matmul(Trans::kNo, Trans::kYes, 1, 1, big, T(1), &x, &x, T(0), &x); },
+      {"32-bit", "k 2147483648"});
+  expect_invalid(
+      [&] {
+        kernels::device_matmul(Trans::kNo, Trans::kNo, 2, 3, 4, T(1), &x, &x, T(0),
+                               static_cast<T*>(nullptr));
+      },
+      {"C is null", "m 2, n 3"});
+  expect_invalid(
+      [&] {
+        kernels::device_matmul(Trans::kNo, Trans::kNo, 2, 3, 4, T(1),
+                               static_cast<const T*>(nullptr), &x, T(0), &x);
+      },
+      {"A or B is null", "m 2, n 3, k 4"});
 }
 
 }  // namespace

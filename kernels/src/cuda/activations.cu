@@ -42,8 +42,12 @@ __device__ __forceinline__ std::int64_t grid_stride() {
 // e^z with z clamped like detail::exp_saturating: float |z| ≤ 87, double z ≤ 700.
 // fmaxf/fminf return the other operand for a NaN z (as the host's bit clamp
 // does, a NaN z gives a finite e; gelu is NaN anyway through x).
-__device__ __forceinline__ float exp_saturating(float z) { return expf(fminf(fmaxf(z, -87.0f), 87.0f)); }
-__device__ __forceinline__ double exp_saturating(double z) { return exp(fmin(z, 700.0)); }
+__device__ __forceinline__ float exp_saturating(float z) {
+  return expf(fminf(fmaxf(z, -87.0f), 87.0f));
+}
+__device__ __forceinline__ double exp_saturating(double z) {
+  return exp(fmin(z, 700.0));
+}
 
 template <class T>
 __device__ __forceinline__ T gelu_value(T x) {
@@ -116,8 +120,8 @@ void device_bias_add(T* y, const T* bias, std::int64_t rows, std::int64_t cols, 
   check_size("device_bias_add", "cols", cols);
   if (rows == 0 || cols == 0) return;
   const std::int64_t count = rows * cols;
-  bias_add_kernel<T><<<grid_for(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      y, bias, count, cols);
+  bias_add_kernel<T>
+      <<<grid_for(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(y, bias, count, cols);
   DTW_CUDA_CHECK_LAUNCH();
 }
 
@@ -128,8 +132,8 @@ void device_bias_backward(T* dbias, const T* dy, std::int64_t rows, std::int64_t
   check_size("device_bias_backward", "cols", cols);
   // rows = 0 adds nothing: dbias += 0 would leave it bitwise unchanged (−0 aside), so skip it.
   if (rows == 0 || cols == 0) return;
-  bias_backward_kernel<T><<<grid_for(cols), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      dbias, dy, rows, cols);
+  bias_backward_kernel<T>
+      <<<grid_for(cols), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dbias, dy, rows, cols);
   DTW_CUDA_CHECK_LAUNCH();
 }
 
@@ -145,8 +149,8 @@ template <class T>
 void device_gelu_backward(T* dx, const T* x, const T* dy, std::int64_t n, void* stream) {
   check_size("device_gelu_backward", "n", n);
   if (n == 0) return;
-  gelu_backward_kernel<T><<<grid_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      dx, x, dy, n);
+  gelu_backward_kernel<T>
+      <<<grid_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dx, x, dy, n);
   DTW_CUDA_CHECK_LAUNCH();
 }
 
@@ -158,11 +162,11 @@ void device_add_into(T* y, const T* x, std::int64_t n, void* stream) {
   DTW_CUDA_CHECK_LAUNCH();
 }
 
-#define DTW_INSTANTIATE(T)                                                                  \
-  template void device_bias_add<T>(T*, const T*, std::int64_t, std::int64_t, void*);       \
-  template void device_bias_backward<T>(T*, const T*, std::int64_t, std::int64_t, void*);  \
-  template void device_gelu_forward<T>(T*, const T*, std::int64_t, void*);                 \
-  template void device_gelu_backward<T>(T*, const T*, const T*, std::int64_t, void*);      \
+#define DTW_INSTANTIATE(T)                                                                \
+  template void device_bias_add<T>(T*, const T*, std::int64_t, std::int64_t, void*);      \
+  template void device_bias_backward<T>(T*, const T*, std::int64_t, std::int64_t, void*); \
+  template void device_gelu_forward<T>(T*, const T*, std::int64_t, void*);                \
+  template void device_gelu_backward<T>(T*, const T*, const T*, std::int64_t, void*);     \
   template void device_add_into<T>(T*, const T*, std::int64_t, void*);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)

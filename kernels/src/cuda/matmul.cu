@@ -16,15 +16,15 @@ namespace {
 
 constexpr int kThreads = 256;
 
-#define DTW_CUBLAS_CHECK(expr, m, n, k)                                                       \
-  do {                                                                                        \
-    const cublasStatus_t dtw_cublas_rc_ = (expr);                                             \
-    if (dtw_cublas_rc_ != CUBLAS_STATUS_SUCCESS)                                              \
-      ::dtw::detail::raise<::dtw::CudaError>(                                                 \
-          ::dtw::detail::Message() << #expr << " failed for m " << (m) << ", n " << (n)       \
-                                   << ", k " << (k) << ": " << cublasGetStatusName(dtw_cublas_rc_) \
-                                   << " (" << cublasGetStatusString(dtw_cublas_rc_) << ")",   \
-          __FILE__, __LINE__);                                                                \
+#define DTW_CUBLAS_CHECK(expr, m, n, k)                                                           \
+  do {                                                                                            \
+    const cublasStatus_t dtw_cublas_rc_ = (expr);                                                 \
+    if (dtw_cublas_rc_ != CUBLAS_STATUS_SUCCESS)                                                  \
+      ::dtw::detail::raise<::dtw::CudaError>(                                                     \
+          ::dtw::detail::Message() << #expr << " failed for m " << (m) << ", n " << (n) << ", k " \
+                                   << (k) << ": " << cublasGetStatusName(dtw_cublas_rc_) << " ("  \
+                                   << cublasGetStatusString(dtw_cublas_rc_) << ")",               \
+          __FILE__, __LINE__);                                                                    \
   } while (0)
 
 // The calling thread's handles, one per device (a handle is tied to the device
@@ -62,7 +62,9 @@ cublasHandle_t handle_for_this_thread(std::int64_t m, std::int64_t n, std::int64
   return handles.get(device, m, n, k);
 }
 
-cublasOperation_t to_cublas(Trans t) { return t == Trans::kYes ? CUBLAS_OP_T : CUBLAS_OP_N; }
+cublasOperation_t to_cublas(Trans t) {
+  return t == Trans::kYes ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
 
 cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                     int k, const float* alpha, const float* a, int lda, const float* b, int ldb,
@@ -82,8 +84,8 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
 template <class T>
 __global__ void scale_kernel(T* __restrict__ c, std::int64_t count, T beta) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       i < count; i += stride)
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride)
     c[i] = beta == T(0) ? T(0) : beta * c[i];
 }
 
@@ -125,14 +127,14 @@ void device_matmul(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n,
   // Row-major leading dimensions as stored: A is m×k (k×m transposed), B k×n (n×k), C m×n.
   const int lda = static_cast<int>(trans_a == Trans::kYes ? m : k);
   const int ldb = static_cast<int>(trans_b == Trans::kYes ? k : n);
-  DTW_CUBLAS_CHECK(gemm(handle, to_cublas(trans_b), to_cublas(trans_a), static_cast<int>(n),
-                        static_cast<int>(m), static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, c,
-                        static_cast<int>(n)),
-                   m, n, k);
+  DTW_CUBLAS_CHECK(
+      gemm(handle, to_cublas(trans_b), to_cublas(trans_a), static_cast<int>(n), static_cast<int>(m),
+           static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, c, static_cast<int>(n)),
+      m, n, k);
 }
 
-#define DTW_INSTANTIATE(T)                                                                     \
-  template void device_matmul<T>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, T,    \
+#define DTW_INSTANTIATE(T)                                                                  \
+  template void device_matmul<T>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, T, \
                                  const T*, const T*, T, T*, void*);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)

@@ -37,8 +37,7 @@ void device_gelu_forward(T* y, const T* x, std::int64_t n, void* stream = nullpt
 
 /// `dx = dy · gelu'(x)` for n elements (overwrites dx; dx may alias dy).
 template <class T>
-void device_gelu_backward(T* dx, const T* x, const T* dy, std::int64_t n,
-                          void* stream = nullptr);
+void device_gelu_backward(T* dx, const T* x, const T* dy, std::int64_t n, void* stream = nullptr);
 
 /// `y[i] += x[i]` for n elements: bitwise what add_into gives.
 template <class T>
