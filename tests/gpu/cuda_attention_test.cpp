@@ -112,7 +112,8 @@ TYPED_TEST(CudaAttentionTest, PlainMatchesReference) {
     expect_close(want.dq, runs[0].dq, tol, "dq");
     expect_close(want.dk, runs[0].dk, tol, "dk");
     expect_close(want.dv, runs[0].dv, tol, "dv");
-    for (auto m : {&Result<T>::out, &Result<T>::probs, &Result<T>::dq, &Result<T>::dk, &Result<T>::dv})
+    for (auto m :
+         {&Result<T>::out, &Result<T>::probs, &Result<T>::dq, &Result<T>::dk, &Result<T>::dv})
       expect_bitwise(runs[0].*m, runs[1].*m, "plain attention");
   }
 }
@@ -138,8 +139,8 @@ TYPED_TEST(CudaAttentionTest, BlockForwardAndBackwardMatchHost) {
   using T = TypeParam;
   for (const OffsetCase& c : kOffsetCases) {
     const AttentionShape& s = c.shape;
-    SCOPED_TRACE(describe(s, c.causal) + " q_offset " + std::to_string(c.q_offset) +
-                 " k_offset " + std::to_string(c.k_offset));
+    SCOPED_TRACE(describe(s, c.causal) + " q_offset " + std::to_string(c.q_offset) + " k_offset " +
+                 std::to_string(c.k_offset));
     const Inputs<T> in(s, 43);
     Result<T> want(s);
     // Gradients accumulate: they start from random values, not zeros.
@@ -151,9 +152,9 @@ TYPED_TEST(CudaAttentionTest, BlockForwardAndBackwardMatchHost) {
     kernels::attention_block_forward(want.out.data(), want.lse.data(), in.q.data(), in.k.data(),
                                      in.v.data(), s, c.q_offset, c.k_offset, c.causal);
     kernels::attention_block_backward(want.dq.data(), want.dk.data(), want.dv.data(),
-                                      in.dout.data(), want.out.data(), want.lse.data(),
-                                      in.q.data(), in.k.data(), in.v.data(), s, c.q_offset,
-                                      c.k_offset, c.causal);
+                                      in.dout.data(), want.out.data(), want.lse.data(), in.q.data(),
+                                      in.k.data(), in.v.data(), s, c.q_offset, c.k_offset,
+                                      c.causal);
     auto q = to_device(in.q), k = to_device(in.k), v = to_device(in.v), dout = to_device(in.dout);
     auto out_in = to_device(want.out), lse_in = to_device(want.lse);
     Result<T> runs[2] = {Result<T>(s), Result<T>(s)};
@@ -174,7 +175,8 @@ TYPED_TEST(CudaAttentionTest, BlockForwardAndBackwardMatchHost) {
     expect_close(want.dq, runs[0].dq, tol, "dq");
     expect_close(want.dk, runs[0].dk, tol, "dk");
     expect_close(want.dv, runs[0].dv, tol, "dv");
-    for (auto m : {&Result<T>::out, &Result<T>::lse, &Result<T>::dq, &Result<T>::dk, &Result<T>::dv})
+    for (auto m :
+         {&Result<T>::out, &Result<T>::lse, &Result<T>::dq, &Result<T>::dk, &Result<T>::dv})
       expect_bitwise(runs[0].*m, runs[1].*m, "block attention");
   }
 }
@@ -192,8 +194,10 @@ TYPED_TEST(CudaAttentionTest, MergeMatchesHost) {
     for (std::int64_t i = 0; i < rows; i += 5) lse[i] = T(-kInfinity);
     for (std::int64_t i = 0; i < rows; i += 7) lse_b[i] = T(-kInfinity);
     double big_lse = 0, big_out = 1;
-    for (T x : lse) big_lse = std::isfinite(double(x)) ? std::max(big_lse, std::abs(double(x))) : big_lse;
-    for (T x : lse_b) big_lse = std::isfinite(double(x)) ? std::max(big_lse, std::abs(double(x))) : big_lse;
+    for (T x : lse)
+      big_lse = std::isfinite(double(x)) ? std::max(big_lse, std::abs(double(x))) : big_lse;
+    for (T x : lse_b)
+      big_lse = std::isfinite(double(x)) ? std::max(big_lse, std::abs(double(x))) : big_lse;
     for (T x : out) big_out = std::max(big_out, std::abs(double(x)));
     for (T x : out_b) big_out = std::max(big_out, std::abs(double(x)));
     auto d_out_b = to_device(out_b), d_lse_b = to_device(lse_b);
@@ -231,10 +235,9 @@ TYPED_TEST(CudaAttentionTest, BlockwiseMatchesHost) {
       Result<T> want(s);
       kernels::attention_blockwise_forward(want.out.data(), want.lse.data(), in.q.data(),
                                            in.k.data(), in.v.data(), s, block, c.causal);
-      kernels::attention_blockwise_backward(want.dq.data(), want.dk.data(), want.dv.data(),
-                                            in.dout.data(), want.out.data(), want.lse.data(),
-                                            in.q.data(), in.k.data(), in.v.data(), s, block,
-                                            c.causal);
+      kernels::attention_blockwise_backward(
+          want.dq.data(), want.dk.data(), want.dv.data(), in.dout.data(), want.out.data(),
+          want.lse.data(), in.q.data(), in.k.data(), in.v.data(), s, block, c.causal);
       // The backward starts from the host's out and lse: only the backward differs.
       auto out_in = to_device(want.out), lse_in = to_device(want.lse);
       Result<T> runs[2] = {Result<T>(s), Result<T>(s)};
@@ -256,7 +259,8 @@ TYPED_TEST(CudaAttentionTest, BlockwiseMatchesHost) {
       expect_close(want.dq, runs[0].dq, tol, "dq");
       expect_close(want.dk, runs[0].dk, tol, "dk");
       expect_close(want.dv, runs[0].dv, tol, "dv");
-      for (auto m : {&Result<T>::out, &Result<T>::lse, &Result<T>::dq, &Result<T>::dk, &Result<T>::dv})
+      for (auto m :
+           {&Result<T>::out, &Result<T>::lse, &Result<T>::dq, &Result<T>::dk, &Result<T>::dv})
         expect_bitwise(runs[0].*m, runs[1].*m, "blockwise attention");
     }
   }
@@ -266,22 +270,37 @@ TYPED_TEST(CudaAttentionTest, BlockwiseMatchesHost) {
 TEST(CudaAttentionArgsTest, RejectsBadSizesNamingThem) {
   float* p = nullptr;
   using kernels::device_attention_backward, kernels::device_attention_block_backward;
-  expect_invalid([&] { kernels::device_attention_forward(p, p, p, p, p, {1, 1, -2, 3, 4}); },
-                 {"device_attention_forward", "q_len -2"});
-  expect_invalid([&] { kernels::device_attention_forward(p, p, p, p, p, {1, 1, 3, 4, 2}, true); },
-                 {"q_len 3", "kv_len 4"});
-  expect_invalid([&] { device_attention_backward(p, p, p, p, p, p, p, p, {-1, 1, 2, 2, 2}); },
-                 {"device_attention_backward", "batch -1"});
   expect_invalid(
-      [&] { kernels::device_attention_block_forward(p, p, p, p, p, {1, 1, 2, 3, -5}, 0, 0); },
+      [&] {
+        kernels::device_attention_forward(p, p, p, p, p, {1, 1, -2, 3, 4});
+      },
+      {"device_attention_forward", "q_len -2"});
+  expect_invalid(
+      [&] {
+        kernels::device_attention_forward(p, p, p, p, p, {1, 1, 3, 4, 2}, true);
+      },
+      {"q_len 3", "kv_len 4"});
+  expect_invalid(
+      [&] {
+        device_attention_backward(p, p, p, p, p, p, p, p, {-1, 1, 2, 2, 2});
+      },
+      {"device_attention_backward", "batch -1"});
+  expect_invalid(
+      [&] {
+        kernels::device_attention_block_forward(p, p, p, p, p, {1, 1, 2, 3, -5}, 0, 0);
+      },
       {"device_attention_block_forward", "head_dim -5"});
   expect_invalid([&] { kernels::device_attention_merge(p, p, p, p, -3, 4); },
                  {"device_attention_merge", "rows -3", "head_dim 4"});
   expect_invalid(
-      [&] { device_attention_block_backward(p, p, p, p, p, p, p, p, p, {1, -2, 2, 2, 2}, 0, 0); },
+      [&] {
+        device_attention_block_backward(p, p, p, p, p, p, p, p, p, {1, -2, 2, 2, 2}, 0, 0);
+      },
       {"device_attention_block_backward", "heads -2"});
   expect_invalid(
-      [&] { kernels::device_attention_blockwise_forward(p, p, p, p, p, {1, 1, 2, 2, 2}, 0); },
+      [&] {
+        kernels::device_attention_blockwise_forward(p, p, p, p, p, {1, 1, 2, 2, 2}, 0);
+      },
       {"device_attention_blockwise_forward", "block 0"});
   expect_invalid(
       [&] {

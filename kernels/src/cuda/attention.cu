@@ -49,15 +49,15 @@ void device_attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* prob
   cuda_detail::StreamScratch<T> delta(heads * shape.q_len, st);
   cuda_detail::launch_delta_from_probs<T>(delta.get(), dout, probs, v, g, st);
   // Overwrites: with q_len 0 (or kv_len 0) the empty sums leave zeros.
-  cuda_detail::launch_backward<T>(dq, dk, dv, dout, probs, nullptr, delta.get(), q, k, v, g,
-                                  false, st);
+  cuda_detail::launch_backward<T>(dq, dk, dv, dout, probs, nullptr, delta.get(), q, k, v, g, false,
+                                  st);
 }
 
-#define DTW_INSTANTIATE(T)                                                                 \
-  template void device_attention_forward<T>(T*, T*, const T*, const T*, const T*,          \
-                                            const AttentionShape&, bool, void*);           \
-  template void device_attention_backward<T>(T*, T*, T*, const T*, const T*, const T*,     \
-                                             const T*, const T*, const AttentionShape&, void*);
+#define DTW_INSTANTIATE(T)                                                                       \
+  template void device_attention_forward<T>(T*, T*, const T*, const T*, const T*,                \
+                                            const AttentionShape&, bool, void*);                 \
+  template void device_attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, \
+                                             const T*, const AttentionShape&, void*);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)
 #undef DTW_INSTANTIATE

@@ -52,15 +52,15 @@ template <class T>
 void device_attention_merge(T* out, T* lse, const T* out_b, const T* lse_b, std::int64_t rows,
                             std::int64_t head_dim, void* stream) {
   DTW_CHECK_ARG(rows >= 0 && head_dim >= 0,
-                "device_attention_merge: sizes must not be negative (rows "
-                    << rows << ", head_dim " << head_dim << ")");
+                "device_attention_merge: sizes must not be negative (rows " << rows << ", head_dim "
+                                                                            << head_dim << ")");
   cuda_detail::launch_merge<T>(out, lse, out_b, lse_b, rows, head_dim,
                                static_cast<cudaStream_t>(stream));
 }
 
 template <class T>
-void device_attention_block_backward(T* dq, T* dk, T* dv, const T* dout, const T* out,
-                                     const T* lse, const T* q, const T* k, const T* v,
+void device_attention_block_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse,
+                                     const T* q, const T* k, const T* v,
                                      const AttentionShape& shape, std::int64_t q_offset,
                                      std::int64_t k_offset, bool causal, void* stream) {
   detail::check_attention_shape("device_attention_block_backward", shape);
@@ -131,22 +131,19 @@ void device_attention_blockwise_backward(T* dq, T* dk, T* dv, const T* dout, con
 }
 
 #define DTW_INSTANTIATE(T)                                                                        \
-  template void device_attention_block_forward<T>(T*, T*, const T*, const T*, const T*,          \
+  template void device_attention_block_forward<T>(T*, T*, const T*, const T*, const T*,           \
                                                   const AttentionShape&, std::int64_t,            \
                                                   std::int64_t, bool, void*);                     \
-  template void device_attention_merge<T>(T*, T*, const T*, const T*, std::int64_t,              \
-                                          std::int64_t, void*);                                   \
-  template void device_attention_block_backward<T>(T*, T*, T*, const T*, const T*, const T*,     \
-                                                   const T*, const T*, const T*,                  \
-                                                   const AttentionShape&, std::int64_t,           \
-                                                   std::int64_t, bool, void*);                    \
-  template void device_attention_blockwise_forward<T>(T*, T*, const T*, const T*, const T*,      \
-                                                      const AttentionShape&, std::int64_t, bool,  \
-                                                      void*);                                     \
-  template void device_attention_blockwise_backward<T>(T*, T*, T*, const T*, const T*, const T*, \
-                                                       const T*, const T*, const T*,              \
-                                                       const AttentionShape&, std::int64_t, bool, \
-                                                       void*);
+  template void device_attention_merge<T>(T*, T*, const T*, const T*, std::int64_t, std::int64_t, \
+                                          void*);                                                 \
+  template void device_attention_block_backward<T>(                                               \
+      T*, T*, T*, const T*, const T*, const T*, const T*, const T*, const T*,                     \
+      const AttentionShape&, std::int64_t, std::int64_t, bool, void*);                            \
+  template void device_attention_blockwise_forward<T>(                                            \
+      T*, T*, const T*, const T*, const T*, const AttentionShape&, std::int64_t, bool, void*);    \
+  template void device_attention_blockwise_backward<T>(                                           \
+      T*, T*, T*, const T*, const T*, const T*, const T*, const T*, const T*,                     \
+      const AttentionShape&, std::int64_t, bool, void*);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)
 #undef DTW_INSTANTIATE

@@ -28,15 +28,15 @@ struct Geometry {
 // Block (probs == nullptr): writes out and lse; a row seeing no key gets
 // out 0 and lse −∞.
 template <class T>
-void launch_forward(T* out, T* lse, T* probs, const T* q, const T* k, const T* v,
-                    const Geometry& g, cudaStream_t stream);
+void launch_forward(T* out, T* lse, T* probs, const T* q, const T* k, const T* v, const Geometry& g,
+                    cudaStream_t stream);
 
 // delta[h·q_len + i] = D_i, the softmax backward's row term Σ_j P_ij dP_ij:
 // from probs (plain), or as dout_i · out_i when out is the final output
 // (blockwise; the same number, see attention_blockwise.cpp).
 template <class T>
-void launch_delta_from_probs(T* delta, const T* dout, const T* probs, const T* v,
-                             const Geometry& g, cudaStream_t stream);
+void launch_delta_from_probs(T* delta, const T* dout, const T* probs, const T* v, const Geometry& g,
+                             cudaStream_t stream);
 template <class T>
 void launch_delta_from_out(T* delta, const T* dout, const T* out, const Geometry& g,
                            cudaStream_t stream);

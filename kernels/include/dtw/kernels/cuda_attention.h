@@ -51,8 +51,8 @@ void device_attention_merge(T* out, T* lse, const T* out_b, const T* lse_b, std:
 /// attention_block_backward on the device: accumulates (+=) one key block's
 /// contribution into dq, dk and dv, given the final out and lse.
 template <class T>
-void device_attention_block_backward(T* dq, T* dk, T* dv, const T* dout, const T* out,
-                                     const T* lse, const T* q, const T* k, const T* v,
+void device_attention_block_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse,
+                                     const T* q, const T* k, const T* v,
                                      const AttentionShape& shape, std::int64_t q_offset,
                                      std::int64_t k_offset, bool causal = true,
                                      void* stream = nullptr);
