@@ -50,21 +50,23 @@ void check_forward(Shape s, std::uint64_t key) {
     kernels::device_softmax_forward(d_y.data(), d_x.data(), s.rows, s.cols);
     out = d_y.download();
   }
-  // Term c's exponential on the device is off (relatively) by the exp's own
+  // Term c's exponential on each side is off (relatively) by the exp's own
   // error, kExpUlps ulp ≤ 2·kExpUlps·u, plus u·|x − max| from rounding x − max
-  // in T (d e^z = e^z dz); the reference takes it in double. The sum of these
-  // positive terms is then off by at most the largest term's error (E), plus
-  // the two sums' orders (2γ_cols). Then 1/sum and the product round in T and
-  // the reference rounds once: 3u. So y is off by y·(e_c + E + 2γ + 3u).
+  // (d e^z = e^z dz): twice that for the two sides, e_c (the reference works
+  // in double, so in float its share is far smaller, but in double it is not).
+  // The sum of these positive terms is then off by at most the largest term's
+  // error (E), plus the two sums' orders (2γ_cols). Then 1/sum and the product
+  // round on the device, the division and the cast to T on the reference: 4u.
+  // So y is off by y·(e_c + E + 2γ + 4u).
   const double u = unit_roundoff<T>(), sb = 2 * sum_bound(s.cols);
   std::vector<double> tol(n);
   for (std::int64_t r = 0; r < s.rows; ++r) {
     const T* xr = x.data() + r * s.cols;
     const double max = *std::max_element(xr, xr + s.cols);
-    const double big_e = 2 * kExpUlps<T> * u + u * (max - *std::min_element(xr, xr + s.cols));
+    const double big_e = 2 * (2 * kExpUlps<T> * u + u * (max - *std::min_element(xr, xr + s.cols)));
     for (std::int64_t c = 0; c < s.cols; ++c) {
-      const double e = 2 * kExpUlps<T> * u + u * (max - xr[c]);
-      tol[r * s.cols + c] = std::fabs(double(y[r * s.cols + c])) * (e + big_e + sb + 3 * u);
+      const double e = 2 * (2 * kExpUlps<T> * u + u * (max - xr[c]));
+      tol[r * s.cols + c] = std::fabs(double(y[r * s.cols + c])) * (e + big_e + sb + 4 * u);
     }
   }
   const char* type = sizeof(T) == 4 ? "float" : "double";
@@ -93,8 +95,8 @@ void check_backward(Shape s, std::uint64_t key) {
   }
   // dx = y·(dy − d), d = Σ y·dy. The two dot products differ by their sums'
   // orders (2γ_cols of Σ|y·dy|) and the device rounds d to T (u·|d|); then
-  // dy − d and the product round in T and the reference rounds once: 3u of
-  // y·(|dy| + |d|) covers all the roundings.
+  // dy − d and the product round in T, the reference's dy − d, product and
+  // cast to T: at most 6 roundings of y·(|dy| + |d|), 6u.
   const double u = unit_roundoff<T>(), sb = 2 * sum_bound(s.cols);
   std::vector<double> tol(n);
   for (std::int64_t r = 0; r < s.rows; ++r) {
@@ -106,7 +108,7 @@ void check_backward(Shape s, std::uint64_t key) {
     for (std::int64_t c = 0; c < s.cols; ++c) {
       const std::int64_t i = r * s.cols + c;
       tol[i] = std::fabs(double(y[i])) *
-               (3 * u * (std::fabs(double(dy[i])) + std::fabs(dot)) + sb * abs_dot);
+               (6 * u * (std::fabs(double(dy[i])) + std::fabs(dot)) + sb * abs_dot);
     }
   }
   const char* type = sizeof(T) == 4 ? "float" : "double";
