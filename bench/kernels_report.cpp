@@ -6,6 +6,7 @@
 //      tokens/s, and the step against its GEMM floor — every matmul of the
 //      step timed on its own and summed (target: step ≤ 1.5× that floor, i.e.
 //      the work between the matmuls is not the bottleneck).
+// With --device cuda it reports the CUDA kernels instead (kernels_report_cuda.cpp).
 #include <cblas.h>
 #include <fmt/core.h>
 
@@ -23,6 +24,7 @@
 #include "cli_values.h"
 #include "dtw/errors.h"
 #include "exit_codes.h"
+#include "kernels_report_cuda.h"
 #include "dtw/kernels/attention.h"
 #include "dtw/kernels/matmul.h"
 #include "dtw/model/config.h"
@@ -220,13 +222,20 @@ int main(int argc, char** argv) {
   std::int64_t size = 512, batch = 8;
   int repeats = 9, steps = 4;
   std::string model = "gpt-small";
+  std::string device = "host";
   // Three n x n matrices of floats: 16384 needs 3 GiB.
   add_int(app, "--size", size, "matmul size n (n x n x n)", {1, 16384});
   add_int(app, "--repeats", repeats, "timed runs per kernel (median)", {1, 100000});
   app.add_option("--model", model, "model of the training-step section (a GPT)")->capture_default_str();
   add_int(app, "--batch", batch, "sequences per step", {1, 1 << 20});
   add_int(app, "--steps", steps, "timed training steps (median)", {1, 100000});
+  app.add_option("--device", device,
+                 "host (the sections above) or cuda (every CUDA kernel at GPT-2-124M shapes, each against "
+                 "its ceiling: a device copy, or cuBLAS called directly)")
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->capture_default_str();
   return dtw::cli::bench_main(app, argc, argv, [&] {
+    if (device == "cuda") return dtw::bench::cuda_kernels_report(repeats);
     // Every value is checked before the first section measures anything.
     const dtw::model::ModelConfig config = dtw::model::model_config(model);
     DTW_CHECK_ARG(config.kind == dtw::model::ModelKind::kGpt,
