@@ -19,12 +19,14 @@ namespace {
 
 using testing::DeviceArray;
 
-// 1 row and 1 column; odd sizes that divide no block size; one matrix of a
-// million elements; and more columns (300007) than one pass of the grid has
-// threads (132 SMs × 8 blocks × 256 = 270336), so bias_backward's grid-stride
-// loop is exercised.
+// 1 row and 1 column; odd sizes that divide no block size; columns that are
+// a multiple of the 16-byte vector (300: bias_add's vector path) and ones
+// that are not; one matrix of a million elements; more columns (300007) than
+// one pass of the grid has threads (132 SMs × 8 blocks × 256 = 270336), so the
+// grid-stride loops are exercised; and a tall matrix whose rows (70001) make
+// bias_backward sum 1094 chunks of 64 rows, the last one partial.
 constexpr MatrixShape kShapes[] = {{1, 1},    {1, 257},     {257, 1},   {7, 13},
-                                   {33, 300}, {1031, 1037}, {3, 300007}};
+                                   {33, 300}, {1031, 1037}, {3, 300007}, {70001, 5}};
 // Element counts below, at and above one block, and one past a grid's pass.
 constexpr std::int64_t kCounts[] = {1, 15, 255, 256, 257, 1031, (1 << 21) + 7};
 

@@ -23,8 +23,12 @@ template <class T>
 void device_bias_add(T* y, const T* bias, std::int64_t rows, std::int64_t cols,
                      void* stream = nullptr);
 
-/// `dbias[c] += sum over r of dy[r][c]`, each column summed in double in row
-/// order (as bias_backward_reference does), then added to dbias once.
+/// `dbias[c] += sum over r of dy[r][c]`, summed in double -- in chunks of 64
+/// rows, each in row order, then the chunks in order, so the result can differ
+/// from bias_backward_reference's single row-order sum by the rounding of a
+/// double sum (not at all once rounded to float, as a rule) -- then added to
+/// dbias once. Takes rows/64·cols doubles of scratch from the stream's memory
+/// pool (cudaMallocAsync) and returns them on the stream.
 template <class T>
 void device_bias_backward(T* dbias, const T* dy, std::int64_t rows, std::int64_t cols,
                           void* stream = nullptr);
