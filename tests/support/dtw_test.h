@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cmath>
 #include <exception>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,15 +77,37 @@ class LaunchProgress {
     std::lock_guard lock(mu_);
     at_[rank] = {opened, std::move(lines)};
   }
+  // A rank of this process starts; it later finishes, or stops with an error
+  // (its scopes then stay published as they were).
+  void enter() {
+    std::lock_guard lock(mu_);
+    ++running_;
+  }
   void finish(int rank) {
     std::lock_guard lock(mu_);
     at_.erase(rank);
+    --running_;
+    stopped_.notify_all();
+  }
+  void stop() {
+    std::lock_guard lock(mu_);
+    --running_;
+    stopped_.notify_all();
+  }
+  // Waits, at most `limit`, until no rank of this process runs. After a
+  // deadlock every rank stops soon; until then a rank whose last call has
+  // completed but which has not yet run on may still look behind (it is in
+  // the previous case), and would be named instead of the stuck one.
+  void wait_until_stopped(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu_);
+    stopped_.wait_for(lock, limit, [&] { return running_ <= 0 || disabled_; });
   }
   // A second rank on one thread: the ranks are fibers sharing its
   // thread-local state, so nothing here can be told apart; stop.
   void disable() {
     std::lock_guard lock(mu_);
     disabled_ = true;
+    stopped_.notify_all();
   }
   // The live lines of the rank behind, as its scopes were when it stopped
   // (`mine` when this rank is among the ranks behind, or nothing is known).
@@ -106,7 +129,9 @@ class LaunchProgress {
     std::vector<std::string> lines;
   };
   std::mutex mu_;
+  std::condition_variable stopped_;
   std::map<int, Entry> at_;
+  int running_ = 0;
   bool disabled_ = false;
 };
 
@@ -192,17 +217,22 @@ inline RankFunction with_context(const RankFunction& fn) {
     const detail::RankProgress saved = detail::rank_progress();
     if (saved.launch == progress.get()) progress->disable();
     detail::rank_progress() = {progress.get(), comm.rank(), 0};
+    progress->enter();
     try {
       fn(comm);
     } catch (Error& e) {
       std::vector<std::string> own = std::move(detail::unwound_context());
       detail::unwound_context().clear();
-      if (dynamic_cast<const DeadlockError*>(&e) != nullptr)
+      progress->stop();
+      if (dynamic_cast<const DeadlockError*>(&e) != nullptr) {
+        progress->wait_until_stopped(std::chrono::seconds(2));
         own = progress->behind(comm.rank(), std::move(own));
+      }
       detail::attach_context(e, own, outer);
       detail::rank_progress() = saved;
       throw;
     } catch (...) {
+      progress->stop();
       detail::rank_progress() = saved;
       throw;
     }
