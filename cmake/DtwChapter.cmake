@@ -91,6 +91,20 @@ function(_dtw_test_support)
   target_include_directories(dtw_test_main PRIVATE "${support}")
   target_link_libraries(dtw_test_main PRIVATE GTest::gtest)
   dtw_target_warnings(dtw_test_main)
+  # The headers every test file includes -- GoogleTest, GoogleMock, dtw_test.h
+  # and <dtw/dtw.h> -- are half of a test file's compile time (3.3 of 6.4 s
+  # for tests/core/p2p_test.cpp). Precompiled once here, and reused by every
+  # test program (tests/) and every chapter's test objects, which compile with
+  # the same flags; a file with other flags would only parse them as usual.
+  add_library(dtw_test_pch OBJECT "${support}/dtw_test_pch.cpp")
+  target_include_directories(dtw_test_pch PRIVATE "${support}" "${PROJECT_SOURCE_DIR}/model/include")
+  target_link_libraries(dtw_test_pch PRIVATE dtw::core GTest::gmock GTest::gtest)
+  if(CMAKE_CXX_FLAGS MATCHES "-fsanitize=thread")
+    target_compile_definitions(dtw_test_pch PRIVATE DTW_TSAN=1)  # as tests/CMakeLists.txt defines it
+  endif()
+  target_precompile_headers(dtw_test_pch PRIVATE <gtest/gtest.h> <gmock/gmock.h> <dtw/dtw.h>
+    "${support}/dtw_test.h")
+  dtw_target_warnings(dtw_test_pch)
 endfunction()
 
 # An object library with what main() (tests/support/dtw_test_main.cpp) needs
@@ -363,6 +377,7 @@ function(dtw_add_chapter name)
     target_link_libraries(ch${id}_test_objects PUBLIC dtw::core ${ARG_LIBS} ${dep_libs} GTest::gtest
       ${ARG_TEST_LIBS})
     dtw_target_warnings(ch${id}_test_objects)
+    target_precompile_headers(ch${id}_test_objects REUSE_FROM dtw_test_pch)
     _dtw_test_main(ch${id}_main_solution "${step_ids}" 1)
     _dtw_test_main(ch${id}_main_lab "${step_ids}" 0)
 

@@ -98,7 +98,7 @@ TEST_F(OutputFileTest, AFolderTheFilesystemRefusesIsRefusedAndNothingIsLeft) {
   if (!fs::is_directory("/proc/self")) GTEST_SKIP() << "no /proc on this system";
   for (const std::string dir : {"/proc/dtw-check", "/proc/dtw-check/a/b"}) {
     EXPECT_THAT(message_of<InvalidArgument>([&] { check_folder_writable(dir, "save=" + dir); }),
-                testing::ContainsRegex("save=" + dir + ": cannot (make|write into) the folder " + dir));
+                ::testing::ContainsRegex("save=" + dir + ": cannot (make|write into) the folder " + dir));
   }
   EXPECT_THAT(message_of<InvalidArgument>([&] { check_folder_writable("/proc", "save"); }),
               HasSubstr("save: cannot write into the folder /proc"));
