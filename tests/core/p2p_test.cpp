@@ -139,6 +139,34 @@ TEST(P2pTest, HugeMessageArrivesIntact) {
   });
 }
 
+// A receive that matches a large message already sent does not copy it while
+// it is posted: the receiver copies in its wait. Otherwise, in an exchange
+// (sendrecv posts its receive first), the rank that arrives second would copy
+// its whole message before posting its send, and its peer, waiting for that
+// send, would copy only afterwards: the two copies one after the other
+// (docs/results/ring_profile.md).
+TEST(P2pTest, LargeReceiveMatchedWhilePostingIsCopiedInTheWait) {
+  launch_bounded(2, [](Comm& comm) {
+    const std::size_t n = std::size_t{1} << 18;  // 1 MiB: above the eager limit
+    if (comm.rank() == 1) {
+      const auto out = iota_floats(n, 1.0f);
+      Request r = comm.isend(out, 0, 0);
+      comm.barrier();  // the send is queued before rank 0 posts its receive
+      comm.wait(r);
+    } else {
+      std::vector<float> in(n, -1.0f);
+      comm.barrier();
+      Request r = comm.irecv(in, 1, 0);
+      // Matched, not copied: only this rank copies into its buffer, in its wait.
+      EXPECT_EQ(in.front(), -1.0f);
+      EXPECT_EQ(in.back(), -1.0f);
+      comm.wait(r);
+      EXPECT_EQ(in.front(), 1.0f);
+      EXPECT_EQ(in.back(), static_cast<float>(n));
+    }
+  });
+}
+
 TEST(P2pTest, SelfSendThroughIsendIrecv) {
   for (int world : {1, 3}) {
     launch_bounded(world, [](Comm& comm) {

@@ -15,8 +15,14 @@
 namespace dtw::threads {
 namespace {
 // A message this small is copied by whichever thread matches it, at once; a
-// larger one is copied by its receiver, so that in an exchange each rank copies
-// its own incoming data and the two copies run in parallel.
+// larger one is copied by its receiver, in its next wait or test, so that in an
+// exchange each rank copies its own incoming data and the two copies run in
+// parallel. Also when the receiver matches it itself, posting the receive: a
+// copy made inside post() would hold back whatever the rank posts next. In a
+// sendrecv (receive posted first) the rank that arrives second would copy its
+// whole message before posting its send, while the first waited for that send
+// to start its own copy: the two copies of a 2-rank allgather ran one after
+// the other (docs/results/ring_profile.md).
 constexpr std::int64_t kEagerBytes = 64 * 1024;
 // A message this small is copied with both ranks' locks held: releasing and
 // taking them again would cost more than the copy.
@@ -178,10 +184,12 @@ void World::match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& re
   recv->partner = send;
   send->state = recv->state = Op::State::kMatched;
   const std::int64_t bytes = send->count * static_cast<std::int64_t>(size_of(send->type));
-  if (by_rank != recv->owner && bytes > kEagerBytes) {
+  if (bytes > kEagerBytes) {
     ranks_[recv->owner].copy_jobs.push_back(recv);
-    unstick(ranks_[recv->owner]);
-    wake(recv->owner);
+    if (by_rank != recv->owner) {  // the receiver is posting: it runs the job in its wait
+      unstick(ranks_[recv->owner]);
+      wake(recv->owner);
+    }
     return;
   }
   if (bytes <= kCopyUnderLockBytes) {
