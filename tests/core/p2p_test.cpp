@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <string_view>
 #include <vector>
 
 #include "dtw/dtw.h"
@@ -144,9 +145,11 @@ TEST(P2pTest, HugeMessageArrivesIntact) {
 // (sendrecv posts its receive first), the rank that arrives second would copy
 // its whole message before posting its send, and its peer, waiting for that
 // send, would copy only afterwards: the two copies one after the other
-// (docs/results/ring_profile.md).
+// (docs/results/ring_profile.md). A rule of the threads backend: MPI may
+// complete a receive whenever it likes, so the MPI twin checks only the data.
 TEST(P2pTest, LargeReceiveMatchedWhilePostingIsCopiedInTheWait) {
   launch_bounded(2, [](Comm& comm) {
+    const bool threads = std::string_view(comm.backend()) == "threads";
     const std::size_t n = std::size_t{1} << 18;  // 1 MiB: above the eager limit
     if (comm.rank() == 1) {
       const auto out = iota_floats(n, 1.0f);
@@ -158,8 +161,10 @@ TEST(P2pTest, LargeReceiveMatchedWhilePostingIsCopiedInTheWait) {
       comm.barrier();
       Request r = comm.irecv(in, 1, 0);
       // Matched, not copied: only this rank copies into its buffer, in its wait.
-      EXPECT_EQ(in.front(), -1.0f);
-      EXPECT_EQ(in.back(), -1.0f);
+      if (threads) {
+        EXPECT_EQ(in.front(), -1.0f);
+        EXPECT_EQ(in.back(), -1.0f);
+      }
       comm.wait(r);
       EXPECT_EQ(in.front(), 1.0f);
       EXPECT_EQ(in.back(), static_cast<float>(n));
