@@ -15,6 +15,7 @@
 
 #include "dtw/cuda_check.h"
 #include "dtw/kernels/cuda_activations.h"
+#include "stream_scratch.cuh"
 
 namespace dtw::kernels {
 namespace {
@@ -222,15 +223,10 @@ void device_bias_backward(T* dbias, const T* dy, std::int64_t rows, std::int64_t
   if (rows == 0 || cols == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   const std::int64_t chunks = (rows + kBiasRows - 1) / kBiasRows;
-  void* partial = nullptr;  // chunks·cols doubles, returned on the same stream
-  DTW_CUDA_CHECK(cudaMallocAsync(&partial, static_cast<std::size_t>(chunks * cols) * sizeof(double), s));
-  bias_partial_kernel<T><<<grid_for(chunks * cols), kThreads, 0, s>>>(static_cast<double*>(partial),
-                                                                       dy, rows, cols, chunks);
-  const cudaError_t launched = cudaGetLastError();
-  if (launched == cudaSuccess)
-    bias_finish_kernel<T><<<grid_for(cols), kThreads, 0, s>>>(dbias, static_cast<double*>(partial), cols, chunks);
-  cudaFreeAsync(partial, s);
-  DTW_CUDA_CHECK(launched);
+  const cuda_detail::StreamScratch<double> partial(chunks * cols, s);
+  bias_partial_kernel<T><<<grid_for(chunks * cols), kThreads, 0, s>>>(partial.get(), dy, rows, cols, chunks);
+  DTW_CUDA_CHECK_LAUNCH();
+  bias_finish_kernel<T><<<grid_for(cols), kThreads, 0, s>>>(dbias, partial.get(), cols, chunks);
   DTW_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "dtw/cuda_check.h"
+#include "stream_scratch.cuh"
 
 namespace dtw::kernels::cuda_detail {
 
@@ -53,26 +54,5 @@ void launch_backward(T* dq, T* dk, T* dv, const T* dout, const T* probs, const T
 template <class T>
 void launch_merge(T* out, T* lse, const T* out_b, const T* lse_b, std::int64_t rows,
                   std::int64_t head_dim, cudaStream_t stream);
-
-// `count` elements of T from cudaMallocAsync on `stream`, freed (also on the
-// stream, after the work enqueued before) when it goes out of scope.
-template <class T>
-class StreamScratch {
- public:
-  StreamScratch(std::int64_t count, cudaStream_t stream) : stream_(stream) {
-    if (count > 0)
-      DTW_CUDA_CHECK(cudaMallocAsync(&data_, static_cast<std::size_t>(count) * sizeof(T), stream));
-  }
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  ~StreamScratch() {
-    if (data_) cudaFreeAsync(data_, stream_);
-  }
-  T* get() const { return static_cast<T*>(data_); }
-
- private:
-  void* data_ = nullptr;
-  cudaStream_t stream_;
-};
 
 }  // namespace dtw::kernels::cuda_detail

@@ -8,6 +8,7 @@
 
 #include "dtw/cuda_check.h"
 #include "dtw/kernels/cuda_cross_entropy.h"
+#include "stream_scratch.cuh"
 #include "row_reduce.cuh"
 
 namespace dtw::kernels {
@@ -106,12 +107,6 @@ __global__ void cross_entropy_backward_kernel(T* dlogits, const T* probs,
   }
 }
 
-// Returns the forward call's scratch to the stream's pool on every path out.
-struct ScratchGuard {
-  ForwardResult* ptr;
-  cudaStream_t stream;
-  ~ScratchGuard() { cudaFreeAsync(ptr, stream); }
-};
 
 }  // namespace
 
@@ -121,9 +116,8 @@ T device_cross_entropy_forward(T* probs, T* losses, const T* logits, const std::
   check_sizes("device_cross_entropy_forward", rows, vocab);
   if (rows == 0) return T(0);
   auto* st = static_cast<cudaStream_t>(stream);
-  ForwardResult* result = nullptr;
-  DTW_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&result), sizeof(ForwardResult), st));
-  const ScratchGuard guard{result, st};
+  const cuda_detail::StreamScratch<ForwardResult> scratch(1, st);
+  ForwardResult* result = scratch.get();
   // All bytes 0xff: bad_row = kNoBadRow (mean is written by its kernel).
   DTW_CUDA_CHECK(cudaMemsetAsync(result, 0xff, sizeof(ForwardResult), st));
   cross_entropy_forward_kernel<T>

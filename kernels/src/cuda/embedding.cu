@@ -16,6 +16,7 @@
 #include "dtw/cuda_check.h"
 #include "dtw/errors.h"
 #include "dtw/kernels/cuda_embedding.h"
+#include "stream_scratch.cuh"
 
 namespace dtw::kernels {
 namespace {
@@ -115,25 +116,6 @@ __global__ void find_bad_id_kernel(const std::int32_t* __restrict__ ids, std::in
   }
 }
 
-// Device scratch taken with cudaMallocAsync and returned on the same stream,
-// also when a later call throws.
-class StreamScratch {
- public:
-  StreamScratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    DTW_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream));
-  }
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  ~StreamScratch() {
-    if (data_) cudaFreeAsync(data_, stream_);
-  }
-  char* bytes() const { return static_cast<char*>(data_); }
-
- private:
-  void* data_ = nullptr;
-  cudaStream_t stream_;
-};
-
 std::size_t round_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 void check_sizes(const char* kernel, std::int64_t n, std::int64_t dim, std::int64_t table_rows) {
@@ -180,11 +162,12 @@ void device_embedding_backward(T* dtable, const std::int32_t* ids, const T* dout
   // One allocation: sorted ids, positions in, positions out, CUB's scratch,
   // each starting on a 256-byte boundary.
   const std::size_t array_bytes = round_up(static_cast<std::size_t>(n) * sizeof(std::int32_t));
-  StreamScratch scratch(3 * array_bytes + round_up(sort_bytes), st);
-  auto* sorted_ids = reinterpret_cast<std::int32_t*>(scratch.bytes());
-  auto* pos_in = reinterpret_cast<std::int32_t*>(scratch.bytes() + array_bytes);
-  auto* pos_out = reinterpret_cast<std::int32_t*>(scratch.bytes() + 2 * array_bytes);
-  void* sort_scratch = scratch.bytes() + 3 * array_bytes;
+  cuda_detail::StreamScratch<unsigned char> scratch(
+      static_cast<std::int64_t>(3 * array_bytes + round_up(sort_bytes)), st);
+  auto* sorted_ids = reinterpret_cast<std::int32_t*>(scratch.get());
+  auto* pos_in = reinterpret_cast<std::int32_t*>(scratch.get() + array_bytes);
+  auto* pos_out = reinterpret_cast<std::int32_t*>(scratch.get() + 2 * array_bytes);
+  void* sort_scratch = scratch.get() + 3 * array_bytes;
 
   iota_kernel<<<blocks_for(n), kThreads, 0, st>>>(pos_in, n);
   DTW_CUDA_CHECK_LAUNCH();
@@ -202,8 +185,8 @@ void device_embedding_check_ids(const std::int32_t* ids, std::int64_t n, std::in
   if (n == 0) return;
   DTW_CHECK_ARG(ids, what << ": ids is null for n " << n);
   auto* st = static_cast<cudaStream_t>(stream);
-  StreamScratch first_bad(sizeof(unsigned long long), st);
-  auto* d_first = reinterpret_cast<unsigned long long*>(first_bad.bytes());
+  cuda_detail::StreamScratch<unsigned long long> first_bad(1, st);
+  unsigned long long* d_first = first_bad.get();
   DTW_CUDA_CHECK(cudaMemsetAsync(d_first, 0xff, sizeof(unsigned long long), st));  // ULLONG_MAX
   find_bad_id_kernel<<<blocks_for(n), kThreads, 0, st>>>(ids, n, table_rows, d_first);
   DTW_CUDA_CHECK_LAUNCH();

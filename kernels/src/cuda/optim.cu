@@ -14,6 +14,7 @@
 #include "dtw/cuda_check.h"
 #include "dtw/errors.h"
 #include "dtw/kernels/cuda_optim.h"
+#include "stream_scratch.cuh"
 
 namespace dtw::kernels {
 namespace {
@@ -131,25 +132,6 @@ __global__ void __launch_bounds__(kSumBlocks)
   if (threadIdx.x == 0) *result = s[0];
 }
 
-// Device scratch taken with cudaMallocAsync and returned on the same stream,
-// also when a later call throws.
-class StreamScratch {
- public:
-  StreamScratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    DTW_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream));
-  }
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  ~StreamScratch() {
-    if (data_) cudaFreeAsync(data_, stream_);
-  }
-  double* doubles() const { return static_cast<double*>(data_); }
-
- private:
-  void* data_ = nullptr;
-  cudaStream_t stream_;
-};
-
 // optim.cpp's checks, with the device names.
 void check_adamw(const void* params, const void* grads, const void* m, const void* v,
                  std::int64_t n, std::int64_t step, const AdamWConfig& c) {
@@ -215,8 +197,8 @@ double device_sum_of_squares(const T* x, std::int64_t n, void* stream) {
   const std::int64_t wanted = (n + kThreads - 1) / kThreads;
   const int blocks = static_cast<int>(wanted < kSumBlocks ? wanted : kSumBlocks);
   // partial[0, kSumBlocks) then the result.
-  StreamScratch scratch((kSumBlocks + 1) * sizeof(double), st);
-  double* partial = scratch.doubles();
+  cuda_detail::StreamScratch<double> scratch(kSumBlocks + 1, st);
+  double* partial = scratch.get();
   double* result = partial + kSumBlocks;
   sum_squares_partial_kernel<T><<<blocks, kThreads, 0, st>>>(x, n, partial);
   DTW_CUDA_CHECK_LAUNCH();
