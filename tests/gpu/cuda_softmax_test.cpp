@@ -25,6 +25,7 @@ using testing::on_device;
 using testing::poisoned;
 using testing::sum_bound;
 using testing::unit_roundoff;
+using testing::kExpUlps;
 using testing::within;
 
 struct Shape {
@@ -33,9 +34,6 @@ struct Shape {
 const std::vector<Shape> kShapes = {{1, 1}, {1, 1000}, {7, 1}, {3, 257}, {33, 4097},
                                     {70000, 3}, {300, 50257}};
 
-// The CUDA maths library's documented maximum errors: expf 2 ulp, exp 1 ulp.
-template <class T>
-constexpr double kExpUlps = sizeof(T) == 4 ? 2.0 : 1.0;
 
 template <class T>
 void check_forward(Shape s, std::uint64_t key) {

@@ -21,6 +21,10 @@ constexpr double unit_roundoff() {
   return static_cast<double>(std::numeric_limits<T>::epsilon()) / 2;
 }
 
+/// The CUDA maths library's documented maximum errors: expf 2 ulp, exp 1 ulp.
+template <class T>
+constexpr double kExpUlps = sizeof(T) == 4 ? 2.0 : 1.0;
+
 /// Higham's γ_n = n·u/(1 − n·u) with u the double unit roundoff: a sum of n
 /// terms in double, in ANY order, is off by at most γ_n·Σ|term|. The kernels
 /// and the references sum in different orders, so their difference is at most
