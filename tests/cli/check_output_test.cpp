@@ -113,6 +113,42 @@ TEST(CheckOutputTest, AStepNamesEveryUnfinishedStepItWaitsOn) {
   EXPECT_THAT(out.output, HasSubstr("Next: step 04.1 ("));
 }
 
+TEST(CheckOutputTest, AStepWaitsOnTheUnfinishedStepsOfATestThatStoppedAtItsOwnCode) {
+  // FixtureFiveCheckedTest stops at 04.5's own DTW_TODO before it runs 04.4's
+  // code; 04.4 is unwritten all the same, so 04.5 waits on it as well as on
+  // 04.3, where FixtureFiveTest stopped. Before, only the step a test stopped
+  // at counted (chapter 05's 05.6 read "waiting on 05.3, 05.4" with 05.5
+  // unwritten too). 04.4's own tests stop at its DTW_TODO, before 04.3's code.
+  const Finished out = check("own");
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  EXPECT_TRUE(std::regex_search(out.output, std::regex("\n  04\\.5 +waiting on 04\\.3, 04\\.4 ")))
+      << out.output;
+  EXPECT_TRUE(std::regex_search(out.output, std::regex("\n  04\\.4 +waiting on 04\\.3 ")))
+      << out.output;
+  EXPECT_THAT(out.output, HasSubstr("Next: step 04.3 (not started)"));
+}
+
+TEST(CheckOutputTest, ADeadlockShowsTheFirstBlockedRankWhole) {
+  // The report is six lines: the headline, the cycle, and two ranks of two
+  // lines each. The short form named rank 0's receive without the operation
+  // (tag and all) and ended on rank 1's operation without its rank line.
+  const Finished out = check("deadlock");
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  EXPECT_THAT(out.output,
+              HasSubstr("\n    cycle: rank 0 -> rank 1 -> rank 0\n"
+                        "    rank   0  in recv, waiting 0.0 ms for:\n"
+                        "                recv from rank 1, tag 4 (kLeftward), 8 B (1 float64)\n"
+                        "  ... (2 more lines: --verbose shows them)\n"
+                        "  while: neighbour exchange, p 2, n 1\n"))
+      << out.output;
+  EXPECT_THAT(out.output, Not(HasSubstr("tag 5 (kRightward)"))) << out.output;
+  const Finished verbose = check("deadlock", true);
+  EXPECT_THAT(verbose.output,
+              HasSubstr("\n    rank   1  in recv, waiting 0.0 ms for:\n"
+                        "                recv from rank 0, tag 5 (kRightward), 8 B (1 float64)\n"))
+      << verbose.output;
+}
+
 TEST(CheckOutputTest, TheNextStepShowsTheHintOfEveryRegion) {
   const std::set<std::string> hints = short_hints("04.4");
   ASSERT_GE(hints.size(), 3u) << "chapter 04's step 04.4 has three regions; this test wants a "

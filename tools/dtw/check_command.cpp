@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "check_cache.h"
 #include "commands.h"
@@ -21,6 +22,9 @@ namespace {
 // The longest failure message `dtw check` shows without --verbose.
 constexpr std::size_t kMessageLines = 5;
 constexpr std::size_t kContextLines = 4;
+// The longest part of a message shown whole past kMessageLines: a deadlock
+// report's rank line and its (at most five) lines of operations.
+constexpr std::size_t kLongestBlock = 6;
 // The last lines of a crashed test program's output that its failure keeps.
 constexpr std::size_t kCrashTailLines = 12;
 
@@ -70,20 +74,76 @@ void print_short_hints(const Chapter& chapter, const std::string& step) {
     fmt::print("  {} {}\n", paint(Paint::kCyan, "hint " + step + ":"), text);
 }
 
+std::size_t indent_of(const std::string& line) {
+  const std::size_t at = line.find_first_not_of(' ');
+  return at == std::string::npos ? line.size() : at;
+}
+
+// Which lines of a failure message `dtw check` shows without --verbose. The
+// message is cut into parts: the first line alone, then each line with the
+// lines below it that are indented deeper (a deadlock report's rank: "rank 0
+// in recv, waiting ... for:" and the operations it is blocked in). Parts are
+// shown whole or not at all: the first ones, within kMessageLines - 2 lines;
+// the first part of several lines even past that (a deadlock's first blocked
+// rank with its operations and their decoded tags); the last part when it is
+// one line (often the conclusion). A part longer than any rank's (a table)
+// may be cut: its first lines fill the kMessageLines - 2. Hiding a single
+// line saves nothing: then everything is shown.
+std::vector<bool> short_message(const std::vector<std::string>& m) {
+  std::vector<bool> shown(m.size(), true);
+  if (m.size() <= kMessageLines) return shown;
+  std::vector<std::pair<std::size_t, std::size_t>> parts;  // [begin, end)
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (i <= 1 || indent_of(m[i]) <= indent_of(m[parts.back().first]))
+      parts.emplace_back(i, i + 1);
+    else
+      parts.back().second = i + 1;
+  }
+  shown.assign(m.size(), false);
+  const auto show = [&](const std::pair<std::size_t, std::size_t>& part) {
+    for (std::size_t i = part.first; i < part.second; ++i) shown[i] = true;
+  };
+  const auto size = [](const std::pair<std::size_t, std::size_t>& part) {
+    return part.second - part.first;
+  };
+  std::size_t used = 0, next = 0;
+  for (; next < parts.size() && used + size(parts[next]) <= kMessageLines - 2; ++next) {
+    show(parts[next]);
+    used += size(parts[next]);
+  }
+  // A part too long to show whole (a table, not a rank) shows its first lines.
+  if (next < parts.size() && size(parts[next]) > kLongestBlock)
+    for (std::size_t i = parts[next].first; used < kMessageLines - 2; ++i, ++used) shown[i] = true;
+  const bool block_shown =
+      std::any_of(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(next),
+                  [&](const auto& part) { return size(part) > 1; });
+  if (!block_shown) {
+    const auto block = std::find_if(parts.begin() + static_cast<std::ptrdiff_t>(next), parts.end(),
+                                    [&](const auto& part) { return size(part) > 1; });
+    if (block != parts.end() && size(*block) <= kLongestBlock) show(*block);
+  }
+  if (size(parts.back()) == 1) show(parts.back());
+  if (std::count(shown.begin(), shown.end(), false) < 2) shown.assign(m.size(), true);
+  return shown;
+}
+
 void print_failure(const Chapter& chapter, const StepStatus& status, bool verbose) {
   const TestResult& test = *status.first_failure;
   fmt::print("{} step {}, {}\n", paint(Paint::kRed, "First failure:"), status.step, test.name);
   const FailureReport report =
       parse_failure(test.failures.front(), chapter.source_dir.string() + "/");
   const std::vector<std::string>& m = report.message;
-  for (std::size_t i = 0; i < m.size(); ++i) {
-    if (!verbose && m.size() > kMessageLines && i == kMessageLines - 2) {
+  const std::vector<bool> shown = verbose ? std::vector<bool>(m.size(), true) : short_message(m);
+  for (std::size_t i = 0; i < m.size();) {
+    if (!shown[i]) {
+      std::size_t hidden = 0;
+      for (; i < m.size() && !shown[i]; ++i) ++hidden;
       fmt::print("  {}\n", paint(Paint::kDim, fmt::format("... ({} more lines: --verbose shows them)",
-                                                         m.size() - kMessageLines + 1)));
-      i = m.size() - 2;
+                                                         hidden)));
       continue;
     }
     fmt::print("  {}\n", i == 0 ? paint(Paint::kBold, m[i]) : m[i]);
+    ++i;
   }
   if (!report.location.empty())
     fmt::print("    {}\n", paint(Paint::kDim, "at " + report.location));

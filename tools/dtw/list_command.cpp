@@ -36,8 +36,12 @@ std::string short_label(const StepStatus& s) {
     case StepState::kUnchecked:
       return s.progress.regions > 0 && s.progress.todo == s.progress.regions ? "not started"
                                                                              : "not checked";
-    // The latest of the steps it waits on (the earlier ones show in their own column).
-    case StepState::kWaiting: return "waiting on " + s.waiting_on.back();
+    // The earliest of the steps it waits on (the one to write first) and how
+    // many more: the column is narrow, and `dtw check` names them all.
+    case StepState::kWaiting:
+      return s.waiting_on.size() == 1
+                 ? "waiting on " + s.waiting_on.front()
+                 : fmt::format("waiting on {} +{}", s.waiting_on.front(), s.waiting_on.size() - 1);
     default: return state_label(s);
   }
 }
@@ -60,12 +64,13 @@ int list_command(const Context& context) {
     TestPlan plan = cache.has_plan ? cache.plan : TestPlan{c.steps, {}, {}};
     std::vector<StepStatus> statuses =
         classify_steps(plan, current ? cache.results : std::map<std::string, TestResult>{}, progress);
-    std::size_t width = 0;
+    std::size_t width = 0, label_width = 16;
     int done = 0;
     for (StepStatus& s : statuses) {
       width = std::max(width, s.step.size());
       done += s.state == StepState::kPass ? 1 : 0;
       if (!current || s.state == StepState::kNoTests) s.state = StepState::kUnchecked;
+      label_width = std::max(label_width, short_label(s).size());
     }
     const Paint total = done == static_cast<int>(statuses.size()) ? Paint::kGreen : Paint::kBold;
     std::string note;
@@ -80,7 +85,7 @@ int list_command(const Context& context) {
     for (std::size_t i = 0; i < statuses.size(); ++i) {
       const StepStatus& s = statuses[i];
       fmt::print("{}{}  {}", i % kColumns == 0 ? "      " : "  ", paint_padded(Paint::kBold, s.step, width),
-                 paint_padded(paint_for(s.state), short_label(s), 16));
+                 paint_padded(paint_for(s.state), short_label(s), label_width));
       if (i % kColumns == kColumns - 1 || i + 1 == statuses.size()) fmt::print("\n");
     }
   }
