@@ -319,7 +319,7 @@ int run_bench(int argc, char** argv) {
       print_table(rows);
       fmt::print("tokens/s: median step after the first; x: ratio to single in this run. "
                  "bytes/step: busiest rank's sends. bubble: measured / on {} / formula. max|dθ|: "
-                 "vs the reference.\n",
+                 "vs the reference (-: not compared).\n",
                  fabric.name);
     }
     if (failure) {

@@ -28,6 +28,9 @@ std::string bytes_cell(const json& v) {
 std::string fraction_cell(const json& v) {
   return v.is_null() ? "-" : fmt::format("{:.0f}%", 100 * v.get<double>());
 }
+std::string diff_cell(const json& v) {
+  return v.is_null() ? "-" : fmt::format("{:.2g}", v.get<double>());
+}
 std::string peak_cell(const json& v) {
   if (v.is_null()) return "-";
   double sum = 0;
@@ -108,8 +111,9 @@ Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std:
          {"modeled_step_s", modeled.seconds / static_cast<double>(spec.steps)},
          {"unmodeled_phases", modeled.unmodeled},
          {"fabric", fabric.name},
-         {"max_abs_param_diff", out.max_abs_param_diff},
-         {"matches_reference", out.matches},
+         // Null for a row not compared with the reference (Strategy::reproduces).
+         {"max_abs_param_diff", out.checked ? json(out.max_abs_param_diff) : json(nullptr)},
+         {"matches_reference", out.checked ? json(out.matches) : json(nullptr)},
          {"final_loss", out.losses.empty() ? json(nullptr) : json(out.losses.back())}};
   if (!svg_stem.empty()) {
     const std::string base = timeline_stem(svg_stem, strategy.name, ranks, label_suffix);
@@ -128,7 +132,7 @@ void print_table(const std::vector<Row>& rows) {
   const double base = rows.front().j["tokens_per_s"].get<double>();
   for (const Row& r : rows) {
     const json& j = r.j;
-    fmt::print("{:<24} {:>5} {:>10.0f} {:>6.2f} {:>8.1f}m {:>11} {:>11} {:>11} {:>11} {:>17} {:>13} {:>9.2g} {:>8.4f}\n",
+    fmt::print("{:<24} {:>5} {:>10.0f} {:>6.2f} {:>8.1f}m {:>11} {:>11} {:>11} {:>11} {:>17} {:>13} {:>9} {:>8.4f}\n",
                j["label"].get<std::string>(), j["ranks"].get<int>(),
                j["tokens_per_s"].get<double>(), j["tokens_per_s"].get<double>() / base,
                1e3 * j["step_s"].get<double>(), bytes_cell(j["bytes_per_rank_step"]),
@@ -137,7 +141,7 @@ void print_table(const std::vector<Row>& rows) {
                fraction_cell(j["bubble_measured"]) + "/" + fraction_cell(j["bubble_modeled"]) + "/" +
                    fraction_cell(j["bubble_formula"]),
                fraction_cell(j["overlap_measured"]) + "/" + fraction_cell(j["overlap_modeled"]),
-               j["max_abs_param_diff"].get<double>(),
+               diff_cell(j["max_abs_param_diff"]),
                j["final_loss"].is_null() ? NAN : j["final_loss"].get<double>());
     if (!r.mismatch.empty()) fmt::print("  ! {}\n", r.mismatch);
   }

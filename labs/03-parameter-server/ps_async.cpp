@@ -2,11 +2,17 @@
 //
 // The synchronous server makes every worker wait for the slowest. This one
 // waits for *any* worker: it keeps a receive posted for every worker's next
-// header and blocks in Comm::wait_any on all of them; whoever comes first is
-// served first. Its gradient shard is received, clipped by that push's own
-// norm, and applied as one optimizer step; the server's version (the number
-// of updates applied) goes up by one and that worker alone is sent the
-// newest parameters. Nobody waits for anybody — Downpour SGD (Dean et al.,
+// header, takes one that has come, and blocks in Comm::wait_any on all of
+// them only when none has. Among the workers that are ready it takes turns:
+// the first ready one after the worker it served last, round the circle.
+// wait_any alone returns the lowest ready index, and a server busy enough
+// that several headers wait for it would then serve workers 0 and 1 over and
+// over while the others' pushes grow stale (four equal workers of gpt-tiny,
+// 60 steps: 119, 106, 17 and 1 pushes). The chosen worker's gradient shard
+// is received, clipped by that push's own norm, and applied as one
+// optimizer step; the server's version (the number of updates applied) goes
+// up by one and that worker alone is sent the newest parameters. Nobody
+// waits for anybody — Downpour SGD (Dean et al.,
 // 2012) and the "asynchronous" mode of TensorFlow's and ElasticDL's servers.
 //
 //   version:      0        1        2        3        4
@@ -54,7 +60,10 @@
 // - W = 1: staleness is always 0, the rate is η, the warm-up unchanged; the
 //   run is the reference's, bit for bit (the tests check it).
 // - `order=scripted`: the same loop with the ArrivalScript deciding who comes
-//   next instead of wait_any, so a test can predict every staleness.
+//   next instead of the ready headers, so a test can predict every staleness.
+// - Why take turns and not simply the first header to complete? Several are
+//   often complete at once (the server is the busiest rank); "first" is then
+//   whatever order the search looks in, and a fixed order starves the end of it.
 #include <cmath>
 #include <vector>
 
@@ -109,7 +118,7 @@ PsLog ps_async(train::RankRun<T>& run) {
   while (stopped < W) {
     int w = 0;     // the worker whose header this is
     PushHeader h;  // a copy of it (serving w posts its next receive into headers[w])
-    DTW_TODO("03.2: Take the next worker's header and apply its push as one optimizer step, then serve that worker again.");
+    DTW_TODO("03.2: Take the next ready worker's header, in turn, and apply its push as one optimizer step, then serve that worker again.");
 
     // Every W updates, the round's mean loss (pushes weighed by their rows),
     // for the first spec.steps rounds (pushes in flight at the end are extra).

@@ -2,11 +2,17 @@
 //
 // The synchronous server makes every worker wait for the slowest. This one
 // waits for *any* worker: it keeps a receive posted for every worker's next
-// header and blocks in Comm::wait_any on all of them; whoever comes first is
-// served first. Its gradient shard is received, clipped by that push's own
-// norm, and applied as one optimizer step; the server's version (the number
-// of updates applied) goes up by one and that worker alone is sent the
-// newest parameters. Nobody waits for anybody — Downpour SGD (Dean et al.,
+// header, takes one that has come, and blocks in Comm::wait_any on all of
+// them only when none has. Among the workers that are ready it takes turns:
+// the first ready one after the worker it served last, round the circle.
+// wait_any alone returns the lowest ready index, and a server busy enough
+// that several headers wait for it would then serve workers 0 and 1 over and
+// over while the others' pushes grow stale (four equal workers of gpt-tiny,
+// 60 steps: 119, 106, 17 and 1 pushes). The chosen worker's gradient shard
+// is received, clipped by that push's own norm, and applied as one
+// optimizer step; the server's version (the number of updates applied) goes
+// up by one and that worker alone is sent the newest parameters. Nobody
+// waits for anybody — Downpour SGD (Dean et al.,
 // 2012) and the "asynchronous" mode of TensorFlow's and ElasticDL's servers.
 //
 //   version:      0        1        2        3        4
@@ -54,7 +60,10 @@
 // - W = 1: staleness is always 0, the rate is η, the warm-up unchanged; the
 //   run is the reference's, bit for bit (the tests check it).
 // - `order=scripted`: the same loop with the ArrivalScript deciding who comes
-//   next instead of wait_any, so a test can predict every staleness.
+//   next instead of the ready headers, so a test can predict every staleness.
+// - Why take turns and not simply the first header to complete? Several are
+//   often complete at once (the server is the busiest rank); "first" is then
+//   whatever order the search looks in, and a fixed order starves the end of it.
 #include <cmath>
 #include <vector>
 
@@ -98,9 +107,13 @@ PsLog ps_async(train::RankRun<T>& run) {
     if (version < goal) script.released(w);  // else it stops: no push to expect
   };
   // @lab 03.2: Serve every worker version 0.
-  // @hint 1: serve(w) for every worker w: until a worker has its parameters it cannot compute, and
-  // @hint 1: no header would ever arrive.
+  // @hint 1: Until a worker has its parameters it cannot compute, and no header would ever
+  // @hint 1: arrive: every worker gets version 0 first. Remember who was served last: the
+  // @hint 1: workers take turns from there.
+  // @hint 2: Serve workers 0 … W−1 in order; the last of them is the worker served last.
+  // @hint 3: serve(w) for every worker w, then int last = W - 1.
   for (int w = 0; w < W; ++w) serve(w);
+  int last = W - 1;  // the worker served last: the next search starts after it
   // @end
 
   // Each worker's share of a batch (rows/B): a round's mean loss weighs its pushes by it.
@@ -113,24 +126,40 @@ PsLog ps_async(train::RankRun<T>& run) {
   while (stopped < W) {
     int w = 0;     // the worker whose header this is
     PushHeader h;  // a copy of it (serving w posts its next receive into headers[w])
-    // @lab 03.2: Take the next worker's header and apply its push as one optimizer step, then serve that worker again.
-    // @hint 1: w is the worker whose header completes first (comm.wait_any on announced); copy
-    // @hint 1: headers[w] into h at once, since serving w posts its next receive there. A header
-    // @hint 1: without a gradient (!h.has_gradient()) says w stops: count it and take the next.
-    // @hint 1: Otherwise receive w's gradient into replica.grads(), log the update, stop on a
-    // @hint 1: non-finite h.loss() or h.sum_of_squares(), clip by this push's own
-    // @hint 1: h.sum_of_squares(), step(version), move version and w's clock on, and serve(w).
-    // @hint 2: Under options.scripted, while script.computing(), the script picks w (script.next())
-    // @hint 2: and comm.wait waits for that worker's header. The log entry is {.worker = w, .clock
-    // @hint 2: = clock[w], .pulled = pulled[w], .applied = version}, before version moves. The
-    // @hint 2: non-finite stop is an Error the tests read: 'ps-async: update <version>: worker <w>
-    // @hint 2: (rank <its rank>) ...', saying it was computed on parameters '<version - pulled[w]>
-    // @hint 2: updates stale: diverged'.
+    // @lab 03.2: Take the next ready worker's header, in turn, and apply its push as one optimizer step, then serve that worker again.
+    // @hint 1: Serve whoever is ready, but fairly: of the workers whose headers have come, take
+    // @hint 1: the first after the one served last, round the circle. Always taking the lowest
+    // @hint 1: ready worker starves the others: their pushes grow stale and they wait. Apply the
+    // @hint 1: push as one optimizer step at once, clipped by its own norm; a worker whose header
+    // @hint 1: carries no gradient stops. Then give that worker the newest parameters.
+    // @hint 2: Under options.scripted, while script.computing(), the script picks w and you wait
+    // @hint 2: for that worker's header. Otherwise look at w = last + 1, last + 2, ... (mod W) and
+    // @hint 2: take the first whose header has completed; only if none has, block until any does.
+    // @hint 2: Copy headers[w] into h at once (serving w posts its next receive there). No
+    // @hint 2: gradient: count w as stopped, next. Else receive it, log {.worker = w, .clock =
+    // @hint 2: clock[w], .pulled = pulled[w], .applied = version} before version moves, stop on a
+    // @hint 2: non-finite loss or Σ g² with an Error 'ps-async: update <version>: worker <w> (rank
+    // @hint 2: <its rank>) ...' saying it was computed on parameters '<version - pulled[w]> updates
+    // @hint 2: stale: diverged', clip, step(version), advance version and clock[w], serve(w).
+    // @hint 3: script.next() and comm.wait(announced[w]); the sweep: announced[v].pending() &&
+    // @hint 3: comm.test(announced[v]) (test is true for a completed request too), else
+    // @hint 3: comm.wait_any(announced); then h.has_gradient(), comm.recv(replica.grads(),
+    // @hint 3: layout.worker_rank(w), kTagGrads), DTW_CHECK(std::isfinite(h.loss()) &&
+    // @hint 3: std::isfinite(h.sum_of_squares()), Error, ...), replica.clip(h.sum_of_squares()),
+    // @hint 3: replica.step(version), ++version, ++clock[w], serve(w), last = w.
     if (options.scripted && script.computing()) {
       w = script.next();
       comm.wait(announced[static_cast<std::size_t>(w)]);
     } else {
-      w = static_cast<int>(comm.wait_any(announced));
+      // Fair: the first ready worker after the one served last, round the
+      // circle; wait_any alone returns the lowest ready index every time.
+      w = -1;
+      for (int k = 1; k <= W && w < 0; ++k) {
+        const int v = (last + k) % W;
+        Request& next = announced[static_cast<std::size_t>(v)];
+        if (next.pending() && comm.test(next)) w = v;
+      }
+      if (w < 0) w = static_cast<int>(comm.wait_any(announced));
     }
     const auto i = static_cast<std::size_t>(w);
     h = headers[i];
@@ -156,6 +185,7 @@ PsLog ps_async(train::RankRun<T>& run) {
     ++version;
     ++clock[i];
     serve(w);
+    last = w;
     // @end
 
     // Every W updates, the round's mean loss (pushes weighed by their rows),

@@ -5,6 +5,7 @@
 // gpt-tiny falls with 4 workers. (A divergence: pitfalls_test.cpp.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -128,6 +129,29 @@ TEST(PsAsyncTest, AFastWorkerPushesMoreThanASlowOne) {
   EXPECT_EQ(pushes[0] + pushes[1], 16 + 1) << "16 updates and one push in flight";
   EXPECT_EQ(pushes[0], 4);
   EXPECT_EQ(pushes[1], 13);
+}
+
+TEST(PsAsyncTest, EqualWorkersAreServedAboutEquallyOften) {
+  // No straggler, no script: the server takes pushes as they come. Four
+  // workers of equal speed must each be served about a quarter of the time.
+  // A server that always takes the lowest ready worker (comm.wait_any alone)
+  // is busy enough here that worker 0 or 1 is nearly always ready: it serves
+  // them over and over while workers 2 and 3 wait with stale pushes.
+  const int W = 4;
+  train::RunSpec spec = train::standard_run("gpt-tiny");
+  spec.steps = 60;
+  DTW_TRACE("ps-async, gpt-tiny, " << W << " equal workers, " << spec.steps
+                                   << " steps, arrival order: served about equally often");
+  const auto r = run_ps<float>(async_fn<float>(), spec, 1 + W, knobs({}), false);
+  std::vector<int> pushes(W, 0);
+  for (const PsUpdate& u : r.updates[0]) ++pushes[static_cast<std::size_t>(u.worker)];
+  const auto [fewest, most] = std::minmax_element(pushes.begin(), pushes.end());
+  std::string counts;
+  for (int w = 0; w < W; ++w) counts += (w ? ", " : "") + std::to_string(pushes[w]);
+  EXPECT_LE(*most, 2 * *fewest)
+      << "pushes served per worker: " << counts << " (worker " << fewest - pushes.begin()
+      << " starved): among the workers whose headers have come, serve them in turn, starting "
+         "after the worker served last, not always the lowest index that wait_any returns";
 }
 
 TEST(PsAsyncTest, TwoServersGiveTheSameTrainingAsOne) {

@@ -141,6 +141,25 @@ TEST(BenchTrainTest, EachRowGetsTheKnobsItsStrategyHasAndNamesThemInForce) {
                                     "save_after=0 resume=none)"));
 }
 
+TEST(BenchTrainTest, ARowNotComparedWithTheReferencePrintsADashForMaxDtheta) {
+  // ps-async does not reproduce the single-device run, so nothing is
+  // compared: its max|dθ| is "-" (null in the JSON), not a 0 that reads as
+  // "matches exactly"; single is compared and prints its number.
+  const testing::Finished run = testing::run_program(
+      {DTW_BENCH_TRAIN, "--strategy", "ps-async", "--ranks", "3", "--model", "mlp-tiny", "--steps",
+       "2"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::size_t table = run.output.find("tokens/s");
+  ASSERT_NE(table, std::string::npos) << "no table: " << run.output;
+  const std::string rows = run.output.substr(table);
+  // The last two cells of a row: max|dθ| (9 wide) and the loss.
+  EXPECT_THAT(rows, ::testing::ContainsRegex("\nps-async +3 [^\n]* +- +[0-9]+\\.[0-9]+\n"))
+      << rows;
+  EXPECT_THAT(rows, ::testing::ContainsRegex("\nsingle +1 [^\n]* +[0-9][0-9.e+-]* +[0-9]+\\.[0-9]+\n"))
+      << rows;
+  EXPECT_THAT(rows, HasSubstr("max|dθ|: vs the reference (-: not compared)"));
+}
+
 TEST(BenchTrainTest, ARowThatFailsWhileRunningLeavesTheTableOfTheRowsBefore) {
   // zero1 passes the check but cannot read the checkpoint it is told to
   // resume from; single and ddp-bucketed ran before it, zero2 never runs.
