@@ -125,6 +125,7 @@ void print_report(const Options& o, const Model& m, const std::vector<Series>& a
               type_name(o.dtype).c_str(), std::string(name_of(o.op)).c_str());
   std::printf("# %s, %u hardware threads; %s\n", cpu_model().c_str(), std::thread::hardware_concurrency(),
               utc_now().c_str());
+  std::printf("# code: %s\n", kRowsCode);
   std::printf("# model: alpha = %.2f us, beta = %.4f ns/B (%.1f GB/s), gamma = %.4f ns/B (%.1f GB/s)\n",
               m.alpha * 1e6, m.beta * 1e9, 1e-9 / m.beta, m.gamma * 1e9, 1e-9 / m.gamma);
   std::printf("#        (%s; gamma from reduce_into on 16 MiB)\n", m.source.c_str());
@@ -158,6 +159,7 @@ void print_nccl_report(const Options& o, const GpuInfo& gpu, const std::vector<S
   std::printf("# dtw_bench_collectives: allreduce on %d GPUs (nccl backend: one rank per GPU, device memory), %s %s\n",
               o.ranks, type.c_str(), op.c_str());
   std::printf("# %d x %s visible; %s\n", gpu.count, gpu.name.c_str(), utc_now().c_str());
+  std::printf("# code: %s\n", kRowsCode);
   std::printf("# time: slowest rank, mean over the iterations, best of %d trial(s); GB = 1e9 bytes; "
               "busbw = algbw x 2(p-1)/p\n", o.trials);
   std::printf("# x NCCL = time / NCCL's time at that size (above 1: slower); #wrong: elements off the exact result\n");

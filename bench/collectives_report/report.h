@@ -102,6 +102,11 @@ int mpi_child_main(const Options& o);
 // (1: no GPU). Without --ranks (`ranks_given` false) every GPU gets a rank.
 int nccl_main(Options o, bool ranks_given);
 
+/// Whose algorithms the dtw rows time, for the report's header: chapter 01's
+/// solution or the learner's lab (code_solution.cpp, code_lab.cpp: one of the
+/// two is linked into each program).
+extern const char* const kRowsCode;
+
 void print_report(const Options& o, const Model& m, const std::vector<Series>& all);
 void print_nccl_report(const Options& o, const GpuInfo& gpu, const std::vector<Series>& all);
 // `gpu`: the --backend nccl run's GPUs and device bandwidths (no model then).

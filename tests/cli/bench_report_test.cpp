@@ -43,6 +43,30 @@ TEST(BenchReportTest, OneRankSaysWhyBusbwIsZero) {
   EXPECT_THAT(run.output, HasSubstr("is 0 by definition"));
 }
 
+// The header says whose algorithms the rows time; `dtw bench collectives
+// --lab` times the learner's lab (a lab step not written yet stops it, named),
+// and a benchmark without a lab program says so instead of timing the solution.
+TEST(BenchReportTest, TheHeaderNamesWhoseCodeTheRowsTimeAndLabTimesTheLab) {
+  const testing::Finished solution = testing::run_program(
+      {DTW_BENCH_COLLECTIVES, "--ranks", "2", "--algo", "ring", "--sizes", "64", "--iters", "2",
+       "--warmup", "0", "--no-peers"});
+  ASSERT_EQ(solution.exit_code, 0) << solution.output;
+  EXPECT_THAT(solution.output, HasSubstr("# code: chapter 01's solution"));
+  const testing::Finished lab = testing::run_program(
+      {DTW_PROGRAM, "bench", "collectives", "--lab", "--ranks", "2", "--algo", "ring", "--sizes", "64",
+       "--iters", "2", "--warmup", "0", "--no-peers"});
+  // The lab as the learner left it: written (the rows are theirs) or not yet
+  // (the run stops at the first step it needs, in the lab's file).
+  if (lab.exit_code == 0)
+    EXPECT_THAT(lab.output, HasSubstr("# code: your chapter 01 lab")) << lab.output;
+  else
+    EXPECT_THAT(lab.output, ::testing::AllOf(HasSubstr("NotImplemented"), HasSubstr("labs/01-collectives/")))
+        << "exit " << lab.exit_code << ": " << lab.output;
+  const testing::Finished none = testing::run_program({DTW_PROGRAM, "bench", "kernels", "--lab"});
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("dtw bench kernels has no --lab"));
+}
+
 TEST(BenchReportTest, AnUnwritableJsonFailsBeforeMeasuring) {
   const testing::Finished run = testing::run_program(
       {DTW_BENCH_COLLECTIVES, "--ranks", "2", "--sizes", "64", "--json", "/nonexistent-dtw/r.json"});

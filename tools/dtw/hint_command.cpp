@@ -155,11 +155,23 @@ int bench_command(const Context& context, const std::vector<std::string>& args) 
       names.empty() ? "none are built in " + dir.string() + " yet (build the dtw_bench_* targets)"
                     : fmt::format("built ones: {}", fmt::join(names, ", "));
   if (args.empty()) throw UsageError("dtw bench needs a benchmark name; " + available);
-  const fs::path program = dir / ("dtw_bench_" + args[0]);
+  fs::path program = dir / ("dtw_bench_" + args[0]);
   if (!fs::exists(program))
     throw UsageError(fmt::format("no benchmark '{}'; {}", args[0], available));
+  // --lab: the same report timing the learner's lab, a program of its own
+  // (dtw_lab_bench_NAME) where the benchmark has one.
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  const auto lab = std::ranges::find(rest, std::string("--lab"));
+  if (lab != rest.end()) {
+    rest.erase(lab);
+    program = dir / ("dtw_lab_bench_" + args[0]);
+    if (!fs::exists(program))
+      throw UsageError(fmt::format("dtw bench {} has no --lab: it times the chapters' solutions "
+                                   "(benchmarks that time your lab: collectives)",
+                                   args[0]));
+  }
   std::vector<std::string> argv{program.string()};
-  argv.insert(argv.end(), args.begin() + 1, args.end());
+  argv.insert(argv.end(), rest.begin(), rest.end());
   exec_program(argv);
   print_error(fmt::format("cannot run {}: {}", program.string(), std::strerror(errno)));
   return kExitRunFailed;
