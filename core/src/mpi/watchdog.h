@@ -60,6 +60,11 @@ struct RankStatus {
 std::string job_report(int world, const std::map<int, RankStatus>& statuses,
                        std::int64_t timeout_ms);
 
+/// "irecv from rank 1, tag 7, 64 bytes" and a newline (watchdog_report.cpp).
+std::string describe(const PendingOp& p);
+/// Seconds with one decimal: "12.3".
+std::string tenths(double s);
+
 class Watchdog {
  public:
   using Clock = std::chrono::steady_clock;
