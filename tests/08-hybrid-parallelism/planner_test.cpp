@@ -1,0 +1,109 @@
+// Step 08.5: the planner. Its memory equals what every rank's ledger
+// measured (parameters, gradients, optimizer state, activations) for every
+// layout of 8 ranks, with and without ZeRO-1; its predicted step times rank
+// the layouts in the order their runs, replayed on the modeled cluster,
+// take (Spearman's ρ ≥ 0.8 over at least 10 layouts); a memory cap drops
+// exactly the layouts over it.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "hybrid_test.h"
+
+namespace dtw::ch08 {
+namespace {
+
+using testing::layout;
+using testing::tiny;
+
+const MemoryCategory kCounted[] = {MemoryCategory::kParameters, MemoryCategory::kGradients,
+                                   MemoryCategory::kOptimizerState, MemoryCategory::kActivations};
+
+DTW_TEST_STEPS(PlannerMemoryTest, "08.1", "08.2", "08.3", "08.4", "08.5");
+TEST(PlannerMemoryTest, EveryRanksPredictedMemoryEqualsItsLedgersPeak) {
+  const train::RunSpec spec = tiny(1);
+  for (const Layout& l : valid_layouts(spec, 8, {}, true)) {
+    DTW_TRACE("memory of " + l.describe());
+    const train::RunOutcome out = testing::run_layout(spec, l);
+    ASSERT_TRUE(out.matches) << l.describe() << ": " << out.mismatch;
+    for (int r = 0; r < 8; ++r) {
+      const Coords at{.stage = r / (l.tp * l.dp), .replica = r / l.tp % l.dp, .slice = r % l.tp};
+      const train::MemoryFigures predicted = rank_memory(spec, l, at);
+      for (MemoryCategory cat : kCounted)
+        EXPECT_EQ(static_cast<std::int64_t>(predicted[static_cast<std::size_t>(cat)]),
+                  out.report.memory[static_cast<std::size_t>(r)].peak_of(cat))
+            << l.describe() << ", rank " << r << ", " << name_of(cat);
+    }
+  }
+}
+
+// Ranks of `v` (1 = smallest), ties averaged.
+std::vector<double> ranks_of(const std::vector<double>& v) {
+  std::vector<std::size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (std::size_t k = i; k <= j; ++k) r[order[k]] = (static_cast<double>(i + j) / 2) + 1;
+    i = j + 1;
+  }
+  return r;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::vector<double> x = ranks_of(a), y = ranks_of(b);
+  const double n = static_cast<double>(x.size()), mean = (n + 1) / 2;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mean) * (y[i] - mean);
+    sxx += (x[i] - mean) * (x[i] - mean);
+    syy += (y[i] - mean) * (y[i] - mean);
+  }
+  return sxy / std::sqrt(sxx * syy);
+}
+
+DTW_TEST_STEPS(PlannerRankingTest, "08.1", "08.2", "08.3", "08.4", "08.5");
+TEST(PlannerRankingTest, PredictedStepTimesRankTheLayoutsAsTheirReplayedRunsDo) {
+  // gpt-tiny on 8 ranks: every layout, m of 2 and 4 where the batch allows.
+  train::RunSpec spec = tiny(2, 16);
+  const train::Cluster& cluster = train::find_gpu_cluster("ib-2x8");
+  std::vector<double> predicted, replayed;
+  std::string table;
+  for (const Layout& l : valid_layouts(spec, 8, {2, 4}, false)) {
+    train::HarnessOptions o = testing::on(8);
+    o.trace = true;
+    const train::RunOutcome out = train::run_ranks<double>(
+        spec, o, [&](train::RankRun<double>& run) { train_hybrid(run, l); });
+    ASSERT_TRUE(out.matches) << l.describe() << ": " << out.mismatch;
+    const train::Replay replay = train::replay_on(out.report.trace, 8, cluster);
+    predicted.push_back(predict(spec, l, cluster).step_s);
+    replayed.push_back(replay.seconds / static_cast<double>(spec.steps));
+    table += "\n  " + l.describe() + ": predicted " + std::to_string(predicted.back() * 1e6) +
+             " µs, replayed " + std::to_string(replayed.back() * 1e6) + " µs";
+  }
+  ASSERT_GE(predicted.size(), 10u) << table;
+  const double rho = spearman(predicted, replayed);
+  EXPECT_GE(rho, 0.8) << "Spearman's rho " << rho << " over " << predicted.size() << " layouts:" << table;
+}
+
+TEST(PlannerRankingTest, AMemoryCapDropsExactlyTheLayoutsOverIt) {
+  const train::RunSpec spec = tiny(1);
+  const train::Cluster& cluster = train::find_gpu_cluster("nvlink-8");
+  const std::vector<Prediction> all = plan(spec, 8, cluster, 0, {});
+  ASSERT_GE(all.size(), 6u);
+  for (std::size_t i = 1; i < all.size(); ++i) EXPECT_LE(all[i - 1].step_s, all[i].step_s) << "best first";
+  std::vector<double> totals;
+  for (const Prediction& p : all) totals.push_back(p.memory_total);
+  std::sort(totals.begin(), totals.end());
+  const double cap = totals[totals.size() / 2];
+  const std::vector<Prediction> capped = plan(spec, 8, cluster, cap, {});
+  std::size_t under = 0;
+  for (double t : totals) under += t <= cap ? 1 : 0;
+  EXPECT_EQ(capped.size(), under);
+  for (const Prediction& p : capped) EXPECT_LE(p.memory_total, cap) << p.layout.describe();
+}
+
+}  // namespace
+}  // namespace dtw::ch08
