@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
     // Every value is checked before the first section measures anything.
     const dtw::model::ModelConfig config = dtw::model::model_config(model);
     DTW_CHECK_ARG(config.kind == dtw::model::ModelKind::kGpt,
-                  "--model must be a GPT (gpt-tiny, gpt-small), not " << model);
+                  "--model must be a GPT (gpt-tiny, gpt-small, gpt-base), not " << model);
     check_memory(size, model, batch);
     matmul_section(size, repeats);
     attention_section(repeats);

@@ -9,4 +9,9 @@ dtw_add_chapter(08-hybrid-parallelism
   LIBS dtw::train
   DEPENDS 01 05 06
   BACKENDS threads mpi
+  # The twin's worlds are processes only where the test's world is np: the
+  # layouts of 2, 3 and 4 ranks, and the checks that refuse bad ones. (A
+  # test of 8 ranks would run on threads in every process: the same test,
+  # np times.)
+  MPI_TWIN "HybridTest.LayoutsOfTwoThreeAndFourRanks*:LayoutCheckTest.*:HybridArgumentsTest.*"
   MPI_TIMEOUT 300)

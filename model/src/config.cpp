@@ -37,7 +37,12 @@ ModelConfig gpt(std::string name, std::int64_t context, std::int64_t dim, std::i
 
 std::vector<ModelConfig> known_configs() {
   return {mlp("mlp-tiny", 16, {64, 64}, 8), gpt("gpt-tiny", 32, 64, 4, 2),
-          gpt("gpt-small", 128, 256, 8, 4)};
+          gpt("gpt-small", 128, 256, 8, 4),
+          // GPT-2 small's shape (12 blocks of 768, 12 heads, context 1024)
+          // with the character vocabulary: about 85 M parameters. Too large
+          // to train on a laptop's cores in a lesson; it is what `dtw plan`
+          // and the GPU benchmarks size their figures with.
+          gpt("gpt-base", 1024, 768, 12, 12)};
 }
 
 }  // namespace

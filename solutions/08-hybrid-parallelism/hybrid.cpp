@@ -25,25 +25,25 @@ namespace dtw::ch08 {
 template <TrainElement T>
 void train_hybrid(train::RankRun<T>& run, const Layout& layout) {
   const train::RunSpec& spec = run.spec();
-  check_layout(spec, layout, run.comm().size(), run.comm().rank());
-  // @lab 08.4: Compose the run: the grid and its groups, this rank's replica with Megatron's seams on its tp group, the executor on its pp group with this replica's micro-batches and 08.3's end of step; train, record, report.
+  // @lab 08.4: Compose the run (the layout checked first, on every rank): the grid and its groups, this rank's replica with Megatron's seams on its tp group, the executor on its pp group with this replica's micro-batches and 08.3's end of step; train, record, report.
   // @hint 1: Every piece exists: chapter 06 cuts the layers over one group, chapter 05 runs a
   // @hint 1: pipeline over another with hooks for where its micro-batches come from and how its
   // @hint 1: step ends, the training layer says which rows replica d of dp trains. Give each piece
   // @hint 1: its group, and cut the model into stages the same way on every rank.
-  // @hint 2: make_grid, groups_of; the stage map from the whole model's units by parameters with
-  // @hint 2: no communicator (every rank computes the same cut); this rank's Coords from the
-  // @hint 2: groups' ranks; the Replica of hybrid_plan, with its seams set before the executor
-  // @hint 2: makes its passes; hooks: micro_batches from train::micro_batch with this replica's
-  // @hint 2: coordinate and dp, end_of_step calling hybrid_end_of_step with the ranges of the plan
-  // @hint 2: without ZeRO-1; the 1F1B schedule for pp stages; each step's loss recorded; the
-  // @hint 2: replica reported at the end.
+  // @hint 2: check_layout with the world's size and this rank; make_grid, groups_of; the stage
+  // @hint 2: map from the whole model's units by parameters with no communicator (every rank
+  // @hint 2: computes the same cut); this rank's Coords from the groups' ranks; the Replica of
+  // @hint 2: hybrid_plan, with its seams set before the executor makes its passes; hooks:
+  // @hint 2: micro_batches from train::micro_batch with this replica's coordinate and dp,
+  // @hint 2: end_of_step calling hybrid_end_of_step with the ranges of the plan without ZeRO-1;
+  // @hint 2: the 1F1B schedule for pp stages; each step's loss recorded; the replica reported.
   // @hint 3: ch05::make_stage_map(spec, ch05::Balance::kParams, layout.pp, 1, m, nullptr);
   // @hint 3: train::Replica<T> replica(spec, run.exec(), plan); replica.set_times(run.layer_times());
   // @hint 3: ch06::MegatronSeams<T> seams(*groups.tp); replica.set_seams(&seams);
   // @hint 3: ch05::ExecutorHooks<T> hooks; ch05::Executor<T> executor(run, *groups.pp, replica, map,
   // @hint 3: {}, hooks); ch05::make_schedule(ch05::ScheduleKind::kOneFOneB, pp, m).actions[stage];
   // @hint 3: run.record_loss(step, executor.step(actions, step, m)); run.report(replica).
+  check_layout(spec, layout, run.comm().size(), run.comm().rank());
   const train::Grid grid = make_grid(run.comm(), layout);
   const Groups groups = groups_of(grid);
   const int m = layout.micro_batches;

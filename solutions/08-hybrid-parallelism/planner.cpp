@@ -102,10 +102,9 @@ train::MemoryFigures rank_memory(const train::RunSpec& spec, const Layout& layou
 }
 
 Prediction predict(const train::RunSpec& spec, const Layout& layout, const train::Cluster& cluster) {
-  check_layout(spec, layout, layout.ranks(), -1);
   Prediction p;
   p.layout = layout;
-  // @lab 08.5: Predict one layout's step time and its busiest rank's memory from the chapters' formulas.
+  // @lab 08.5: Predict one layout's step time and its busiest rank's memory from the chapters' formulas (the layout checked first).
   // @hint 1: Time: every stage runs m micro-batches, each taking its compute plus the tensor-
   // @hint 1: parallel allreduces it waits for; 1F1B adds pp − 1 micro-batch times of bubble; the
   // @hint 1: stage boundaries, the replicas' gradient sum and the optimizer add the rest. Memory:
@@ -118,6 +117,7 @@ Prediction predict(const train::RunSpec& spec, const Layout& layout, const train
   // @hint 3: train::Network<double>::make(c, shard)->forward_flops(range, batch),
   // @hint 3: ->activation_bytes(range, batch), ->boundary_elements(unit, batch);
   // @hint 3: train::micro_batch(spec, 0, 0, dp, 0, m); cluster.intra / cluster.inter .seconds(bytes).
+  check_layout(spec, layout, layout.ranks(), -1);
   const model::ModelConfig c = spec.config();
   const double e = static_cast<double>(element_bytes(spec));
   const int m = layout.micro_batches;

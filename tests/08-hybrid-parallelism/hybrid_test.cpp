@@ -40,8 +40,11 @@ TEST(HybridTest, EveryLayoutOfEightRanksWithZeroOneMatchesTheReference) {
     if (l.dp > 1) expect_matches(tiny(), l);
 }
 
-TEST(HybridTest, LayoutsOfFourRanksMatchTheReference) {
-  for (const Layout& l : {layout(2, 1, 2, 3), layout(2, 2, 1, 1), layout(1, 2, 2, 2),
+// The MPI twin runs this one (at np 2, 3 and 4 its worlds are processes).
+TEST(HybridTest, LayoutsOfTwoThreeAndFourRanksMatchTheReference) {
+  for (const Layout& l : {layout(2, 1, 1, 3), layout(1, 1, 2, 1), layout(1, 2, 1, 2, true),
+                          layout(3, 1, 1, 4), layout(1, 3, 1, 2, true),
+                          layout(2, 1, 2, 3), layout(2, 2, 1, 1), layout(1, 2, 2, 2),
                           layout(4, 1, 1, 5), layout(2, 2, 1, 3, true)})
     expect_matches(tiny(3, 12), l);
 }
@@ -49,6 +52,18 @@ TEST(HybridTest, LayoutsOfFourRanksMatchTheReference) {
 TEST(HybridTest, LayoutsOfSixRanksWithThreeSlicesMatchTheReference) {
   for (const Layout& l : {layout(2, 1, 3, 2), layout(1, 2, 3, 3), layout(2, 1, 3, 3, false)})
     expect_matches(testing::twelve_heads(), l);
+}
+
+DTW_TEST_STEPS(HybridArgumentsTest, "08.1", "08.4");
+TEST(HybridArgumentsTest, EveryRankRefusesABadLayoutBeforeAnyMessage) {
+  DTW_TRACE("train_hybrid with pp 2 × dp 2 × tp 3 on 8 ranks");
+  ::dtw::testing::expect_error(
+      [] {
+        train::run_ranks<double>(tiny(), testing::on(8), [](train::RankRun<double>& run) {
+          train_hybrid(run, layout(2, 2, 3, 1));
+        });
+      },
+      {"is 12 ranks, not 8"});
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ std::string message_of(const std::function<void()>& f) {
 }
 
 TEST(ConfigTest, NamedConfigsHaveTheDocumentedShapes) {
-  EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp-tiny", "gpt-tiny", "gpt-small"}));
+  EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp-tiny", "gpt-tiny", "gpt-small", "gpt-base"}));
   const ModelConfig mlp = model_config("mlp-tiny");
   EXPECT_EQ(mlp.kind, ModelKind::kMlp);
   EXPECT_EQ(mlp.features, 16);
