@@ -2,6 +2,7 @@
 // train`, its demos for `dtw run` and `dtw tour`, and its pitfalls for `dtw
 // run pitfall`. Solution only: tools/gen-labs does not copy demos.cpp.
 #include <algorithm>
+#include <cmath>  // NAN
 #include <cstdio>
 #include <string>
 
