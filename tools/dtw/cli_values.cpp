@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -74,6 +75,38 @@ double parse_real(std::string_view flag, std::string_view text, RealRange range)
     refuse(fmt::format("{} must be {} and at most {}, got {}", flag, lower, range.max, text));
   }
   return value;
+}
+
+std::int64_t parse_bytes(std::string_view flag, std::string_view text) {
+  // The digits, then the unit: letters at the end, compared upper-cased.
+  std::size_t digits = text.size();
+  while (digits > 0 && std::isalpha(static_cast<unsigned char>(text[digits - 1])) != 0) --digits;
+  std::string unit;
+  for (const char c : text.substr(digits))
+    unit += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  int shift = -1;  // log2 of the unit; -1: not a unit
+  if (unit.empty() || unit == "B") shift = 0;
+  constexpr std::string_view kPrefixes = "KMGT";
+  const std::size_t prefix = unit.empty() ? std::string_view::npos : kPrefixes.find(unit[0]);
+  if (prefix != std::string_view::npos &&
+      (unit.size() == 1 || unit.substr(1) == "B" || unit.substr(1) == "IB"))
+    shift = 10 * static_cast<int>(prefix + 1);
+  std::int64_t value = 0;
+  const std::string_view number = text.substr(0, digits);
+  const char* end = number.data() + number.size();
+  const auto [ptr, ec] =
+      std::from_chars(number.data() + (number.starts_with('+') ? 1 : 0), end, value);
+  if (ec == std::errc::result_out_of_range && !number.starts_with('-'))
+    refuse(fmt::format("{} {} is too large (at most {} bytes)", flag, text,
+                       std::numeric_limits<std::int64_t>::max()));
+  if (shift < 0 || ec != std::errc() || ptr != end || number.empty())
+    refuse(fmt::format("{} takes a size in bytes (e.g. 4096, 64K, 256M, 1G), got {}", flag,
+                       shown(text)));
+  if (value < 0) refuse(fmt::format("{} must be at least 0, got {}", flag, text));
+  if (value > (std::numeric_limits<std::int64_t>::max() >> shift))
+    refuse(fmt::format("{} {} is too large (at most {} bytes)", flag, text,
+                       std::numeric_limits<std::int64_t>::max()));
+  return value << shift;
 }
 
 std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view text,
@@ -151,6 +184,15 @@ CLI::Option* add_real(CLI::App& app, const std::string& flag, double& target,
           help)
       ->type_name("NUMBER")
       ->default_str(fmt::format("{}", target));
+}
+
+CLI::Option* add_bytes(CLI::App& app, const std::string& flag, std::int64_t& target,
+                       const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          flag, [&target, flag](const std::string& s) { target = parse_bytes(flag, s); }, help)
+      ->type_name("SIZE")
+      ->default_str(std::to_string(target));
 }
 
 namespace {

@@ -30,6 +30,11 @@ struct RealRange {
 std::int64_t parse_int(std::string_view flag, std::string_view text, IntRange range);
 std::uint64_t parse_uint(std::string_view flag, std::string_view text);
 double parse_real(std::string_view flag, std::string_view text, RealRange range);
+// A size in bytes: a non-negative integer with an optional binary suffix, K,
+// M, G or T (1024-based; KB and KiB read as K, any case): "4096", "64K",
+// "256M", "1G". Memory is counted in powers of two, and a cap typed as "64M"
+// should mean what the tables print as "64.0 MiB".
+std::int64_t parse_bytes(std::string_view flag, std::string_view text);
 
 // A comma-separated list ("1,2,4,8"), each item as parse_int reads it; an
 // empty list, an empty item or a value given twice is an error too (every
@@ -50,6 +55,8 @@ CLI::Option* add_uint(CLI::App& app, const std::string& flag, std::uint64_t& tar
                       const std::string& help);
 CLI::Option* add_real(CLI::App& app, const std::string& flag, double& target,
                       const std::string& help, RealRange range = {});
+CLI::Option* add_bytes(CLI::App& app, const std::string& flag, std::int64_t& target,
+                       const std::string& help);
 CLI::Option* add_int_list(CLI::App& app, const std::string& flag, std::vector<std::int64_t>& target,
                           const std::string& help, IntRange range = {});
 CLI::Option* add_int_list(CLI::App& app, const std::string& flag, std::vector<int>& target,

@@ -1,6 +1,8 @@
 #pragma once
 // The subcommands of the dtw program; main.cpp wires them to CLI11.
 // Each returns the process exit status.
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -71,6 +73,23 @@ struct TrainCommandOptions {
 };
 /// Trains with a registered strategy (single: the reference) and reports as it goes.
 int train_command(const TrainCommandOptions& options);
+
+struct PlanOptions {
+  // The run to plan: train::standard_run's defaults with the model, --batch,
+  // --seq-len and --dtype of the command line, as dtw train builds it.
+  train::RunSpec spec = train::standard_run("gpt-tiny");
+  std::string dtype = "float32";
+  int ranks = 1;
+  std::string fabric = "nvlink-8";   // a modeled GPU cluster (train::gpu_clusters)
+  std::int64_t memory_cap = 0;       // bytes per rank, 0: none
+  std::vector<int> micro_batches;    // m to try; empty: the planner's 2·pp
+  std::string json;                  // --json FILE: the rows; empty: none
+};
+/// Adds `plan` and its options to `app`, filling `options`; returns the subcommand.
+CLI::App* add_plan_subcommand(CLI::App& app, PlanOptions& options);
+/// Ranks every layout of chapter 08's hybrid parallelism by its predicted
+/// step time on a modeled cluster (ch08::plan) and prints them, best first.
+int plan_command(const PlanOptions& options);
 
 /// `args[0]` is the benchmark's name, the rest are passed on.
 int bench_command(const Context& context, const std::vector<std::string>& args);

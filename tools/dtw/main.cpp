@@ -80,6 +80,10 @@ int run_main(int argc, char** argv) {
   train.words.assign(argv + 1, argv + argc);
   train_cmd->callback([&] { action = [&] { return train_command(train); }; });
 
+  PlanOptions plan;
+  CLI::App* plan_cmd = add_plan_subcommand(app, plan);
+  plan_cmd->callback([&] { action = [&] { return plan_command(plan); }; });
+
   CLI::App* bench_cmd =
       app.add_subcommand("bench", "Run benchmark NAME (build/bench/dtw_bench_NAME) with ARGS");
   bench_cmd->prefix_command();
