@@ -56,7 +56,7 @@ void train_hybrid(train::RankRun<T>& run, const Layout& layout) {
   train::Replica<T> replica(spec, run.exec(), hybrid_plan(spec, layout, map, at));
   replica.set_times(run.layer_times());
   ch06::MegatronSeams<T> seams(*groups.tp);
-  replica.set_seams(&seams);
+  if (spec.config().kind == model::ModelKind::kGpt) replica.set_seams(&seams);  // an MLP has none
   ch05::ExecutorHooks<T> hooks;
   hooks.micro_batches = [&](std::int64_t step, int mb, int micro_batches) {
     return train::micro_batch(spec, step, at.replica, layout.dp, mb, micro_batches);

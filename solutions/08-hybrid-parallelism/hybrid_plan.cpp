@@ -42,7 +42,9 @@ train::ReplicaPlan hybrid_plan(const train::RunSpec& spec, const Layout& layout,
   const model::ModelShard shard = c.kind == model::ModelKind::kGpt
                                       ? ch06::megatron_shard(c, at.slice, layout.tp)
                                       : model::ModelShard{};
-  const model::ParamLayout local = model::param_layout(c, shard);
+  // Only a GPT can be cut (an MLP runs whole on every slice of tp 1).
+  const model::ParamLayout local =
+      c.kind == model::ModelKind::kGpt ? model::param_layout(c, shard) : model::param_layout(c);
   const std::int64_t wte_end = model::head_is_tied(c) ? model::tied_wte(c, local).end : 0;
   plan = ch05::stage_plan(map, model::model_units(c, local), wte_end, at.stage);
   plan.shard = shard;

@@ -54,6 +54,18 @@ TEST(HybridTest, LayoutsOfSixRanksWithThreeSlicesMatchTheReference) {
     expect_matches(testing::twelve_heads(), l);
 }
 
+TEST(HybridTest, AnMlpMatchesTheReferenceWithoutTensorParallelism) {
+  // mlp-tiny has 3 units and nothing to cut: pp and dp only.
+  train::RunSpec spec = train::standard_run("mlp-tiny");
+  spec.steps = 3;
+  spec.batch = 12;
+  spec.warmup_steps = 1;
+  spec.clip_norm = 0.05;
+  spec.dtype = train::DType::kFloat64;
+  for (const Layout& l : {layout(3, 1, 1, 4), layout(1, 2, 1, 2), layout(2, 2, 1, 3, true)})
+    expect_matches(spec, l);
+}
+
 DTW_TEST_STEPS(HybridArgumentsTest, "08.1", "08.4");
 TEST(HybridArgumentsTest, EveryRankRefusesABadLayoutBeforeAnyMessage) {
   DTW_TRACE("train_hybrid with pp 2 × dp 2 × tp 3 on 8 ranks");

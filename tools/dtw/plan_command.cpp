@@ -38,15 +38,6 @@ std::vector<std::string> fabric_names() {
 train::RunSpec planned_run(const PlanOptions& options) {
   train::RunSpec spec = options.spec;
   const model::ModelConfig config = spec.config();
-  // Chapter 08 lays out GPTs: its plan of a rank's parameters (hybrid_plan)
-  // asks for the model's layout under a Megatron shard, which refuses an MLP
-  // even at tp 1 (dtw train --strategy hybrid --model mlp-tiny fails the same
-  // way). Said here in the option's words rather than as that error.
-  if (config.kind != model::ModelKind::kGpt)
-    throw UsageError(
-        fmt::format("--model {}: chapter 08's hybrid layouts are for the GPT models "
-                    "(gpt-tiny, gpt-small); {} is an MLP",
-                    config.name, config.name));
   if (spec.seq_len > config.context)
     throw UsageError(
         fmt::format("--seq-len must be between 0 and {} (the context of {}; 0: all "
