@@ -2,19 +2,8 @@
 // seams cut every layer over the tp group, chapter 05's executor runs 1F1B
 // over the pp group, the training layer's micro-batch rule gives each dp
 // replica its share of the batch, and step 08.3 ends every step. The lesson
-// is the glue -- which group each piece gets, and that every rank builds the
-// same pieces in the same order:
-//
-//     world ──Grid(pp, dp, tp)──► groups                         (08.1)
-//     spec ──stage map (same cut everywhere)──► map
-//     (map, coords) ──hybrid_plan──► Replica ◄── MegatronSeams(tp)    (08.2)
-//     Executor(pp, hooks{micro_batch(replica of dp), end of step})   (08.3)
-//     for every step: executor.step(1F1B's list for this stage)
-//
-// Per step and rank: tp's 4L + 2 allreduces of (rows of a micro-batch) · C
-// values per micro-batch and the vocab-parallel loss's two small ones; pp's
-// 2m boundary messages per stage boundary; dp's one gradient allreduce
-// (ZeRO-1: a reduce-scatter and an allgather); one allreduce of {Σ g², loss}.
+// is the glue: which group each piece gets, and that every rank builds the
+// same pieces in the same order (the chapter text: "The composition").
 #include <string>
 
 #include "dtw/train/replicated.h"

@@ -1,22 +1,12 @@
 // Step 08.3: the end of a hybrid step -- which group each reduction of the
 // step runs on.
 //
-// After the pipeline's last backward, the rank (stage s, replica d, slice k)
-// holds the gradient of replica d's micro-batches for its slice k of stage
-// s's units (each micro-batch weighted by its rows / the global batch, so
-// the sum over the replicas is the batch's mean gradient). Two sums are left:
-//
-//     what                        over         counted on
-//     the gradient                dp           every replica (they saw different rows)
-//     {Σ g², loss}                the world    Σ g²: replica 0 only (after the sum every replica
-//                                              holds the same gradient; under ZeRO-1 each holds
-//                                              its own chunk: all), replicated tensors on slice 0
-//                                              only (Replica::local_sum_of_squares); the loss on
-//                                              slice 0 of the last stage (its tp ranks share it)
-//
-// Bytes per step on the dp group: 2(dp−1)/dp · |stage slice| · e per rank
-// (ring allreduce); ZeRO-1 sends the same, as a reduce-scatter before the
-// step and an allgather of the stepped parameters after it.
+// After the pipeline's last backward, each rank holds its replica's gradient
+// of its slice of its stage; the sums left, and which ranks count in each,
+// are this step (the chapter text: "The end of a step: count each thing
+// once"). Bytes per step on the dp group: 2(dp−1)/dp · |stepped ranges| · e
+// per rank (ring allreduce); ZeRO-1 sends the same, as a reduce-scatter
+// before the step and an allgather after it.
 #include <array>
 
 #include "collectives.h"  // chapter 01 (DEPENDS 01)

@@ -1,23 +1,7 @@
 // Step 08.5: choosing a layout. Every layout of the world trains the same
 // model to the same numbers (08.4); they differ in time and memory, and both
-// follow from the earlier chapters' formulas:
-//
-//   per micro-batch, on the busiest stage s:
-//     τ = compute_s + tp_s          compute: 3 × forward FLOPs of the stage's slice /
-//                                   FLOP/s + 3 × its activation bytes / memory bandwidth;
-//                                   tp: Megatron's ring allreduces of the activation
-//   step = m·τ + (pp − 1)·τ          1F1B: m micro-batches and the fill and drain (the bubble)
-//        + pp messages               2 (m + pp − 2) boundary messages on the critical path
-//        + dp allreduce              2(dp − 1) ring rounds of |stage slice| / dp values
-//        + optimizer                 7 values (AdamW) per stepped element over memory
-//
-//   memory on rank (s, d, k): the plan's parameters, gradients and optimizer
-//   state (08.2), and the activations of the micro-batches 1F1B holds at its
-//   worst moment: min(pp − s, m) of them.
-//
-// A link: tp's group is tp consecutive ranks (inside a node when tp ≤ the
-// node's size); dp's members are tp ranks apart, pp's tp·dp apart, so they
-// cross nodes as soon as a node is full.
+// follow from the earlier chapters' formulas (the chapter text: "The cost
+// model").
 #include <algorithm>
 #include <cmath>
 #include <sstream>

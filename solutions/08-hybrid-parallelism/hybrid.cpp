@@ -2,19 +2,8 @@
 // seams cut every layer over the tp group, chapter 05's executor runs 1F1B
 // over the pp group, the training layer's micro-batch rule gives each dp
 // replica its share of the batch, and step 08.3 ends every step. The lesson
-// is the glue -- which group each piece gets, and that every rank builds the
-// same pieces in the same order:
-//
-//     world ──Grid(pp, dp, tp)──► groups                         (08.1)
-//     spec ──stage map (same cut everywhere)──► map
-//     (map, coords) ──hybrid_plan──► Replica ◄── MegatronSeams(tp)    (08.2)
-//     Executor(pp, hooks{micro_batch(replica of dp), end of step})   (08.3)
-//     for every step: executor.step(1F1B's list for this stage)
-//
-// Per step and rank: tp's 4L + 2 allreduces of (rows of a micro-batch) · C
-// values per micro-batch and the vocab-parallel loss's two small ones; pp's
-// 2m boundary messages per stage boundary; dp's one gradient allreduce
-// (ZeRO-1: a reduce-scatter and an allgather); one allreduce of {Σ g², loss}.
+// is the glue: which group each piece gets, and that every rank builds the
+// same pieces in the same order (the chapter text: "The composition").
 #include <string>
 
 #include "dtw/train/replicated.h"
@@ -43,6 +32,19 @@ void train_hybrid(train::RankRun<T>& run, const Layout& layout) {
   // @hint 3: ch05::ExecutorHooks<T> hooks; ch05::Executor<T> executor(run, *groups.pp, replica, map,
   // @hint 3: {}, hooks); ch05::make_schedule(ch05::ScheduleKind::kOneFOneB, pp, m).actions[stage];
   // @hint 3: run.record_loss(step, executor.step(actions, step, m)); run.report(replica).
+  // The glue: which group each piece gets; every rank builds the same pieces
+  // in the same order.
+  //
+  //     world ──Grid(pp, dp, tp)──► groups                         (08.1)
+  //     spec ──stage map (same cut everywhere)──► map
+  //     (map, coords) ──hybrid_plan──► Replica ◄── MegatronSeams(tp)    (08.2)
+  //     Executor(pp, hooks{micro_batch(replica of dp), end of step})   (08.3)
+  //     for every step: executor.step(1F1B's list for this stage)
+  //
+  // Per step and rank: tp's 4L + 2 allreduces of (rows of a micro-batch) · C
+  // values per micro-batch and the vocab-parallel loss's two small ones; pp's
+  // 2m boundary messages per stage boundary; dp's one gradient allreduce
+  // (ZeRO-1: a reduce-scatter and an allgather); one allreduce of {Σ g², loss}.
   check_layout(spec, layout, run.comm().size(), run.comm().rank());
   const train::Grid grid = make_grid(run.comm(), layout);
   const Groups groups = groups_of(grid);
