@@ -166,7 +166,7 @@ struct Prediction {
   double tp_s = 0;        ///< Megatron's allreduces per step, on the tp group's link
   double pp_s = 0;        ///< activations and gradients between stages, per step
   double dp_s = 0;        ///< the gradient allreduce (or reduce-scatter + allgather)
-  double optimizer_s = 0; ///< clip and step of the rank's optimizer ranges
+  double optimizer_s = 0; ///< the {Σ g², loss} allreduce over the world, clip and step
   double step_s = 0;      ///< the predicted step time: the sum of the above
   /// Peak bytes per memory category on the busiest rank (MemoryCategory
   /// order; kCommBuffers and kOther 0): parameters, gradients and optimizer

@@ -97,7 +97,8 @@ Prediction predict(const train::RunSpec& spec, const Layout& layout, const train
   // @hint 2: memory_bw + (4 · blocks + ends) ring allreduces of rows · C values over tp), on the
   // @hint 2: shard's network and micro-batch 0 of replica 0; step = (m + pp − 1)·τ + 2(m + pp − 2)
   // @hint 2: boundary messages + a ring allreduce of the biggest stage slice over dp + 7 values
-  // @hint 2: per stepped element over memory. Memory: rank_memory of every rank, the largest total.
+  // @hint 2: per stepped element over memory + the world's allreduce of two doubles. Memory:
+  // @hint 2: rank_memory of every rank, the largest total.
   // @hint 3: train::Network<double>::make(c, shard)->forward_flops(range, batch),
   // @hint 3: ->activation_bytes(range, batch), ->boundary_elements(unit, batch);
   // @hint 3: train::micro_batch(spec, 0, 0, dp, 0, m); cluster.intra / cluster.inter .seconds(bytes).
@@ -164,7 +165,10 @@ Prediction predict(const train::RunSpec& spec, const Layout& layout, const train
   p.pp_s = layout.pp > 1 ? 2.0 * (m + layout.pp - 2) * pp_link.seconds(act_bytes) : 0;
   p.dp_s = ring_allreduce(static_cast<double>(biggest) * e, layout.dp, dp_link);
   const double stepped = layout.zero1 ? static_cast<double>(biggest) / layout.dp : static_cast<double>(biggest);
-  p.optimizer_s = stepped * e * (spec.optimizer == model::Optimizer::kAdamW ? 7 : 4) / cluster.memory_bw;
+  // Clip and step, after the one allreduce of {Σ g², loss} over the world
+  // (two doubles: its 2(p − 1) rounds are all latency).
+  p.optimizer_s = stepped * e * (spec.optimizer == model::Optimizer::kAdamW ? 7 : 4) / cluster.memory_bw +
+                  ring_allreduce(16, layout.ranks(), link_of(cluster, 1, layout.ranks()));
   p.step_s = p.compute_s + p.tp_s + p.bubble_s + p.pp_s + p.dp_s + p.optimizer_s;
   // The busiest rank's memory.
   for (int s = 0; s < layout.pp; ++s)

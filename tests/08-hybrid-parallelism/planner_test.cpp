@@ -82,26 +82,35 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 
 DTW_TEST_STEPS(PlannerRankingTest, "08.1", "08.2", "08.3", "08.4", "08.5");
 TEST(PlannerRankingTest, PredictedStepTimesRankTheLayoutsAsTheirReplayedRunsDo) {
-  // gpt-tiny on 8 ranks: every layout, m of 2 and 4 where the batch allows.
+  // gpt-tiny on 8 ranks: every layout, m of 2 and 4 where the batch allows,
+  // each run once and replayed on two clusters: one node of NVLink, and
+  // eight GPUs on PCIe (every link slower, so the layouts' order changes).
   train::RunSpec spec = tiny(2, 16);
-  const train::Cluster& cluster = train::find_gpu_cluster("ib-2x8");
-  std::vector<double> predicted, replayed;
-  std::string table;
-  for (const Layout& l : valid_layouts(spec, 8, {2, 4}, false)) {
+  const std::vector<Layout> layouts = valid_layouts(spec, 8, {2, 4}, false);
+  ASSERT_GE(layouts.size(), 10u);
+  std::vector<train::RunOutcome> runs;
+  for (const Layout& l : layouts) {
     train::HarnessOptions o = testing::on(8);
     o.trace = true;
-    const train::RunOutcome out = train::run_ranks<double>(
-        spec, o, [&](train::RankRun<double>& run) { train_hybrid(run, l); });
-    ASSERT_TRUE(out.matches) << l.describe() << ": " << out.mismatch;
-    const train::Replay replay = train::replay_on(out.report.trace, 8, cluster);
-    predicted.push_back(predict(spec, l, cluster).step_s);
-    replayed.push_back(replay.seconds / static_cast<double>(spec.steps));
-    table += "\n  " + l.describe() + ": predicted " + std::to_string(predicted.back() * 1e6) +
-             " µs, replayed " + std::to_string(replayed.back() * 1e6) + " µs";
+    runs.push_back(train::run_ranks<double>(
+        spec, o, [&](train::RankRun<double>& run) { train_hybrid(run, l); }));
+    ASSERT_TRUE(runs.back().matches) << l.describe() << ": " << runs.back().mismatch;
   }
-  ASSERT_GE(predicted.size(), 10u) << table;
-  const double rho = spearman(predicted, replayed);
-  EXPECT_GE(rho, 0.8) << "Spearman's rho " << rho << " over " << predicted.size() << " layouts:" << table;
+  for (const char* name : {"nvlink-8", "pcie-8"}) {
+    const train::Cluster& cluster = train::find_gpu_cluster(name);
+    std::vector<double> predicted, replayed;
+    std::string table;
+    for (std::size_t i = 0; i < layouts.size(); ++i) {
+      const train::Replay replay = train::replay_on(runs[i].report.trace, 8, cluster);
+      predicted.push_back(predict(spec, layouts[i], cluster).step_s);
+      replayed.push_back(replay.seconds / static_cast<double>(spec.steps));
+      table += "\n  " + layouts[i].describe() + ": predicted " + std::to_string(predicted.back() * 1e6) +
+               " µs, replayed " + std::to_string(replayed.back() * 1e6) + " µs";
+    }
+    const double rho = spearman(predicted, replayed);
+    EXPECT_GE(rho, 0.8) << name << ": Spearman's rho " << rho << " over " << predicted.size()
+                        << " layouts:" << table;
+  }
 }
 
 TEST(PlannerRankingTest, AMemoryCapDropsExactlyTheLayoutsOverIt) {
