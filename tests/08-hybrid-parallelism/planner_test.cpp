@@ -19,6 +19,35 @@ using testing::tiny;
 const MemoryCategory kCounted[] = {MemoryCategory::kParameters, MemoryCategory::kGradients,
                                    MemoryCategory::kOptimizerState, MemoryCategory::kActivations};
 
+// The planner's memory without a run: one rank holds the whole model, and
+// under ZeRO-1 the replicas' optimizer states add up to one copy (each
+// element stepped by one replica) while each still holds every parameter.
+// Only 08.2 and 08.5 code runs here, so a learner reaches 08.5 with it.
+DTW_TEST_STEPS(RankMemoryTest, "08.2", "08.5");
+TEST(RankMemoryTest, ZeroOneCutsTheOptimizerStateOverTheReplicasAndNothingElse) {
+  const train::RunSpec spec = tiny(1);
+  const double e = 8, whole = static_cast<double>(model::param_layout(spec.config()).size());
+  const double moments = spec.optimizer == model::Optimizer::kAdamW ? 2 : 1;
+  const auto at = [](const train::MemoryFigures& f, MemoryCategory k) { return f[static_cast<std::size_t>(k)]; };
+  {
+    DTW_TRACE("memory of " + layout(1, 1, 1, 1).describe() + ", rank 0");
+    const train::MemoryFigures one = rank_memory(spec, layout(1, 1, 1, 1), {0, 0, 0});
+    EXPECT_EQ(at(one, MemoryCategory::kParameters), whole * e) << "one rank: parameters";
+    EXPECT_EQ(at(one, MemoryCategory::kGradients), whole * e) << "one rank: gradients";
+    EXPECT_EQ(at(one, MemoryCategory::kOptimizerState), moments * whole * e) << "one rank: optimizer state";
+  }
+  double stepped = 0;
+  for (int d = 0; d < 2; ++d) {
+    DTW_TRACE("memory of " + layout(1, 2, 1, 1, true).describe() + ", replica " + std::to_string(d));
+    const train::MemoryFigures f = rank_memory(spec, layout(1, 2, 1, 1, true), {0, d, 0});
+    EXPECT_EQ(at(f, MemoryCategory::kParameters), whole * e) << "ZeRO-1 replica " << d << ": parameters stay whole";
+    EXPECT_EQ(at(f, MemoryCategory::kGradients), whole * e) << "ZeRO-1 replica " << d << ": gradients stay whole";
+    EXPECT_LT(at(f, MemoryCategory::kOptimizerState), moments * whole * e) << "ZeRO-1 replica " << d;
+    stepped += at(f, MemoryCategory::kOptimizerState);
+  }
+  EXPECT_EQ(stepped, moments * whole * e) << "ZeRO-1 on 2 replicas: the optimizer states add up to one copy";
+}
+
 DTW_TEST_STEPS(PlannerMemoryTest, "08.1", "08.2", "08.3", "08.4", "08.5");
 TEST(PlannerMemoryTest, EveryRanksPredictedMemoryEqualsItsLedgersPeak) {
   // Every layout of 8 ranks gpt-tiny runs, m = min(2·pp, 8/dp), with and
