@@ -3,11 +3,11 @@
 dtw_add_chapter(05-pipeline-parallelism
   TITLE "Pipeline parallelism"
   SOURCES stage_split.cpp schedules.cpp executor.cpp executor_passes.cpp step_sync.cpp interleaved.cpp
-    check_schedule.cpp strategies.cpp
+    check_schedule.cpp strategies.cpp bubble.cpp
   DEMOS demos.cpp
   TESTS stage_split_test.cpp schedule_test.cpp pipeline_test.cpp interleaved_test.cpp
-    checkpoint_test.cpp check_schedule_test.cpp composition_test.cpp
-  STEPS 05.1 05.2 05.3 05.4 05.5 05.6
+    checkpoint_test.cpp check_schedule_test.cpp composition_test.cpp bubble_test.cpp
+  STEPS 05.1 05.2 05.3 05.4 05.5 05.6 05.7
   LIBS dtw::train
   DEPENDS 01
   BACKENDS threads mpi
@@ -19,6 +19,5 @@ dtw_add_chapter(05-pipeline-parallelism
   MPI_SUBSET "ExecutorTest.*:PipelineTest.*:InterleavedTest.Matches*:CheckpointTest.Recomputing*"
   MPI_SUBSET_NPS 3
   MPI_TIMEOUT 300
-  # One planted bug per step until this chapter's lab is reworked to the
-  # three-per-step rule (docs/adding-a-chapter.md, "Planted bugs").
-  PLANTED_PER_STEP 1)
+  # Three planted bugs per step (docs/adding-a-chapter.md, "Planted bugs").
+  PLANTED_PER_STEP 3)

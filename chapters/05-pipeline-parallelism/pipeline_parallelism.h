@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "dtw/comm.h"
+#include "dtw/trace.h"
 #include "dtw/model/units.h"
 #include "dtw/train/micro_batches.h"
 #include "dtw/train/replica.h"
@@ -256,11 +257,17 @@ template <TrainElement T>
 std::int64_t activation_peak(const Schedule& schedule, const StageMap& map,
                              const train::RunSpec& spec, int rank, bool checkpoint);
 
-// ---- pitfalls from the field ---------------------------------------------------
+// ---- step 05.7: the bubble, measured ------------------------------------------
 
-/// torchtitan#775: a 1F1B generator whose warm-up is p−s−1 forwards whatever
-/// m is, written for m ≥ p. With m < p it names micro-batches that do not
-/// exist, and check_schedule stops it.
-Schedule one_f_one_b_unclamped(int ranks, int micro_batches);
+/// Step 05.7: the bubble of a pipeline run, read off its timeline `events`
+/// (a trace, or its replay on a modeled fabric) for `ranks` stages: the share
+/// of rank-time not spent computing, 1 − Σ compute / (ranks · span), where
+/// the compute is the pipeline's own phases (category "compute" with a stage
+/// ≥ 0: forwards, backwards, recomputes; not the optimizer's step, which
+/// names no stage) and the span runs from the first such phase's start on
+/// any rank to the last one's end. Events in any order; every other event is
+/// ignored. InvalidArgument when `ranks` < 1, when a pipeline phase belongs to
+/// a rank outside [0, ranks) (naming it), or when there is none.
+double pipeline_bubble(const std::vector<TraceEvent>& events, int ranks);
 
 }  // namespace dtw::ch05

@@ -1,33 +1,20 @@
 // The executor: runs one rank's list of a schedule, whatever made it.
 //
-// Per (chunk, micro-batch) in flight the rank keeps a slot: the StagePass
-// holding the forward's activations, the received input and the received
-// output gradient. The four actions:
+// Per (chunk, micro-batch) in flight the rank keeps a slot (pipeline_internal.h).
+// What each action must achieve:
 //
-//   recv act  c mb : input  ← rank of c−1   (blocking: the data is needed next)
-//   F         c mb : StagePass::forward(units of c, micro-batch mb, input)
-//   send act  c mb : output → rank of c+1   (posted: the rank moves on)
-//   recv grad c mb : dy     ← rank of c+1
-//   B         c mb : StagePass::backward(dy, weight of mb): += its gradient
-//   send grad c mb : input_grad → rank of c−1
+//   recv act  c mb : c's input activation, from the rank of c−1
+//   F         c mb : c's units on micro-batch mb (executor_passes.cpp)
+//   send act  c mb : c's output, to the rank of c+1, without waiting for it
+//   recv grad c mb : the gradient of c's output, from the rank of c+1
+//   B         c mb : += weight of mb × the gradient of c's units (executor_passes.cpp)
+//   send grad c mb : the gradient of c's input, to the rank of c−1, without waiting
 //
-// Sends are posted (isend) and the rank carries on computing: a send that
-// waited for its receiver would tie the two ranks' lists together, and two
-// neighbours that both send first would wait for each other for ever (the
-// pitfall of pytorch#172668, ExecutorOptions::blocking_sends). A posted send
-// keeps its buffer alive until it completes: the pass for a gradient, a copy
-// of the output under checkpointing. The rank waits for a send only where it
-// must: an activation's before the same micro-batch's backward frees it
-// (by then it has arrived: the gradient the backward needs was computed
-// from it), everything else at the end of the step. It never polls: a rank
-// that polled at every action would, in a replay on another fabric, wait
-// wherever its poll happened to succeed on this machine.
-//
-// This file runs the list and moves the messages (recv, send); the compute
-// actions, F and B with checkpointing's recompute, are in executor_passes.cpp,
-// and the slot and send bookkeeping both use in pipeline_internal.h. After the
-// last action comes the step, the same on every schedule (finish_step,
-// step_sync.cpp).
+// A send must not tie the two ranks' lists together (two neighbours that both
+// send first must not wait for each other: pytorch#172668), every buffer a
+// send reads must outlive it, a buffer no action needs any more must be
+// freed, and the rank must never poll. After the last action comes the end of
+// the step, the same on every schedule (finish_step, step_sync.cpp).
 //
 // Every message goes through `comm`, the pipeline's communicator: the world
 // in this chapter, one pipeline's group of it when chapter 08 runs several
@@ -49,13 +36,35 @@ void Executor<T>::State::recv(const Action& a, Slot& slot) {
   // forward has copied it.
   const auto input_category = this->options.checkpoint ? MemoryCategory::kActivations
                                                        : MemoryCategory::kCommBuffers;
+  const auto dy_category = MemoryCategory::kCommBuffers;
   DTW_TODO("05.3: Receive what this action waits for: the chunk's input activation, or its output's gradient.");
 }
 
 template <TrainElement T>
 void Executor<T>::State::send(const Action& a, Slot& slot) {
+  DTW_CHECK_ARG(a.dir == Dir::kGradient || slot.forwarded,
+                "rank " << this->rank << ": " << to_string(a) << " before its forward "
+                        << to_string(Action{Op::kForward, a.chunk, a.mb}));
+  DTW_CHECK_ARG(a.dir == Dir::kActivation || slot.backwarded,
+                "rank " << this->rank << ": " << to_string(a) << " before its backward "
+                        << to_string(Action{Op::kBackward, a.chunk, a.mb}));
   Posted entry{.chunk = a.chunk, .mb = a.mb, .dir = a.dir};
   DTW_TODO("05.3: Post this action's message: the output to the next chunk's rank, or the input's gradient to the previous chunk's.");
+}
+
+template <TrainElement T>
+void Executor<T>::State::post(std::span<const T> data, int peer, int tag, Posted entry) {
+  DTW_TODO("05.3: Send without waiting for the receiver (unless the options ask for blocking sends), and keep what the send reads alive until it completes.");
+}
+
+template <TrainElement T>
+void Executor<T>::State::collect(bool all, int chunk, int mb) {
+  DTW_TODO("05.3: Wait for the posted sends asked for (every one, or the activation send of (chunk, mb)) and let go of what they kept alive.");
+}
+
+template <TrainElement T>
+void Executor<T>::State::run_list(std::span<const Action> actions) {
+  DTW_TODO("05.3: Run the list in order, each action on the slot of its (chunk, micro-batch), and return with no send in flight.");
 }
 
 template <TrainElement T>
@@ -73,19 +82,9 @@ template <TrainElement T>
 double Executor<T>::step(std::span<const Action> actions, std::int64_t step, int m) {
   State& s = *state_;
   s.begin_step(step, m);
+  for (std::size_t i = 0; i < actions.size(); ++i) s.check_action(actions[i], i);
   try {
-    for (std::size_t i = 0; i < actions.size(); ++i) {
-      const Action& a = actions[i];
-      s.check_action(a, i);
-      typename State::Slot& slot = s.slots[{a.chunk, a.mb}];
-      switch (a.op) {
-        case Op::kRecv: s.recv(a, slot); break;
-        case Op::kForward: s.forward(a, slot); break;
-        case Op::kSend: s.send(a, slot); break;
-        case Op::kBackward: s.backward(a, slot); break;
-      }
-    }
-    s.collect(true);
+    s.run_list(actions);
   } catch (const TimeoutError& e) {  // the same report, with its tags spelled out
     throw TimeoutError(explain_pipe_tags(e.message()));
   } catch (const DeadlockError& e) {

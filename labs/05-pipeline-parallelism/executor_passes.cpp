@@ -2,15 +2,12 @@
 // activation checkpointing the recompute before B (executor.cpp runs the
 // list and moves the messages).
 //
-// Every micro-batch's backward adds weight × its gradient (weight = its rows
-// / the batch), so after the last one the gradients are those of the whole
-// batch's mean loss, as the reference computes them.
-//
-// Checkpointing trades compute for memory: a forward keeps only the
-// micro-batch's input (and a copy of the output for its send) and releases
-// the pass's activations; the backward runs the forward once more from that
-// input to get them back. Without it a stage holds the activations of every
-// micro-batch in flight (GPipe: all m of them at the flush).
+// After the last micro-batch's backward the gradients must be those of the
+// whole batch's mean loss, as the reference computes them, and the step's
+// loss the batch's mean loss. With checkpointing (step 05.5) a micro-batch
+// between its forward and its backward holds only its input (and a copy of
+// its output until the send has it), and its backward gets the activations
+// back by computing the forward again.
 #include <utility>
 
 #include "dtw/errors.h"
@@ -18,31 +15,16 @@
 
 namespace dtw::ch05 {
 
-// The forward, written out as the model for the rest: a pass from the
-// pool runs the chunk's units on the micro-batch, from the received input
-// (chunk 0 reads the batch's tokens), inside a timeline phase that names
-// the chunk, the micro-batch and the FLOPs; the last chunk's pass returns
-// the micro-batch's mean loss, which enters the step's loss with the
-// micro-batch's weight (its share of the batch's rows).
 template <TrainElement T>
 void Executor<T>::State::forward(const Action& a, Slot& slot) {
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];
+  const bool last = a.chunk == this->map.chunk_count() - 1;
   DTW_CHECK_ARG(a.chunk == 0 || slot.input.size() > 0,
                 "rank " << this->rank << ": " << to_string(a) << " before its input arrived");
-  slot.pass = take_pass();
-  {
-    const train::Cost c = this->replica.pass_cost(range, batch, false);
-    auto phase = this->run.phase(
-        "forward", {.stage = a.chunk, .micro_batch = a.mb, .flops = c.flops, .bytes = c.bytes});
-    const T mb_loss = slot.pass->forward(range, batch, slot.input.span());
-    if (a.chunk == this->map.chunk_count() - 1) this->loss += batch.weight * static_cast<double>(mb_loss);
-  }
+  DTW_TODO("05.3: Forward the micro-batch through the chunk's units, add the last chunk's loss to the step's, and free what the forward no longer needs.");
   slot.forwarded = true;
-  if (!this->options.checkpoint) {
-    slot.input = Array<T>();  // the pass keeps its own copy of the input
-    return;
-  }
+  if (!this->options.checkpoint) return;
   DTW_TODO("05.5: Checkpointing: keep only the input, copy the output for its send, and release the pass's activations.");
 }
 
@@ -54,16 +36,11 @@ void Executor<T>::State::backward(const Action& a, Slot& slot) {
   DTW_CHECK_ARG(slot.forwarded && (last || slot.dy.size() > 0),
                 "rank " << this->rank << ": " << to_string(a) << " before its "
                         << (slot.forwarded ? "output gradient arrived" : "forward"));
-  // A forward's work, and a backward's: twice the forward's (pass_cost with
-  // backward counts both, three times the forward).
-  const train::Cost fwd = this->replica.pass_cost(range, batch, false);
   if (this->options.checkpoint) {
     DTW_TODO("05.5: Recompute: run the chunk's forward again from the kept input before the backward.");
   }
-  collect(false, a.chunk, a.mb);  // its activation has arrived; free what its send kept
-  DTW_TODO("05.3: Backward the micro-batch from its output's gradient, weighted by its share of the batch.");
+  DTW_TODO("05.3: Backward the micro-batch from its output's gradient, weighted by its share of the batch, and free what it no longer needs.");
   slot.backwarded = true;
-  if (a.chunk == 0) give_back(std::move(slot.pass));  // no gradient to send
 }
 
 // executor.cpp's step() calls these for the two element types.

@@ -66,14 +66,18 @@ struct StepContext {
 template <TrainElement T>
 struct Executor<T>::State : StepContext<T> {
   using StepContext<T>::StepContext;
+  /// What the rank holds for one (chunk, micro-batch) between its first
+  /// action and its last. Each buffer lives only as long as an action still
+  /// needs it (the memory tests count every byte).
   struct Slot {
-    std::unique_ptr<train::StagePass<T>> pass;
-    Array<T> input;  // received input activation (kept until backward when checkpointing)
-    Array<T> dy;     // received gradient of the output
-    Array<T> out;    // checkpointing: a copy of the output for the send
+    std::unique_ptr<train::StagePass<T>> pass;  // the forward's activations, then the input's gradient
+    Array<T> input;  // the received input activation
+    Array<T> dy;     // the received gradient of the output
+    Array<T> out;    // checkpointing: a copy of the output for its send
     bool forwarded = false, backwarded = false;
   };
-  struct Posted {  // a send in flight and what must outlive it
+  /// A send in flight and what must outlive it.
+  struct Posted {
     Request request;
     int chunk = 0, mb = 0;
     Dir dir = Dir::kActivation;
@@ -84,39 +88,39 @@ struct Executor<T>::State : StepContext<T> {
   std::vector<std::unique_ptr<train::StagePass<T>>> pool;  // passes to reuse
   std::vector<Posted> posted;
 
+  /// A pass from the pool (a new one when it is empty).
   std::unique_ptr<train::StagePass<T>> take_pass() {
     if (pool.empty()) return std::make_unique<train::StagePass<T>>(this->replica);
     auto pass = std::move(pool.back());
     pool.pop_back();
     return pass;
   }
+  /// Returns a pass to the pool (nothing when it is empty).
   void give_back(std::unique_ptr<train::StagePass<T>> pass) {
     if (pass) pool.push_back(std::move(pass));
   }
-  // Waits for every posted send (all), or for the activation send of
-  // (chunk, mb) only, and lets go of what they kept alive.
-  void collect(bool all, int chunk = -1, int mb = -1) {
-    for (std::size_t i = 0; i < posted.size();) {
-      Posted& p = posted[i];
-      if (!all && !(p.dir == Dir::kActivation && p.chunk == chunk && p.mb == mb)) {
-        ++i;
-        continue;
-      }
-      this->comm.wait(p.request);
-      give_back(std::move(p.pass));
-      posted.erase(posted.begin() + static_cast<std::ptrdiff_t>(i));
-    }
-  }
-  void post(std::span<const T> data, int peer, int tag, Posted entry) {
-    if (this->options.blocking_sends) {
-      this->comm.send(data, peer, tag);  // returns once the peer has it
-      give_back(std::move(entry.pass));
-      return;
-    }
-    entry.request = this->comm.isend(data, peer, tag);
-    posted.push_back(std::move(entry));
+  /// Runs `work` inside the timeline's compute phase `name` ("forward",
+  /// "backward", "recompute") of action `a`, charged `times` × the forward's
+  /// work of its chunk on its micro-batch (a backward is 2).
+  template <class Work>
+  void timed(const char* name, const Action& a, int times, Work&& work) {
+    const train::Cost c = this->replica.pass_cost(this->map.chunks[a.chunk], this->batch(a.mb), false);
+    auto phase = this->run.phase(name, {.stage = a.chunk, .micro_batch = a.mb,
+                                        .flops = times * c.flops, .bytes = times * c.bytes});
+    work();
   }
 
+  /// Step 05.3: runs the rank's list, each action on the slot of its
+  /// (chunk, micro-batch); when it returns, no send is in flight.
+  void run_list(std::span<const Action> actions);
+  /// Step 05.3: waits for every posted send (all), or for the activation
+  /// send of (chunk, mb) only, and lets go of what they kept alive.
+  void collect(bool all, int chunk = -1, int mb = -1);
+  /// Step 05.3: sends `data` to `peer` with `tag` without waiting for the
+  /// receiver (with options.blocking_sends: a send that returns once the peer
+  /// has it, the pitfall of pytorch#172668), keeping what `entry` holds alive
+  /// as long as the send may read it.
+  void post(std::span<const T> data, int peer, int tag, Posted entry);
   void recv(const Action& a, Slot& slot);
   void forward(const Action& a, Slot& slot);
   void backward(const Action& a, Slot& slot);

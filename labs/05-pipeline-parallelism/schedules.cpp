@@ -16,8 +16,7 @@
 //     s2      F0F1F2F3      B3B3B2B2B1B1B0B0
 //     s3        F0F1F2F3B3B3B2B2B1B1B0B0
 //
-//   1F1B, m = 4: warm up with p−s−1 forwards, then one forward one backward,
-//   then cool down. The same length, but stage s never holds more than p−s
+//   1F1B, m = 4: the same length, but stage s never holds more than p−s
 //   micro-batches' activations, where GPipe holds all m.
 //     s0  F0F1F2F3            B0B0  B1B1  B2B2  B3B3
 //     s1    F0F1F2        B0B0F3B1B1  B2B2  B3B3
@@ -86,24 +85,6 @@ Schedule gpipe_schedule(int p, int m) {
 Schedule one_f_one_b_schedule(int p, int m) {
   Schedule s = empty_schedule(ScheduleKind::kOneFOneB, p, m, 1);
   DTW_TODO("05.2: 1F1B: each stage warms up with a few forwards, alternates one forward and one backward, then cools down.");
-  return s;
-}
-
-// Pitfall (torchtitan#775; demos.cpp tells the story): the same 1F1B with the
-// warm-up written for m >= p. With fewer micro-batches than stages it names
-// micro-batches that do not exist; check_schedule stops it before a message.
-Schedule one_f_one_b_unclamped(int p, int m) {
-  Schedule s = empty_schedule(ScheduleKind::kOneFOneB, p, m, 1);
-  for (int st = 0; st < p; ++st) {
-    const int warmup = p - st - 1;  // the bug: not min(p − st − 1, m)
-    int next_forward = 0, next_backward = 0;
-    for (int i = 0; i < warmup; ++i) s.forward(st, next_forward++);
-    for (int i = 0; i < m - warmup; ++i) {
-      s.forward(st, next_forward++);
-      s.backward(st, next_backward++);
-    }
-    for (int i = 0; i < warmup; ++i) s.backward(st, next_backward++);
-  }
   return s;
 }
 

@@ -72,19 +72,22 @@ void check_lists(const Schedule& s) {
       DTW_CHECK_ARG(pos[k] < 0, at << "repeats action " << pos[k]);
       pos[k] = i;
       // @lab 05.6: Refuse, with an InvalidArgument in the tests' words, an action that comes before what it needs or that has no neighbouring chunk to talk to.
-      // @hint 1: Each rule is a DTW_CHECK_ARG whose message is `at` followed by the tests' words: a
-      // @hint 1: forward needs its input received, unless chunk 0 ('forwards before receiving its
-      // @hint 1: input'); a backward needs its forward ('backwards before its forward') and, unless
-      // @hint 1: the last chunk, its output's gradient ('backwards before receiving its output's
-      // @hint 1: gradient'); chunk 0 neither receives an activation nor sends a gradient ('chunk 0
-      // @hint 1: has no previous chunk'); the last chunk neither sends an activation nor receives a
-      // @hint 1: gradient ('the last chunk has no next chunk'); an activation send needs its
-      // @hint 1: forward ('sends its output before its forward'), a gradient send its backward
-      // @hint 1: ('sends its input gradient before its backward').
+      // @hint 1: Each list on its own must respect what each action needs: a forward its input, a
+      // @hint 1: backward its forward and its output's gradient, a send what it sends; and the
+      // @hint 1: first and the last chunk have no neighbour on one side. Each violation is refused
+      // @hint 1: with a message that names the rank, the action and the rule.
       // @hint 2: k is the current action's slot and pos[slot] the position of that kind of action
-      // @hint 2: for this (chunk, micro-batch) so far, -1 if none: slots 0 F, 1 B, 2 recv act, 3
-      // @hint 2: send act, 4 recv grad, 5 send grad. The first chunk is a.chunk == 0, the last
-      // @hint 2: a.chunk == n - 1.
+      // @hint 2: for this (chunk, micro-batch) so far, -1 if none: 0 F, 1 B, 2 recv act, 3 send
+      // @hint 2: act, 4 recv grad, 5 send grad. Rules: F needs recv act unless chunk 0; B needs F,
+      // @hint 2: and recv grad unless the last chunk; chunk 0 neither receives an activation nor
+      // @hint 2: sends a gradient; the last chunk neither sends an activation nor receives a
+      // @hint 2: gradient; send act needs F, send grad needs B. Trap: the backward's gradient rule
+      // @hint 2: is easy to forget, and every message still pairs without it.
+      // @hint 3: DTW_CHECK_ARG(rule, at << words), with the tests' words: 'forwards before
+      // @hint 3: receiving its input', 'backwards before its forward', 'backwards before receiving
+      // @hint 3: its output's gradient', 'chunk 0 has no previous chunk', 'the last chunk has no
+      // @hint 3: next chunk', 'sends its output before its forward', 'sends its input gradient
+      // @hint 3: before its backward'.
       const bool first = a.chunk == 0, last = a.chunk == n - 1;
       if (k == 0) DTW_CHECK_ARG(first || pos[2] >= 0, at << "forwards before receiving its input");
       if (k == 1) DTW_CHECK_ARG(pos[0] >= 0, at << "backwards before its forward");
@@ -114,15 +117,18 @@ void dry_run(const Schedule& s) {
   std::set<Message> posted;
   bool moved = true;
   // @lab 05.6: Dry-run all the ranks' lists together, and name every stuck rank when the schedule cannot complete.
-  // @hint 1: Sweep over the ranks again and again until a sweep moves nobody. In a sweep each rank
-  // @hint 1: goes on through its list while it can: a send posts its message, a receive whose
-  // @hint 1: message is not posted yet stops the rank there (at[r] keeps its place). A rank whose
-  // @hint 1: place is not at the end of its list is stuck.
-  // @hint 2: message_of(action) is the message a send or a receive moves; keep the posted ones in
-  // @hint 2: `posted`. The error the tests read: '<name_of(s.kind)> schedule (p = P, m = M, v = V)
-  // @hint 2: cannot complete:', then for every stuck rank a line '  rank r waits in action i
-  // @hint 2: (<to_string(action)>) for <describe(message_of(action), s)>', as in the chapter text's
-  // @hint 2: example.
+  // @hint 1: Run all the lists together without moving a byte, under the executor's rules: a posted
+  // @hint 1: send never blocks, a receive waits until its send has been posted. When no rank can
+  // @hint 1: move any more, every rank that has not reached the end of its list is stuck, and what
+  // @hint 1: it waits for is the wait-for graph of the deadlock that would have happened.
+  // @hint 2: repeat sweeps over the ranks until a sweep moves nobody; in a sweep each rank goes on
+  // @hint 2: through its list while it can: a send posts its message, a receive whose message is
+  // @hint 2: not posted stops the rank there (at[r] keeps its place). Then name every stuck rank.
+  // @hint 2: Trap: a receive must wait for its own message, not for any message.
+  // @hint 3: message_of(action) is the message a send or receive moves; keep the posted ones in
+  // @hint 3: `posted`. The error: '<name_of(s.kind)> schedule (p = P, m = M, v = V) cannot
+  // @hint 3: complete:', then per stuck rank ' rank r waits in action i (<to_string(action)>) for
+  // @hint 3: <describe(message_of(action), s)>'.
   while (moved) {
     moved = false;
     for (int r = 0; r < s.ranks; ++r) {

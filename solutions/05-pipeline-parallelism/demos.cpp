@@ -18,6 +18,29 @@ namespace {
 
 using train::FormulaInput;
 
+// Pitfall (torchtitan#775): 1F1B with the warm-up written for m >= p, whose
+// lists are right for every m >= p. With fewer micro-batches than stages it
+// names micro-batches that do not exist; check_schedule stops it before a
+// message. Solution only: it is the learner's step 05.2 with one bug.
+Schedule one_f_one_b_unclamped(int p, int m) {
+  Schedule s;
+  s.kind = ScheduleKind::kOneFOneB;
+  s.ranks = p;
+  s.micro_batches = m;
+  s.actions.resize(static_cast<std::size_t>(p));
+  for (int st = 0; st < p; ++st) {
+    const int warmup = p - st - 1;  // the bug: not min(p − st − 1, m)
+    int next_forward = 0, next_backward = 0;
+    for (int i = 0; i < warmup; ++i) s.forward(st, next_forward++);
+    for (int i = 0; i < m - warmup; ++i) {
+      s.forward(st, next_forward++);
+      s.backward(st, next_backward++);
+    }
+    for (int i = 0; i < warmup; ++i) s.backward(st, next_backward++);
+  }
+  return s;
+}
+
 // The run a formula describes: the strategy's settings and the split that
 // balance=params or blocks gives (balance=time is measured, so the formulas
 // use the parameter split for it).

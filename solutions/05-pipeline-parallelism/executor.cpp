@@ -1,33 +1,20 @@
 // The executor: runs one rank's list of a schedule, whatever made it.
 //
-// Per (chunk, micro-batch) in flight the rank keeps a slot: the StagePass
-// holding the forward's activations, the received input and the received
-// output gradient. The four actions:
+// Per (chunk, micro-batch) in flight the rank keeps a slot (pipeline_internal.h).
+// What each action must achieve:
 //
-//   recv act  c mb : input  ← rank of c−1   (blocking: the data is needed next)
-//   F         c mb : StagePass::forward(units of c, micro-batch mb, input)
-//   send act  c mb : output → rank of c+1   (posted: the rank moves on)
-//   recv grad c mb : dy     ← rank of c+1
-//   B         c mb : StagePass::backward(dy, weight of mb): += its gradient
-//   send grad c mb : input_grad → rank of c−1
+//   recv act  c mb : c's input activation, from the rank of c−1
+//   F         c mb : c's units on micro-batch mb (executor_passes.cpp)
+//   send act  c mb : c's output, to the rank of c+1, without waiting for it
+//   recv grad c mb : the gradient of c's output, from the rank of c+1
+//   B         c mb : += weight of mb × the gradient of c's units (executor_passes.cpp)
+//   send grad c mb : the gradient of c's input, to the rank of c−1, without waiting
 //
-// Sends are posted (isend) and the rank carries on computing: a send that
-// waited for its receiver would tie the two ranks' lists together, and two
-// neighbours that both send first would wait for each other for ever (the
-// pitfall of pytorch#172668, ExecutorOptions::blocking_sends). A posted send
-// keeps its buffer alive until it completes: the pass for a gradient, a copy
-// of the output under checkpointing. The rank waits for a send only where it
-// must: an activation's before the same micro-batch's backward frees it
-// (by then it has arrived: the gradient the backward needs was computed
-// from it), everything else at the end of the step. It never polls: a rank
-// that polled at every action would, in a replay on another fabric, wait
-// wherever its poll happened to succeed on this machine.
-//
-// This file runs the list and moves the messages (recv, send); the compute
-// actions, F and B with checkpointing's recompute, are in executor_passes.cpp,
-// and the slot and send bookkeeping both use in pipeline_internal.h. After the
-// last action comes the step, the same on every schedule (finish_step,
-// step_sync.cpp).
+// A send must not tie the two ranks' lists together (two neighbours that both
+// send first must not wait for each other: pytorch#172668), every buffer a
+// send reads must outlive it, a buffer no action needs any more must be
+// freed, and the rank must never poll. After the last action comes the end of
+// the step, the same on every schedule (finish_step, step_sync.cpp).
 //
 // Every message goes through `comm`, the pipeline's communicator: the world
 // in this chapter, one pipeline's group of it when chapter 08 runs several
@@ -49,24 +36,28 @@ void Executor<T>::State::recv(const Action& a, Slot& slot) {
   // forward has copied it.
   const auto input_category = this->options.checkpoint ? MemoryCategory::kActivations
                                                        : MemoryCategory::kCommBuffers;
+  const auto dy_category = MemoryCategory::kCommBuffers;
   // @lab 05.3: Receive what this action waits for: the chunk's input activation, or its output's gradient.
-  // @hint 1: An activation comes from the rank of chunk − 1 into slot.input, a gradient from the
-  // @hint 1: rank of chunk + 1 into slot.dy. Make each buffer first, an
-  // @hint 1: Array<T>(this->comm.exec(), size, category) of the boundary's size:
-  // @hint 1: this->net().boundary_elements(range.begin, batch) for the input,
-  // @hint 1: boundary_elements(range.end, batch) for the gradient.
-  // @hint 2: The tag names the chunk that sent the message: pipe_tag(Dir::kActivation, chunk - 1,
-  // @hint 2: mb), pipe_tag(Dir::kGradient, chunk + 1, mb); map.rank_of(c) is chunk c's rank. The
-  // @hint 2: input counts as input_category (activations under checkpointing, when it is kept),
-  // @hint 2: the gradient as MemoryCategory::kCommBuffers.
+  // @hint 1: A receive fills the slot with what the next compute action of this (chunk,
+  // @hint 1: micro-batch) needs: its input activation, which the previous chunk's rank produced,
+  // @hint 1: or the gradient of its output, which the next chunk's rank produced. It blocks: the
+  // @hint 1: data is needed next.
+  // @hint 2: activation: slot.input = a buffer of the size of the activation entering the chunk's
+  // @hint 2: first unit, received from the rank of chunk − 1 with the tag of (activation, chunk −
+  // @hint 2: 1, mb); gradient: slot.dy = a buffer of the size of the activation leaving the chunk's
+  // @hint 2: last unit, from the rank of chunk + 1 with the tag of (gradient, chunk + 1, mb). The
+  // @hint 2: tag names the chunk that *sent* the message. Trap: the input counts as
+  // @hint 2: input_category, the gradient as dy_category.
+  // @hint 3: Array<T>(this->comm.exec(), this->net().boundary_elements(range.begin, batch),
+  // @hint 3: input_category) (range.end for dy); this->comm.recv(buffer, this->map.rank_of(c),
+  // @hint 3: pipe_tag(Dir::kActivation, a.chunk - 1, a.mb)).
   if (a.dir == Dir::kActivation) {
     slot.input = Array<T>(this->comm.exec(), this->net().boundary_elements(range.begin, batch),
                           input_category);
     this->comm.recv(slot.input, this->map.rank_of(a.chunk - 1),
                     pipe_tag(Dir::kActivation, a.chunk - 1, a.mb));
   } else {
-    slot.dy = Array<T>(this->comm.exec(), this->net().boundary_elements(range.end, batch),
-                       MemoryCategory::kCommBuffers);
+    slot.dy = Array<T>(this->comm.exec(), this->net().boundary_elements(range.end, batch), dy_category);
     this->comm.recv(slot.dy, this->map.rank_of(a.chunk + 1),
                     pipe_tag(Dir::kGradient, a.chunk + 1, a.mb));
   }
@@ -75,17 +66,27 @@ void Executor<T>::State::recv(const Action& a, Slot& slot) {
 
 template <TrainElement T>
 void Executor<T>::State::send(const Action& a, Slot& slot) {
+  DTW_CHECK_ARG(a.dir == Dir::kGradient || slot.forwarded,
+                "rank " << this->rank << ": " << to_string(a) << " before its forward "
+                        << to_string(Action{Op::kForward, a.chunk, a.mb}));
+  DTW_CHECK_ARG(a.dir == Dir::kActivation || slot.backwarded,
+                "rank " << this->rank << ": " << to_string(a) << " before its backward "
+                        << to_string(Action{Op::kBackward, a.chunk, a.mb}));
   Posted entry{.chunk = a.chunk, .mb = a.mb, .dir = a.dir};
   // @lab 05.3: Post this action's message: the output to the next chunk's rank, or the input's gradient to the previous chunk's.
-  // @hint 1: An activation: slot.pass->output() to the rank of chunk + 1 (under checkpointing the
-  // @hint 1: copy slot.out, moved into entry.copy). A gradient: slot.pass->input_grad() to the
-  // @hint 1: rank of chunk − 1, moving the pass into entry.pass. Both go through post(data, peer,
-  // @hint 1: pipe_tag(dir, chunk, mb), std::move(entry)).
-  // @hint 2: post() sends with isend, and whatever the send reads must outlive it: that is why
-  // @hint 2: the entry carries the copy or the pass. A send before its forward (slot.forwarded)
-  // @hint 2: or backward (slot.backwarded) is an InvalidArgument naming the rank and the action.
+  // @hint 1: An activation send carries the chunk's output to the rank of the next chunk; a
+  // @hint 1: gradient send carries the gradient of the chunk's input to the rank of the previous
+  // @hint 1: chunk. Neither waits for the receiver, so whatever holds the data must stay alive
+  // @hint 1: until the send completes, in the entry that goes with it.
+  // @hint 2: activation: the data is the pass's output, or under checkpointing the copy in
+  // @hint 2: slot.out (the pass was released), which moves into the entry; gradient: the data is
+  // @hint 2: the pass's input gradient, and the pass itself moves into the entry (the slot is done
+  // @hint 2: with it). The tag names this chunk as the sender. Trap: the span must be taken before
+  // @hint 2: the buffer moves, and a moved Array keeps its storage.
+  // @hint 3: slot.pass->output(), slot.pass->input_grad(), entry.copy = std::move(slot.out),
+  // @hint 3: entry.pass = std::move(slot.pass); post(data, this->map.rank_of(a.chunk + 1),
+  // @hint 3: pipe_tag(Dir::kActivation, a.chunk, a.mb), std::move(entry)).
   if (a.dir == Dir::kActivation) {
-    DTW_CHECK_ARG(slot.forwarded, "rank " << this->rank << ": " << to_string(a) << " before F" << a.mb);
     std::span<const T> data = slot.pass ? slot.pass->output() : std::span<const T>();
     if (this->options.checkpoint) {
       entry.copy = std::move(slot.out);
@@ -94,12 +95,84 @@ void Executor<T>::State::send(const Action& a, Slot& slot) {
     post(data, this->map.rank_of(a.chunk + 1), pipe_tag(Dir::kActivation, a.chunk, a.mb),
          std::move(entry));
   } else {
-    DTW_CHECK_ARG(slot.backwarded, "rank " << this->rank << ": " << to_string(a) << " before B" << a.mb);
     const std::span<const T> data = slot.pass->input_grad();
     entry.pass = std::move(slot.pass);  // the gradient lives in the pass
     post(data, this->map.rank_of(a.chunk - 1), pipe_tag(Dir::kGradient, a.chunk, a.mb),
          std::move(entry));
   }
+  // @end
+}
+
+template <TrainElement T>
+void Executor<T>::State::post(std::span<const T> data, int peer, int tag, Posted entry) {
+  // @lab 05.3: Send without waiting for the receiver (unless the options ask for blocking sends), and keep what the send reads alive until it completes.
+  // @hint 1: A posted send lets the rank carry on computing while the message travels; the entry
+  // @hint 1: holds the buffer the send reads, so it must live as long as the send, in the list of
+  // @hint 1: sends in flight. The blocking pitfall's send returns only once the peer has the data:
+  // @hint 1: then nothing needs to outlive it.
+  // @hint 2: blocking: send, hand the entry's pass back to the pool, done. Otherwise: start the
+  // @hint 2: send, keep its request in the entry, and append the entry to `posted`, where
+  // @hint 2: collect() will wait for it. Trap: never wait here, or two neighbours that both send
+  // @hint 2: first wait for each other for ever.
+  // @hint 3: this->options.blocking_sends; this->comm.send(data, peer, tag);
+  // @hint 3: give_back(std::move(entry.pass)); entry.request = this->comm.isend(data, peer, tag);
+  // @hint 3: posted.push_back(std::move(entry)).
+  if (this->options.blocking_sends) {
+    this->comm.send(data, peer, tag);  // returns once the peer has it
+    give_back(std::move(entry.pass));
+    return;
+  }
+  entry.request = this->comm.isend(data, peer, tag);
+  posted.push_back(std::move(entry));
+  // @end
+}
+
+template <TrainElement T>
+void Executor<T>::State::collect(bool all, int chunk, int mb) {
+  // @lab 05.3: Wait for the posted sends asked for (every one, or the activation send of (chunk, mb)) and let go of what they kept alive.
+  // @hint 1: A send in flight is finished only once waited for; then what it kept alive (a copy
+  // @hint 1: of an output, a pass holding an input gradient) can go. The rank waits only where it
+  // @hint 1: must: for one micro-batch's activation just before its backward reuses the memory,
+  // @hint 1: for everything at the end of the step. It never polls.
+  // @hint 2: for each entry of `posted`: skip it unless `all`, or it is the activation send of
+  // @hint 2: (chunk, mb); else wait for its request, return its pass to the pool and remove the
+  // @hint 2: entry. Trap: removing from a vector you walk: do not advance the index past the next
+  // @hint 2: entry.
+  // @hint 3: this->comm.wait(entry.request); give_back(std::move(entry.pass));
+  // @hint 3: posted.erase(posted.begin() + i).
+  for (std::size_t i = 0; i < posted.size();) {
+    Posted& p = posted[i];
+    if (!all && !(p.dir == Dir::kActivation && p.chunk == chunk && p.mb == mb)) {
+      ++i;
+      continue;
+    }
+    this->comm.wait(p.request);
+    give_back(std::move(p.pass));
+    posted.erase(posted.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  // @end
+}
+
+template <TrainElement T>
+void Executor<T>::State::run_list(std::span<const Action> actions) {
+  // @lab 05.3: Run the list in order, each action on the slot of its (chunk, micro-batch), and return with no send in flight.
+  // @hint 1: The list is the schedule: run its actions one after the other, never reordering,
+  // @hint 1: each on the state this rank keeps for that (chunk, micro-batch). After the last one,
+  // @hint 1: every send this rank posted must have completed before the step goes on.
+  // @hint 2: for each action: slot = the slot of (chunk, mb), made on first use; dispatch on the
+  // @hint 2: op to receive, forward, send or backward; at the end, wait for all posted sends.
+  // @hint 3: slots[{a.chunk, a.mb}]; recv(a, slot), forward(a, slot), send(a, slot),
+  // @hint 3: backward(a, slot); collect(true).
+  for (const Action& a : actions) {
+    Slot& slot = slots[{a.chunk, a.mb}];
+    switch (a.op) {
+      case Op::kRecv: recv(a, slot); break;
+      case Op::kForward: forward(a, slot); break;
+      case Op::kSend: send(a, slot); break;
+      case Op::kBackward: backward(a, slot); break;
+    }
+  }
+  collect(true);
   // @end
 }
 
@@ -118,19 +191,9 @@ template <TrainElement T>
 double Executor<T>::step(std::span<const Action> actions, std::int64_t step, int m) {
   State& s = *state_;
   s.begin_step(step, m);
+  for (std::size_t i = 0; i < actions.size(); ++i) s.check_action(actions[i], i);
   try {
-    for (std::size_t i = 0; i < actions.size(); ++i) {
-      const Action& a = actions[i];
-      s.check_action(a, i);
-      typename State::Slot& slot = s.slots[{a.chunk, a.mb}];
-      switch (a.op) {
-        case Op::kRecv: s.recv(a, slot); break;
-        case Op::kForward: s.forward(a, slot); break;
-        case Op::kSend: s.send(a, slot); break;
-        case Op::kBackward: s.backward(a, slot); break;
-      }
-    }
-    s.collect(true);
+    s.run_list(actions);
   } catch (const TimeoutError& e) {  // the same report, with its tags spelled out
     throw TimeoutError(explain_pipe_tags(e.message()));
   } catch (const DeadlockError& e) {

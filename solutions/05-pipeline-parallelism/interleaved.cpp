@@ -59,14 +59,19 @@ Schedule interleaved_schedule(int p, int m, int v) {
   s.virtual_stages = v;
   s.actions.resize(static_cast<std::size_t>(p));
   // @lab 05.4: Interleaved 1F1B: order each rank's forwards and backwards over its v chunks, then run them 1F1B-style.
-  // @hint 1: Cut the m micro-batches into groups: the first of p + m mod p (all m when m ≤ p), then
-  // @hint 1: groups of p. Rank r runs chunks r + k·p, k = 0 … v−1. Its forwards go group by group,
-  // @hint 1: and within a group chunk k = 0 … v−1, each over the group's micro-batches; its
-  // @hint 1: backwards the same, with k = v−1 … 0.
-  // @hint 2: Warm up with min(m·v, 2(p − r − 1) + (v − 1)·g) forwards, g the first group's size;
-  // @hint 2: then one forward and one backward at a time; then the remaining backwards. The
-  // @hint 2: remainder goes in the first group: a smaller last group makes the warm-up too short (p
-  // @hint 2: = 4, m = 5, v = 3 deadlocks), a larger one reaches a backward before its forward.
+  // @hint 1: Each rank runs v chunks p apart, so a micro-batch visits every rank v times.
+  // @hint 1: Micro-batches go through in groups: a group passes through the rank's first chunk,
+  // @hint 1: then its second, and so on, and the backwards visit the chunks in the opposite order.
+  // @hint 1: The rank runs them 1F1B-style: a warm-up, one forward one backward, the rest. The
+  // @hint 1: remainder of m over p goes into the first group.
+  // @hint 2: groups: the first of p + m mod p micro-batches (all m when m ≤ p), then groups of p.
+  // @hint 2: Per rank r, forwards: for each group, for k = 0 … v−1, the group's micro-batches on
+  // @hint 2: chunk r + k·p; backwards the same with k = v−1 … 0. Warm up with min(m·v, 2(p − r − 1)
+  // @hint 2: + (v − 1)·g) forwards, g the first group's size; then alternate; then the remaining
+  // @hint 2: backwards. Trap: a smaller last group makes the warm-up too short (p = 4, m = 5, v = 3
+  // @hint 2: deadlocks); a larger one reaches a backward before its forward.
+  // @hint 3: s.forward(chunk, mb) and s.backward(chunk, mb) for the (chunk, mb) pairs of the two
+  // @hint 3: orders, kept in two std::vector<std::pair<int, int>>.
   std::vector<std::pair<int, int>> groups;  // (first micro-batch, size)
   groups.push_back({0, m <= p ? m : p + m % p});
   for (int first = groups[0].second; first < m; first += p) groups.push_back({first, p});

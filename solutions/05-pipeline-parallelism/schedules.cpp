@@ -16,8 +16,7 @@
 //     s2      F0F1F2F3      B3B3B2B2B1B1B0B0
 //     s3        F0F1F2F3B3B3B2B2B1B1B0B0
 //
-//   1F1B, m = 4: warm up with p−s−1 forwards, then one forward one backward,
-//   then cool down. The same length, but stage s never holds more than p−s
+//   1F1B, m = 4: the same length, but stage s never holds more than p−s
 //   micro-batches' activations, where GPipe holds all m.
 //     s0  F0F1F2F3            B0B0  B1B1  B2B2  B3B3
 //     s1    F0F1F2        B0B0F3B1B1  B2B2  B3B3
@@ -80,15 +79,19 @@ Schedule naive_schedule(int p, int m) {
 Schedule gpipe_schedule(int p, int m) {
   Schedule s = empty_schedule(ScheduleKind::kGPipe, p, m, 1);
   // @lab 05.2: GPipe: every stage forwards all the micro-batches, then backwards them all.
-  // @hint 1: For each stage st: s.forward(st, mb) for mb = 0 ... m-1, then s.backward(st, mb) for
-  // @hint 1: mb = m-1 down to 0. forward and backward append the receives and sends around the
-  // @hint 1: compute for you.
-  // @hint 2: Backwards in reverse order: the last micro-batch forwarded is the first whose gradient
-  // @hint 2: can come back (any order is correct; this is the GPipe paper's).
+  // @hint 1: GPipe fills the pipe with every micro-batch of the step, then flushes it: each stage
+  // @hint 1: first runs the forwards of all m micro-batches, then their backwards, the last
+  // @hint 1: forwarded first (the order of the text's diagram, which the tests check).
+  // @hint 2: for each stage st: for mb = 0 … m−1: forward(st, mb); then for mb = m−1 down to 0:
+  // @hint 2: backward(st, mb). Each stage's list is built on its own; the messages that tie the
+  // @hint 2: lists together come with each compute action. Trap: backwards in increasing order
+  // @hint 2: also complete, but they are not GPipe's order and the test of its shape fails.
+  // @hint 3: s.forward(st, mb) and s.backward(st, mb) append the receive, the compute and the
+  // @hint 3: send to the list of stage st's rank (see naive_schedule above for their use).
   for (int st = 0; st < p; ++st) {
     for (int mb = 0; mb < m; ++mb) s.forward(st, mb);
     // The last micro-batch forwarded is the first whose gradient can come
-    // back; any order would be correct, this one is the GPipe paper's.
+    // back: the GPipe paper's order, and the diagram's.
     for (int mb = m - 1; mb >= 0; --mb) s.backward(st, mb);
   }
   // @end
@@ -98,16 +101,20 @@ Schedule gpipe_schedule(int p, int m) {
 Schedule one_f_one_b_schedule(int p, int m) {
   Schedule s = empty_schedule(ScheduleKind::kOneFOneB, p, m, 1);
   // @lab 05.2: 1F1B: each stage warms up with a few forwards, alternates one forward and one backward, then cools down.
-  // @hint 1: Stage st first forwards w = min(p - st - 1, m) micro-batches; then, until all m are
-  // @hint 1: forwarded, it forwards the next and backwards the oldest; then it backwards the rest.
-  // @hint 1: Micro-batches go forward and backward in increasing order.
-  // @hint 2: The min with m matters: with fewer micro-batches than stages, p - st - 1 forwards
-  // @hint 2: would name micro-batches that do not exist (torchtitan#775, in the pitfalls).
+  // @hint 1: A stage starts its first backward as soon as micro-batch 0's gradient can be back,
+  // @hint 1: and from then on pays for every new forward with the backward of its oldest
+  // @hint 1: micro-batch, so it never holds more than p − s micro-batches; when the forwards run
+  // @hint 1: out, it backwards the rest. Micro-batches go forward and backward in increasing order.
+  // @hint 2: warm-up w = min(p − st − 1, m) forwards (micro-batch 0 needs p − st − 1 hops down and
+  // @hint 2: back); steady state: while forwards remain, forward the next, backward the oldest;
+  // @hint 2: cool-down: backward the rest. Keep two counters, next forward and next backward.
+  // @hint 2: Trap: without the min(·, m), a step with fewer micro-batches than stages names
+  // @hint 2: micro-batches that do not exist (torchtitan#775, in the pitfalls).
+  // @hint 3: std::min(p - st - 1, m) for the warm-up; s.forward(st, f++) and s.backward(st, b++).
   for (int st = 0; st < p; ++st) {
     // Stage st's first backward needs micro-batch 0 to reach the last stage
     // and come back: p−st−1 forwards fit in before it. Clamp to m, or a
-    // short step would name micro-batches that do not exist
-    // (torchtitan#775: demos.cpp runs the unclamped version).
+    // short step would name micro-batches that do not exist (torchtitan#775).
     const int warmup = std::min(p - st - 1, m);
     int next_forward = 0, next_backward = 0;
     for (int i = 0; i < warmup; ++i) s.forward(st, next_forward++);
@@ -120,24 +127,6 @@ Schedule one_f_one_b_schedule(int p, int m) {
     while (next_backward < m) s.backward(st, next_backward++);  // cool-down
   }
   // @end
-  return s;
-}
-
-// Pitfall (torchtitan#775; demos.cpp tells the story): the same 1F1B with the
-// warm-up written for m >= p. With fewer micro-batches than stages it names
-// micro-batches that do not exist; check_schedule stops it before a message.
-Schedule one_f_one_b_unclamped(int p, int m) {
-  Schedule s = empty_schedule(ScheduleKind::kOneFOneB, p, m, 1);
-  for (int st = 0; st < p; ++st) {
-    const int warmup = p - st - 1;  // the bug: not min(p − st − 1, m)
-    int next_forward = 0, next_backward = 0;
-    for (int i = 0; i < warmup; ++i) s.forward(st, next_forward++);
-    for (int i = 0; i < m - warmup; ++i) {
-      s.forward(st, next_forward++);
-      s.backward(st, next_backward++);
-    }
-    for (int i = 0; i < warmup; ++i) s.backward(st, next_backward++);
-  }
   return s;
 }
 

@@ -46,14 +46,17 @@ std::vector<model::UnitRange> split_units(std::span<const double> costs, int chu
   auto sum = [&](int a, int b) { return prefix[b] - prefix[a]; };  // units [a, b)
   std::vector<model::UnitRange> runs;
   // @lab 05.1: Cut the units into `chunks` contiguous runs whose most expensive run is as cheap as possible.
-  // @hint 1: A small dynamic programme: best[j][i] is the smallest bottleneck (the cost of the most
-  // @hint 1: expensive run) of units [i, n) cut into j runs, with best[0][n] = 0 and infinity where
-  // @hint 1: no cut exists. Try every end b of the first run: the bottleneck is then the larger of
-  // @hint 1: sum(i, b) and best[j-1][b]. best[chunks][0] is the bottleneck of the whole.
-  // @hint 2: Many cuts reach the bottleneck; every rank must pick the same one. Walk from the left:
-  // @hint 2: for j = chunks, ..., 1 runs left, give the run starting at a the longest [a, b) whose
-  // @hint 2: sum stays within the bottleneck and whose rest, best[j-1][b], does too (at least one
-  // @hint 2: unit per run).
+  // @hint 1: Cutting a model for a pipeline is the linear partition problem: cut the sequence of
+  // @hint 1: unit costs into contiguous runs whose largest sum is as small as possible, because the
+  // @hint 1: slowest stage sets the pace. Every rank must compute the same cut.
+  // @hint 2: A small dynamic programme: best[j][i] is the smallest bottleneck (the cost of the most
+  // @hint 2: expensive run) of units [i, n) cut into j runs, with best[0][n] = 0 and infinity where
+  // @hint 2: no cut exists; try every end b of the first run: max(sum(i, b), best[j-1][b]).
+  // @hint 2: best[chunks][0] is the bottleneck. Many cuts reach it: walk from the left and give
+  // @hint 2: each run the longest [a, b) whose sum and whose rest best[j-1][b] both stay within it
+  // @hint 2: (at least one unit per run left).
+  // @hint 3: sum(a, b) is the cost of units [a, b) from the prefix sums;
+  // @hint 3: std::numeric_limits<double>::infinity(); push each run into `runs` as {a, b}.
   const double inf = std::numeric_limits<double>::infinity();
   // best[j][i]: the smallest possible "most expensive run" when units [i, n)
   // are cut into j runs (inf when impossible). The recurrence tries every
@@ -102,12 +105,17 @@ train::ReplicaPlan stage_plan(const StageMap& map, const std::vector<model::Unit
                 "stage_plan: rank " << rank << " outside [0, " << map.ranks << ")");
   train::ReplicaPlan plan;
   // @lab 05.1: List the flat ranges this rank holds: its chunks' units, and the tied head's copy of wte.
-  // @hint 1: For each chunk in map.chunks_of(rank), its units span [units[first].begin,
-  // @hint 1: units[last].end) of the flat buffer; merge a range into the previous one when they
-  // @hint 1: touch. Those ranges are the plan's params, grads and optimizer.
-  // @hint 2: With a tied head (tied_wte_end > 0) the rank of the last chunk, unless it also runs
-  // @hint 2: chunk 0, puts [0, tied_wte_end) first in params and grads but not in optimizer: only
-  // @hint 2: the embedding's rank steps wte, so the clipping norm counts it once.
+  // @hint 1: A rank holds the parameters, gradients and optimizer state of its own chunks' units,
+  // @hint 1: and nothing else; with a tied head, the rank of the last chunk also holds a copy of
+  // @hint 1: the embedding table, which it uses but never steps.
+  // @hint 2: for each of the rank's chunks: the flat range from its first unit's begin to its last
+  // @hint 2: unit's end, merged into the previous range when they touch; those ranges are params,
+  // @hint 2: grads and optimizer alike. Then, when the head is tied and the last chunk's rank is
+  // @hint 2: not chunk 0's: [0, tied_wte_end) goes first in params and grads, not in optimizer.
+  // @hint 2: Trap: with optimizer state there, wte would be stepped twice and counted twice in the
+  // @hint 2: clipping norm.
+  // @hint 3: map.chunks_of(rank), map.chunks[c] (a UnitRange), units[u].begin / .end,
+  // @hint 3: map.rank_of(chunk), plan.params.insert(plan.params.begin(), {0, tied_wte_end}).
   std::vector<train::Range> ranges;
   for (int c : map.chunks_of(rank)) {
     const model::UnitRange& run = map.chunks[c];

@@ -94,12 +94,16 @@ void StepContext<T>::check_complete(std::int64_t done) const {
 template <class T>
 double StepContext<T>::finish_step() {
   // @lab 05.3: Start the step's end: the head's rank sends its share of the tied wte's gradient to the embedding's rank, which adds it in.
-  // @hint 1: Only when wte_end > 0 (a tied head on another rank than the embedding): the head's
-  // @hint 1: rank sends replica.grads(0, wte_end) to the embedding's rank, which adds it into
-  // @hint 1: its own with recv_reduce.
-  // @hint 2: head_rank and embed_rank are the two ranks, kTiedGradTag the tag. This comes before
-  // @hint 2: the norm (clip_and_step): only the embedding's rank steps wte, so its Σ g² counts
-  // @hint 2: wte once, and whole.
+  // @hint 1: A tied head uses the embedding table of chunk 0, so both ends of the pipeline hold a
+  // @hint 1: share of its gradient. Before the norm, the whole gradient must be on the one rank
+  // @hint 1: that steps the table: the head's rank sends its share there, and it is added, not
+  // @hint 1: copied.
+  // @hint 2: only when the head is tied and on another rank (wte_end > 0): the head's rank sends
+  // @hint 2: its gradient of [0, wte_end); the embedding's rank receives it and adds it into its
+  // @hint 2: own. Trap: this must come before the norm, which counts wte once, on the embedding's
+  // @hint 2: rank.
+  // @hint 3: comm.send(replica.grads(0, wte_end), embed_rank, kTiedGradTag);
+  // @hint 3: comm.recv_reduce(replica.grads(0, wte_end), head_rank, ReduceOp::kSum, kTiedGradTag).
   if (wte_end > 0 && rank == head_rank)
     comm.send(replica.grads(0, wte_end), embed_rank, kTiedGradTag);
   if (wte_end > 0 && rank == embed_rank)
@@ -109,10 +113,13 @@ double StepContext<T>::finish_step() {
   const StepEnd<T> end{.run = run, .comm = comm, .replica = replica, .step = step, .loss = loss};
   const double global_loss = hooks.end_of_step ? hooks.end_of_step(end) : clip_and_step(end);
   // @lab 05.3: Finish the step: the embedding's rank sends the stepped wte back to the head's copy.
-  // @hint 1: Only when wte_end > 0: the embedding's rank sends replica.params(0, wte_end) to the
-  // @hint 1: head's rank, which receives it into its own copy, the same span.
-  // @hint 2: The tag is kTiedParamTag. The head's copy has no optimizer state: it is never stepped,
-  // @hint 2: only overwritten here, so both ends forward the next step with the same wte.
+  // @hint 1: After the step only the embedding's rank has the new embedding table; the head's copy
+  // @hint 1: must be the same before the next step's forward.
+  // @hint 2: only when wte_end > 0: the embedding's rank sends its parameters [0, wte_end) to the
+  // @hint 2: head's rank, which receives them into its copy. The head's copy has no optimizer
+  // @hint 2: state: it is only ever overwritten here.
+  // @hint 3: comm.send(replica.params(0, wte_end), head_rank, kTiedParamTag);
+  // @hint 3: comm.recv(replica.params(0, wte_end), embed_rank, kTiedParamTag).
   if (wte_end > 0 && rank == embed_rank)
     comm.send(replica.params(0, wte_end), head_rank, kTiedParamTag);
   if (wte_end > 0 && rank == head_rank)
@@ -125,13 +132,17 @@ template <TrainElement T>
 double clip_and_step(const StepEnd<T>& end) {
   std::array<double, 2> sums{0, 0};  // Σ g², loss
   // @lab 05.3: End a step of a pipeline that is the whole run: agree on the norm and the loss, then clip and step.
-  // @hint 1: Put {end.replica.local_sum_of_squares(), end.loss} into `sums` and sum it over the
-  // @hint 1: pipeline's ranks with one ch01::allreduce on end.comm; then clip by sums[0] and
-  // @hint 1: step end.step. The loss is sums[1].
-  // @hint 2: Every rank holds the gradient of its own units only, so the global Σ g² is the sum
-  // @hint 2: over the ranks; the loss is known only where the last chunk runs, and rides in the
-  // @hint 2: same allreduce. Clip and step inside end.run.phase("optimizer", ...) with
-  // @hint 2: end.replica.optimizer_cost()'s flops and bytes.
+  // @hint 1: Every rank holds the gradient of its own units only, so the clipping norm is a sum
+  // @hint 1: over the pipeline's ranks; the step's loss is known only where the last chunk runs.
+  // @hint 1: One exchange of two numbers gives every rank both; then each clips and steps its own
+  // @hint 1: units exactly as the reference does.
+  // @hint 2: sums = {the rank's Σ g², its loss}; sum over the pipeline's ranks in one allreduce;
+  // @hint 2: clip by sums[0] and step, inside the timeline's optimizer phase; return sums[1]. Trap:
+  // @hint 2: a second allreduce for the loss would cost a second latency for nothing.
+  // @hint 3: end.replica.local_sum_of_squares(), end.loss, ch01::allreduce(end.comm,
+  // @hint 3: std::span<double>(sums), ReduceOp::kSum), end.run.phase("optimizer", {.flops =
+  // @hint 3: c.flops, .bytes = c.bytes}) with c = end.replica.optimizer_cost(),
+  // @hint 3: end.replica.clip(sums[0]), end.replica.step(end.step).
   sums = {end.replica.local_sum_of_squares(), end.loss};
   ch01::allreduce(end.comm, std::span<double>(sums), ReduceOp::kSum);
   {

@@ -163,12 +163,23 @@ std::int64_t activation_peak(const Schedule& schedule, const StageMap& map,
       peak = std::max(peak, live);
       if (a.op == Op::kBackward) live -= held;
     } else {
+      // @lab 05.5: Count what checkpointing keeps: the saved inputs received so far, plus the one chunk being computed.
+      // @hint 1: Under checkpointing a micro-batch holds only its saved input between its forward
+      // @hint 1: and its backward; the full activations of a chunk exist only while it computes (the
+      // @hint 1: forward, or the recompute before the backward). The peak is the worst moment of
+      // @hint 1: the list.
+      // @hint 2: a received activation adds its input's bytes to what is live; a forward or a
+      // @hint 2: backward peaks at live + that chunk's activations; a backward then frees its input.
+      // @hint 2: Trap: chunk 0 saves nothing (its input is the batch): `input` is 0 there.
+      // @hint 3: a.op == Op::kRecv && a.dir == Dir::kActivation; live += input; peak =
+      // @hint 3: std::max(peak, live + held); live -= input.
       // Saved inputs accumulate; the chunk being computed (forward, or the
       // recompute before backward) is the only full set alive.
       if (a.op == Op::kRecv && a.dir == Dir::kActivation) live += input;
       const bool computes = a.op == Op::kForward || a.op == Op::kBackward;
       peak = std::max(peak, live + (computes ? held : 0));
       if (a.op == Op::kBackward) live -= input;
+      // @end
     }
   }
   return peak;

@@ -7,6 +7,8 @@
 // without the clamp is stopped before any message (pytorch/torchtitan#775).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "pipeline_test_util.h"
 
 namespace dtw::ch05 {
@@ -54,6 +56,7 @@ TEST(CheckScheduleTest, AnOrderThatCannotCompleteNamesWhoWaitsForWhat) {
 }
 
 TEST(CheckScheduleTest, ListsThatAreWrongOnTheirOwnAreClearErrors) {
+  DTW_TRACE("check_schedule of hand-broken GPipe lists, p = 2, m = 2");
   auto error = [](Schedule s) { return error_of<InvalidArgument>([&] { check_schedule(s); }); };
   Schedule a = gpipe_schedule(2, 2);
   a.actions[1].erase(a.actions[1].begin());  // drop "recv act 0@c1"
@@ -71,6 +74,23 @@ TEST(CheckScheduleTest, ListsThatAreWrongOnTheirOwnAreClearErrors) {
   Schedule f = gpipe_schedule(2, 2);
   f.actions[0].push_back({Op::kBackward, 0, 1});
   EXPECT_NE(error(f).find("repeats action"), std::string::npos) << error(f);
+}
+
+TEST(CheckScheduleTest, ABackwardBeforeItsOutputsGradientArrivesIsRefused) {
+  // Rank 0 of GPipe (p = 2, m = 2) backwards micro-batch 1 and only then
+  // receives its gradient: every message still pairs and the dry run still
+  // finishes, but the backward would run from a gradient it does not have.
+  DTW_TRACE("check_schedule of a backward before its output's gradient arrives, gpipe p = 2, m = 2");
+  Schedule s = gpipe_schedule(2, 2);
+  auto& list = s.actions[0];
+  const auto recv = std::find(list.begin(), list.end(), Action{Op::kRecv, 0, 1, Dir::kGradient});
+  ASSERT_NE(recv, list.end()) << s.describe();
+  ASSERT_EQ(*(recv + 1), (Action{Op::kBackward, 0, 1})) << s.describe();
+  std::iter_swap(recv, recv + 1);
+  const std::string e = error_of<InvalidArgument>([&] { check_schedule(s); });
+  EXPECT_NE(e.find("rank 0, action 4 (B1): backwards before receiving its output's gradient"),
+            std::string::npos)
+      << e;
 }
 
 DTW_TEST_STEPS(UncheckedScheduleTest, "05.1", "05.3");
@@ -117,20 +137,25 @@ TEST(PitfallTest, BlockingSendsDeadlockTheInterleavedWrapAround) {
 }
 
 TEST(PitfallTest, AWarmUpWithoutTheClampIsStoppedBeforeAnyMessage) {
-  // pytorch/torchtitan#775: right for m >= p, so the bug hides ...
-  for (int m = 4; m <= 6; ++m) {
-    const Schedule good = one_f_one_b_schedule(4, m), bad = one_f_one_b_unclamped(4, m);
-    EXPECT_EQ(good.actions, bad.actions) << "m = " << m;
-  }
-  // ... until m < p.
-  const std::string e = error_of<InvalidArgument>([] { check_schedule(one_f_one_b_unclamped(4, 1)); });
+  // pytorch/torchtitan#775: a warm-up of p − s − 1 forwards whatever m is,
+  // right for m >= p, so the bug hides until m < p. Here the lists of 1F1B
+  // for m = p = 4 stand for it, run as a step of m = 1: stage 0 then forwards
+  // micro-batches 1, 2 and 3, which the step does not have (`dtw run
+  // pp-fewer-micro-batches` runs the broken generator itself).
+  DTW_TRACE("1f1b lists written for m = 4, run with m = 1 on 4 stages");
+  auto unclamped = [] {
+    Schedule s = one_f_one_b_schedule(4, 4);
+    s.micro_batches = 1;
+    return s;
+  };
+  const std::string e = error_of<InvalidArgument>([&] { check_schedule(unclamped()); });
   EXPECT_NE(e.find("rank 0, action 2 (F1): names micro-batch 1, but the step has m = 1 micro-batches"),
             std::string::npos)
       << e;
   PipelineSettings s = pipeline_settings(knobs(1), ScheduleKind::kOneFOneB, tiny("gpt-tiny"), 4);
   const std::string run = error_of<InvalidArgument>([&] {
     train::run_ranks<double>(tiny("gpt-tiny"), on(4), [&](train::RankRun<double>& r) {
-      train_pipeline(r, one_f_one_b_unclamped(4, 1), s);
+      train_pipeline(r, unclamped(), s);
     });
   });
   EXPECT_NE(run.find("but the step has m = 1 micro-batches"), std::string::npos) << run;

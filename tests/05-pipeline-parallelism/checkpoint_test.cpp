@@ -29,6 +29,38 @@ TEST(CheckpointTest, RecomputingGivesTheSameTraining) {
   }
 }
 
+DTW_TEST_STEPS(CheckpointPeakTest, "05.5");
+TEST(CheckpointPeakTest, ItIsTheSavedInputsPlusOneChunk) {
+  // gpt-tiny cut by hand into [embed h.0] [h.1 head], two micro-batches of
+  // 4 rows: without checkpointing the naive list holds one micro-batch's
+  // activations and GPipe two; with it, the saved inputs plus one chunk.
+  DTW_TRACE("activation_peak with checkpointing, gpt-tiny on 2 hand-cut stages, m = 2");
+  const train::RunSpec spec = tiny("gpt-tiny");
+  StageMap map;
+  map.ranks = 2;
+  map.chunks = {{0, 2}, {2, 4}};
+  const std::int64_t input = train::Network<double>::make(spec.config())
+                                 ->boundary_elements(2, train::make_batch(spec, 0, 0, 2)) *
+                             static_cast<std::int64_t>(sizeof(double));
+  // Both micro-batches in flight at once, written here (step 05.2 is not needed).
+  Schedule both = naive_schedule(2, 2);
+  both.actions.assign(2, {});
+  for (int st = 0; st < 2; ++st) {
+    both.forward(st, 0);
+    both.forward(st, 1);
+    both.backward(st, 1);
+    both.backward(st, 0);
+  }
+  for (int r = 0; r < 2; ++r) {
+    const std::int64_t held = activation_peak<double>(naive_schedule(2, 2), map, spec, r, false);
+    EXPECT_EQ(activation_peak<double>(both, map, spec, r, false), 2 * held) << "rank " << r;
+    const std::int64_t saved = r == 0 ? 0 : input;  // chunk 0's input is the batch
+    EXPECT_EQ(activation_peak<double>(naive_schedule(2, 2), map, spec, r, true), saved + held) << "rank " << r;
+    EXPECT_EQ(activation_peak<double>(both, map, spec, r, true), 2 * saved + held)
+        << "rank " << r;
+  }
+}
+
 DTW_TEST_STEPS(CheckpointPipelineTest, "05.1", "05.2", "05.3", "05.4", "05.5", "05.6");
 TEST(CheckpointPipelineTest, EverySchedulesMatchesTheReference) {
   for (ScheduleKind kind : {ScheduleKind::kNaive, ScheduleKind::kGPipe, ScheduleKind::kOneFOneB})

@@ -201,5 +201,36 @@ TEST(ExecutorArgumentsTest, AnActionForAnotherRanksChunkIsAClearError) {
   EXPECT_NE(e.find("rank 1: action 0 (F0) is for chunk 0, which runs on rank 0"), std::string::npos) << e;
 }
 
+TEST(ExecutorArgumentsTest, ASendBeforeItsForwardOrBackwardIsAClearError) {
+  // Unchecked, a list that sends what it has not made yet is stopped by the
+  // executor, naming the rank and the action.
+  PipelineSettings settings = pipeline_settings(knobs(2), ScheduleKind::kGPipe, tiny("gpt-tiny"), 2);
+  settings.check = false;
+  auto run = [&](const Schedule& s) {
+    return error_of<InvalidArgument>([&] {
+      train::run_ranks<double>(tiny("gpt-tiny"), on(2), [&](train::RankRun<double>& r) {
+        train_pipeline(r, s, settings);
+      });
+    });
+  };
+  {
+    DTW_TRACE("gpipe p = 2, m = 2, rank 0 sends activation 0 before F0");
+    Schedule s = gpipe_schedule(2, 2);
+    std::swap(s.actions[0][0], s.actions[0][1]);  // F0, send act 0 -> send act 0, F0
+    const std::string e = run(s);
+    EXPECT_NE(e.find("rank 0: send act 0 before its forward F0"), std::string::npos) << e;
+  }
+  {
+    DTW_TRACE("gpipe p = 2, m = 2, rank 1 sends gradient 1 before B1@c1");
+    Schedule s = gpipe_schedule(2, 2);
+    auto& list = s.actions[1];
+    const auto b = std::find(list.begin(), list.end(), Action{Op::kBackward, 1, 1});
+    ASSERT_NE(b, list.end());
+    std::iter_swap(b, b + 1);  // B1@c1, send grad 1@c1 -> send grad 1@c1, B1@c1
+    const std::string e = run(s);
+    EXPECT_NE(e.find("rank 1: send grad 1@c1 before its backward B1@c1"), std::string::npos) << e;
+  }
+}
+
 }  // namespace
 }  // namespace dtw::ch05

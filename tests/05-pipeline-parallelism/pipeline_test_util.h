@@ -129,14 +129,12 @@ inline train::RunOutcome run_hand_built(const train::RunSpec& spec, int p, int m
   });
 }
 
-/// The bubble of `kind` on p ranks with m micro-batches (v chunks per rank),
-/// from a real run replayed on ideal-8 (A100 compute, free messages): an
-/// MLP of p·v layers all 128 wide, so every chunk costs the same, trained
-/// one step on 32 rows; the bubble of the pipeline itself, 1 − Σ (forward,
-/// backward) / (p · the span from the first forward to the last backward),
-/// which is what the formulas describe (the optimizer step after it is the
-/// same on every rank and not part of the schedule).
-inline double ideal_bubble(ScheduleKind kind, int p, int m, int v = 1) {
+/// A real run of `kind` on p ranks with m micro-batches (v chunks per rank)
+/// replayed on ideal-8 (A100 compute, free messages): an MLP of p·v layers
+/// all 128 wide, so every chunk costs the same, trained one step on 32 rows.
+/// `measured`, when given, receives the run's own trace.
+inline train::Replay ideal_replay(ScheduleKind kind, int p, int m, int v = 1,
+                                  std::vector<TraceEvent>* measured = nullptr) {
   model::ModelConfig c = model::model_config("mlp-tiny");
   c.name = "mlp-equal-" + std::to_string(p * v);
   c.features = c.classes = 128;
@@ -151,7 +149,19 @@ inline double ideal_bubble(ScheduleKind kind, int p, int m, int v = 1) {
   o.trace = true;
   o.compare = false;  // the schedules' correctness is tested elsewhere
   const train::RunOutcome out = train::run_ranks<double>(spec, o, strategy_of(kind));
-  const train::Replay replay = train::replay_on(out.report.trace, p, train::find_gpu_cluster("ideal-8"));
+  if (measured) *measured = out.report.trace;
+  return train::replay_on(out.report.trace, p, train::find_gpu_cluster("ideal-8"));
+}
+
+/// The bubble of `kind` on p ranks with m micro-batches (v chunks per rank)
+/// on ideal_replay's run: the bubble of the pipeline itself, 1 − Σ (forward,
+/// backward) / (p · the span from the first forward to the last backward),
+/// which is what the formulas describe (the optimizer step after it is the
+/// same on every rank and not part of the schedule). Computed here, apart
+/// from the lab's pipeline_bubble (step 05.7), so the schedules are judged
+/// on their own.
+inline double ideal_bubble(ScheduleKind kind, int p, int m, int v = 1) {
+  const train::Replay replay = ideal_replay(kind, p, m, v);
   double first = 1e300, last = -1e300, busy = 0;
   for (const TraceEvent& e : replay.events) {
     if (e.category != "compute" || e.stage < 0) continue;

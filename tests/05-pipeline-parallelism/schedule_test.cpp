@@ -40,6 +40,8 @@ TEST(ScheduleTest, EveryListPairsAndCompletes) {
 }
 
 TEST(ScheduleTest, GPipeForwardsEverythingThenFlushes) {
+  // The text's diagram: all forwards, then the backwards, the last forwarded first.
+  DTW_TRACE("gpipe, p = 3, m = 4: forwards in order, then backwards in reverse order");
   const Schedule s = gpipe_schedule(3, 4);
   for (int r = 0; r < 3; ++r) {
     const std::string at = r == 0 ? std::string() : std::string("@c").append(std::to_string(r));

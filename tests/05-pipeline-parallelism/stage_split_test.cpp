@@ -96,6 +96,7 @@ TEST(StageSplitTest, ParamsBalanceKeepsTheEmbeddingWithTheFirstBlock) {
 }
 
 TEST(StageSplitTest, TheTiedHeadsStageHoldsACopyOfTheEmbeddingWithoutOptimizerState) {
+  DTW_TRACE("stage_plan of gpt-tiny on 2 ranks: the tied head's copy of wte");
   const train::RunSpec spec = testing::tiny("gpt-tiny");
   const model::ParamLayout layout = model::param_layout(spec.config());
   const auto units = model::model_units(spec.config(), layout);

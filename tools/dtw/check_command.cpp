@@ -65,13 +65,20 @@ bool build_lab(const Context& context, const Chapter& chapter) {
   return true;
 }
 
-// Prints the short hint of every region of `step` (each text once).
+// Prints the short hint of every region of `step` (each text once); a step
+// with more than four places shows the first three and how many more, so
+// that the report stays short (`dtw hint` lists them all).
 void print_short_hints(const Chapter& chapter, const std::string& step) {
   std::vector<std::string> shown;
   for (const Hint& h : read_hints(chapter))
     if (h.step == step && std::ranges::find(shown, h.text) == shown.end()) shown.push_back(h.text);
-  for (const std::string& text : shown)
-    fmt::print("  {} {}\n", paint(Paint::kCyan, "hint " + step + ":"), text);
+  const std::size_t most = shown.size() > 4 ? 3 : shown.size();
+  for (std::size_t i = 0; i < most; ++i)
+    fmt::print("  {} {}\n", paint(Paint::kCyan, "hint " + step + ":"), shown[i]);
+  if (most < shown.size())
+    fmt::print("  {} {}\n", paint(Paint::kCyan, "hint " + step + ":"),
+               fmt::format("... and {} more places of this step (./dtw hint {} {} lists them)",
+                           shown.size() - most, chapter.id, step));
 }
 
 std::size_t indent_of(const std::string& line) {
