@@ -68,11 +68,16 @@ std::vector<train::Knob> hybrid_knobs();
 
 /// Step 08.1: refuses a layout that cannot run `spec` on `ranks` ranks, on
 /// every rank the same way and before any message, with an InvalidArgument
-/// that names the rank (`rank` ≥ 0; −1 before any rank runs: no rank named)
-/// and the values: pp · dp · tp ≠ ranks ("pp 2 × dp 2 × tp 3 is 12 ranks, not
-/// 8"); a model that is not a GPT when tp > 1; tp not dividing the heads or
-/// the hidden units (megatron_shard's message); more stages than the
-/// model's units; a batch with fewer rows than dp · m.
+/// whose message starts with "rank R: " (`rank` ≥ 0; −1 before any rank
+/// runs: no prefix) and then, for the first thing wrong, in this order:
+///   pp · dp · tp ≠ ranks:     "pp 2 × dp 2 × tp 3 is 12 ranks, not 8"
+///   tp > 1 on a model that is not a GPT:
+///                             "tp 2 needs a GPT to cut; mlp-tiny is not one"
+///   tp not dividing the heads or hidden units: chapter 06's megatron_shard
+///                             message ("rank 0: 4 heads do not split over t = 3 ranks ...")
+///   more stages than units:   "pp 5 stages, but gpt-tiny has only 4 units to cut"
+///   batch < dp · m:           "a batch of 8 rows cannot feed dp 4 × m 3 micro-batches"
+/// A layout that can run passes on every rank (any `rank` in [−1, ranks)).
 void check_layout(const train::RunSpec& spec, const Layout& layout, int ranks, int rank);
 
 /// The communicators of one rank of a hybrid run (references into a Grid,
@@ -107,14 +112,15 @@ struct Coords {
 /// chapter 05's cut of the model's units, the same on every slice and
 /// replica), taken from its tensor-parallel shard of the model
 /// (megatron_shard(config, slice, tp): its heads, hidden units and
-/// vocabulary rows), with the head's copy of the tied wte when its stage
-/// runs the head but not the embedding (chapter 05's stage_plan on the
-/// shard's units); the tensors the shard does not cut held replicated over
-/// the tp group (train::Replication::uncut). With ZeRO-1 (layout.zero1) the
-/// optimizer ranges are cut over the dp group: of each optimizer range of
-/// the plan above, this replica keeps chunk `replica` of
-/// Chunks(range size, dp) (empty chunks left out); parameters and gradients
-/// stay whole.
+/// vocabulary rows; a model that is not a GPT is never cut: its whole
+/// layout, model::param_layout(config), and a whole shard), with the head's
+/// copy of the tied wte when its stage runs the head but not the embedding
+/// (chapter 05's stage_plan on the shard's units); the tensors the shard
+/// does not cut held replicated over the tp group
+/// (train::Replication::uncut). With ZeRO-1 (layout.zero1) the optimizer
+/// ranges are cut over the dp group: of each optimizer range of the plan
+/// above, this replica keeps chunk `replica` of Chunks(range size, dp)
+/// (empty chunks left out); parameters and gradients stay whole.
 train::ReplicaPlan hybrid_plan(const train::RunSpec& spec, const Layout& layout,
                                const ch05::StageMap& map, Coords at);
 
@@ -147,8 +153,10 @@ double hybrid_end_of_step(const Groups& groups, const Layout& layout,
 /// chapter 06's MegatronSeams on its tp group; chapter 05's Executor on its
 /// pp group running 1F1B with m micro-batches, which come from the training
 /// layer's rule for replica `replica` of dp (train::micro_batch), ending
-/// every step with hybrid_end_of_step. Records every step's loss on every
-/// rank and reports the parameters this rank owns (the ones it steps).
+/// every step with hybrid_end_of_step. Only a GPT has seams (an MLP is
+/// never cut: tp is 1). Records every step's loss on every rank and reports
+/// every parameter this rank holds (run.report(replica): the head's copy of
+/// wte and each replica's copy too; the comparison checks them all).
 template <TrainElement T>
 void train_hybrid(train::RankRun<T>& run, const Layout& layout);
 
@@ -183,7 +191,11 @@ struct Prediction {
 /// its replica's micro-batches). What its ledger's peaks must equal.
 train::MemoryFigures rank_memory(const train::RunSpec& spec, const Layout& layout, Coords at);
 
-/// Step 08.5: the prediction for `layout` training `spec` on `cluster`
+/// Step 08.5: the prediction for `layout` training `spec` on `cluster`, by
+/// the chapter text's cost model: compute from the stage's forward FLOPs
+/// (×3 for forward and backward) over cluster.flops plus 3 × the bytes its
+/// forward keeps (Network::activation_bytes, in the run's element type)
+/// over cluster.memory_bw
 /// (its ranks_per_node decides which links each axis crosses: tp's group is
 /// consecutive ranks, dp's and pp's are tp (and tp·dp) apart).
 Prediction predict(const train::RunSpec& spec, const Layout& layout, const train::Cluster& cluster);

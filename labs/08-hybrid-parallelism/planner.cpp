@@ -47,10 +47,22 @@ train::MemoryFigures rank_memory(const train::RunSpec& spec, const Layout& layou
                                   : memory_of<float>(spec, layout, map, at);
 }
 
+namespace {
+
+// predict in the run's element type T (its bytes are the model's own).
+template <class T>
+void predict_into(Prediction& p, const train::RunSpec& spec, const Layout& layout,
+                  const train::Cluster& cluster) {
+  DTW_TODO("08.5: Predict one layout's step time and its busiest rank's memory from the chapters' formulas (the layout checked first).");
+}
+
+}  // namespace
+
 Prediction predict(const train::RunSpec& spec, const Layout& layout, const train::Cluster& cluster) {
   Prediction p;
   p.layout = layout;
-  DTW_TODO("08.5: Predict one layout's step time and its busiest rank's memory from the chapters' formulas (the layout checked first).");
+  if (element_bytes(spec) == 8) predict_into<double>(p, spec, layout, cluster);
+  else predict_into<float>(p, spec, layout, cluster);
   std::ostringstream note;
   const double share = p.step_s > 0 ? 1.0 / p.step_s : 0;
   note.precision(0);

@@ -28,7 +28,8 @@ void train_hybrid(train::RankRun<T>& run, const Layout& layout) {
   // @hint 2: the 1F1B schedule for pp stages; each step's loss recorded; the replica reported.
   // @hint 3: ch05::make_stage_map(spec, ch05::Balance::kParams, layout.pp, 1, m, nullptr);
   // @hint 3: train::Replica<T> replica(spec, run.exec(), plan); replica.set_times(run.layer_times());
-  // @hint 3: ch06::MegatronSeams<T> seams(*groups.tp); replica.set_seams(&seams);
+  // @hint 3: ch06::MegatronSeams<T> seams(*groups.tp); replica.set_seams(&seams) for a GPT only (an
+  // @hint 3: MLP has no seams);
   // @hint 3: ch05::ExecutorHooks<T> hooks; ch05::Executor<T> executor(run, *groups.pp, replica, map,
   // @hint 3: {}, hooks); ch05::make_schedule(ch05::ScheduleKind::kOneFOneB, pp, m).actions[stage];
   // @hint 3: run.record_loss(step, executor.step(actions, step, m)); run.report(replica).

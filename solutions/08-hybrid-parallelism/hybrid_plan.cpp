@@ -22,7 +22,8 @@ train::ReplicaPlan hybrid_plan(const train::RunSpec& spec, const Layout& layout,
   // @hint 2: tensors it does not cut as replicated over the tp group. Under ZeRO-1 replace each
   // @hint 2: optimizer range by chunk `replica` of Chunks(its size, dp), leaving empty ones out:
   // @hint 2: the head's wte copy stays without optimizer state.
-  // @hint 3: ch06::megatron_shard(c, at.slice, layout.tp); model::param_layout(c, shard);
+  // @hint 3: ch06::megatron_shard(c, at.slice, layout.tp) and model::param_layout(c, shard) for a GPT
+  // @hint 3: (c.kind == model::ModelKind::kGpt), model::ModelShard{} and model::param_layout(c) otherwise;
   // @hint 3: model::model_units(c, local); model::tied_wte(c, local).end (0 when untied or when
   // @hint 3: one stage runs both ends: ch05 checks); ch05::stage_plan(map, units, wte_end,
   // @hint 3: at.stage); train::Replication::uncut(local, at.slice, layout.tp); Chunks(n, dp).offset(d),

@@ -69,8 +69,9 @@ void check_layout(const train::RunSpec& spec, const Layout& layout, int ranks, i
   // @hint 1: on a model it cannot cut (not a GPT, or heads / hidden units that t does not divide);
   // @hint 1: more stages than the model has units; fewer rows in the batch than replicas × m.
   // @hint 2: Each check is one DTW_CHECK_ARG whose message starts with `who` and carries the
-  // @hint 2: numbers: "pp 2 × dp 2 × tp 3 is 12 ranks, not 8". For the heads, call chapter 06's
-  // @hint 2: megatron_shard on this slice: it already refuses what does not divide, naming both.
+  // @hint 2: numbers the contract spells out. For the heads, call chapter 06's megatron_shard for
+  // @hint 2: any one slice (slice 0: every slice divides alike): it already refuses what does not
+  // @hint 2: divide, naming both; put `who` in front of its message.
   // @hint 3: layout.ranks(); spec.config() (.kind == model::ModelKind::kGpt); ch06::megatron_shard(c,
   // @hint 3: 0, layout.tp) inside a try that rethrows with `who` in front;
   // @hint 3: model::model_units(c, model::param_layout(c)).size(); spec.batch vs layout.dp *

@@ -85,9 +85,12 @@ train::MemoryFigures rank_memory(const train::RunSpec& spec, const Layout& layou
                                   : memory_of<float>(spec, layout, map, at);
 }
 
-Prediction predict(const train::RunSpec& spec, const Layout& layout, const train::Cluster& cluster) {
-  Prediction p;
-  p.layout = layout;
+namespace {
+
+// predict in the run's element type T (its bytes are the model's own).
+template <class T>
+void predict_into(Prediction& p, const train::RunSpec& spec, const Layout& layout,
+                  const train::Cluster& cluster) {
   // @lab 08.5: Predict one layout's step time and its busiest rank's memory from the chapters' formulas (the layout checked first).
   // @hint 1: Time: every stage runs m micro-batches, each taking its compute plus the tensor-
   // @hint 1: parallel allreduces it waits for; 1F1B adds pp − 1 micro-batch times of bubble; the
@@ -99,7 +102,7 @@ Prediction predict(const train::RunSpec& spec, const Layout& layout, const train
   // @hint 2: boundary messages + a ring allreduce of the biggest stage slice over dp + 7 values
   // @hint 2: per stepped element over memory + the world's allreduce of two doubles. Memory:
   // @hint 2: rank_memory of every rank, the largest total.
-  // @hint 3: train::Network<double>::make(c, shard)->forward_flops(range, batch),
+  // @hint 3: train::Network<T>::make(c, shard)->forward_flops(range, batch) (T: the run's element type),
   // @hint 3: ->activation_bytes(range, batch), ->boundary_elements(unit, batch);
   // @hint 3: train::micro_batch(spec, 0, 0, dp, 0, m); cluster.intra / cluster.inter .seconds(bytes).
   // The cost model, from the earlier chapters' formulas:
@@ -122,12 +125,12 @@ Prediction predict(const train::RunSpec& spec, const Layout& layout, const train
   // cross nodes as soon as a node is full.
   check_layout(spec, layout, layout.ranks(), -1);
   const model::ModelConfig c = spec.config();
-  const double e = static_cast<double>(element_bytes(spec));
+  const double e = sizeof(T);
   const int m = layout.micro_batches;
   const ch05::StageMap map = ch05::make_stage_map(spec, ch05::Balance::kParams, layout.pp, 1, m, nullptr);
   const model::ModelShard shard =
       c.kind == model::ModelKind::kGpt ? ch06::megatron_shard(c, 0, layout.tp) : model::ModelShard{};
-  const auto net = train::Network<double>::make(c, shard);
+  const auto net = train::Network<T>::make(c, shard);
   const train::Batch mb = train::micro_batch(spec, 0, 0, layout.dp, 0, m);
   const train::Link& tp_link = link_of(cluster, 1, layout.tp);
   const train::Link& dp_link = link_of(cluster, layout.tp, layout.dp);
@@ -139,7 +142,7 @@ Prediction predict(const train::RunSpec& spec, const Layout& layout, const train
   for (int s = 0; s < layout.pp; ++s) {
     const model::UnitRange r = map.chunks[static_cast<std::size_t>(s)];
     const double flops = 3 * net->forward_flops(r, mb);
-    const double bytes = 3 * static_cast<double>(net->activation_bytes(r, mb)) * e / sizeof(double);
+    const double bytes = 3 * static_cast<double>(net->activation_bytes(r, mb));
     const double comp = flops / cluster.flops + bytes / cluster.memory_bw;
     // Megatron's allreduces: 4 per block (2 forward, 2 backward), the
     // embedding's forward and the head's input gradient.
@@ -183,6 +186,15 @@ Prediction predict(const train::RunSpec& spec, const Layout& layout, const train
         }
       }
   // @end
+}
+
+}  // namespace
+
+Prediction predict(const train::RunSpec& spec, const Layout& layout, const train::Cluster& cluster) {
+  Prediction p;
+  p.layout = layout;
+  if (element_bytes(spec) == 8) predict_into<double>(p, spec, layout, cluster);
+  else predict_into<float>(p, spec, layout, cluster);
   std::ostringstream note;
   const double share = p.step_s > 0 ? 1.0 / p.step_s : 0;
   note.precision(0);

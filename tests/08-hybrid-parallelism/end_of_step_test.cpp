@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "dtw/chunks.h"
+#include "dtw/reference.h"
 
 #include "hybrid_test.h"
 
@@ -84,6 +85,27 @@ void check_end_of_step(const Layout& l) {
     EXPECT_NEAR(got, expected_loss, 1e-12)
         << who << ": the loss is " << got << ", expected " << expected_loss << " ("
         << got / expected_loss << " times it: each replica's loss counts once, on one slice)";
+    // The replicas of a stage and slice hold the same parameters after the
+    // step (the gradient was summed over them, or gathered back under
+    // ZeRO-1): compared here before the values, whose message could not
+    // tell a missing sum from a wrong norm.
+    {
+      double mine = 0;
+      for (const train::Range& r : plain.optimizer)
+        for (double x : replica.params(r)) mine += x;
+      std::vector<double> sums(static_cast<std::size_t>(l.dp));
+      reference::allgather(*g.dp, std::span<const double>(&mine, 1), std::span<double>(sums));
+      for (int d = 1; d < l.dp; ++d)
+        if (sums[static_cast<std::size_t>(d)] != sums[0]) {
+          ADD_FAILURE() << who << ": replicas 0 and " << d << " of this stage and slice hold "
+                        << "different parameters after the step (sums " << sums[0] << " and "
+                        << sums[static_cast<std::size_t>(d)] << "): "
+                        << (l.zero1 ? "under ZeRO-1 each replica steps its own chunk: gather the "
+                                      "stepped chunks back over dp"
+                                    : "the gradients were not summed over the dp group");
+          return;
+        }
+    }
     // One replica's step with the summed gradient and the global norm.
     train::Replica<double> expected(spec, run.exec(), plain);
     fill(expected, whole, replicas_sum);

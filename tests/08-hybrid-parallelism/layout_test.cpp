@@ -70,6 +70,22 @@ TEST(LayoutCheckTest, AxesThatDoNotMultiplyToTheWorldAreRefusedNamingTheValues) 
                                {"is 4 ranks, not 8"});
 }
 
+TEST(LayoutCheckTest, ALayoutThatCanRunPassesOnEveryRank) {
+  // Every rank checks the same layout with its own number (and −1 before
+  // any rank runs): a check that depends on the rank would stop some of them.
+  for (const Layout& l : {layout(2, 2, 2, 2), layout(1, 2, 4, 2), layout(4, 2, 1, 4),
+                          layout(1, 8, 1, 1), layout(2, 1, 4, 4, true)}) {
+    DTW_TRACE("check_layout of " + l.describe() + " on every rank of 8");
+    for (int rank = -1; rank < 8; ++rank)
+      EXPECT_NO_THROW(check_layout(tiny(), l, 8, rank)) << l.describe() << ", rank " << rank;
+  }
+  DTW_TRACE("check_layout of pp 3 × dp 2 × tp 1 on mlp-tiny (3 units)");
+  train::RunSpec mlp = train::standard_run("mlp-tiny");
+  mlp.batch = 12;
+  for (int rank = -1; rank < 6; ++rank)
+    EXPECT_NO_THROW(check_layout(mlp, layout(3, 2, 1, 2), 6, rank)) << "rank " << rank;
+}
+
 TEST(LayoutCheckTest, TensorSlicesThatDoNotDivideTheHeadsAreRefused) {
   DTW_TRACE("check_layout of pp 1 × dp 1 × tp 3 on gpt-tiny (4 heads)");
   ::dtw::testing::expect_error([] { check_layout(tiny(), layout(1, 1, 3, 1), 3, 2); },

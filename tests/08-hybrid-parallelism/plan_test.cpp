@@ -21,6 +21,11 @@ std::int64_t whole_offset(const model::ParamLayout& whole, const model::ParamVie
   return whole.find(v.name).offset + v.slice.whole_index(i);
 }
 
+// A shard's layout; a model that is not a GPT is never cut.
+model::ParamLayout layout_of(const model::ModelConfig& c, const model::ModelShard& shard) {
+  return c.kind == model::ModelKind::kGpt ? model::param_layout(c, shard) : model::param_layout(c);
+}
+
 bool inside(const std::vector<train::Range>& ranges, std::int64_t x) {
   for (const train::Range& r : ranges)
     if (x >= r.begin && x < r.end) return true;
@@ -40,11 +45,13 @@ void check_plans(const train::RunSpec& spec, const Layout& l) {
         const train::ReplicaPlan plan = hybrid_plan(spec, l, map, {s, d, k});
         const std::string who = "stage " + std::to_string(s) + ", replica " + std::to_string(d) +
                                 ", slice " + std::to_string(k);
-        const model::IndexRange heads = plan.shard.heads.resolved(c.heads);
-        ASSERT_EQ(heads.end - heads.begin, c.heads / l.tp)
-            << who << ": the plan's shard holds heads [" << heads.begin << ", " << heads.end
-            << "), not " << c.heads / l.tp << " of them (megatron_shard of its slice)";
-        const model::ParamLayout local = model::param_layout(c, plan.shard);
+        if (c.kind == model::ModelKind::kGpt) {
+          const model::IndexRange heads = plan.shard.heads.resolved(c.heads);
+          ASSERT_EQ(heads.end - heads.begin, c.heads / l.tp)
+              << who << ": the plan's shard holds heads [" << heads.begin << ", " << heads.end
+              << "), not " << c.heads / l.tp << " of them (megatron_shard of its slice)";
+        }
+        const model::ParamLayout local = layout_of(c, plan.shard);
         for (const model::ParamView& v : local.views())
           for (std::int64_t i = 0; i < v.size; ++i) {
             const std::int64_t x = v.offset + i;
@@ -67,7 +74,7 @@ void check_plans(const train::RunSpec& spec, const Layout& l) {
   // Whole elements: replicated tensors are stepped by every slice.
   const model::ModelShard cut = c.kind == model::ModelKind::kGpt ? ch06::megatron_shard(c, 0, l.tp)
                                                                  : model::ModelShard{};
-  const model::ParamLayout sliced = model::param_layout(c, cut);
+  const model::ParamLayout sliced = layout_of(c, cut);
   for (const model::ParamView& v : whole.views()) {
     const bool replicated = sliced.find(v.name).is_whole();
     const int want = (replicated ? l.tp : 1) * (l.zero1 ? 1 : l.dp);
@@ -89,6 +96,14 @@ TEST(PlanTest, EveryElementIsSteppedByTheRanksTheLayoutImplies) {
 TEST(PlanTest, UnderZeroOneEachElementIsSteppedByOneReplica) {
   for (const Layout& l : {layout(2, 2, 2, 1, true), layout(1, 4, 2, 1, true), layout(2, 3, 1, 1, true)})
     check_plans(tiny(), l);
+}
+
+TEST(PlanTest, AnMlpIsNeverCutAndItsStagesAndReplicasHoldTheRest) {
+  // mlp-tiny: 3 units, no heads (tp 1 only).
+  train::RunSpec spec = train::standard_run("mlp-tiny");
+  spec.batch = 12;
+  for (const Layout& l : {layout(3, 1, 1, 1), layout(1, 2, 1, 1, true), layout(3, 2, 1, 1, true)})
+    check_plans(spec, l);
 }
 
 TEST(PlanTest, TheHeadsStageHoldsTheTiedWteSliceButNeverStepsIt) {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "dtw/train/micro_batches.h"
+#include "dtw/train/network.h"
 #include "hybrid_test.h"
 
 namespace dtw::ch08 {
@@ -46,6 +48,58 @@ TEST(RankMemoryTest, ZeroOneCutsTheOptimizerStateOverTheReplicasAndNothingElse) 
     stepped += at(f, MemoryCategory::kOptimizerState);
   }
   EXPECT_EQ(stepped, moments * whole * e) << "ZeRO-1 on 2 replicas: the optimizer states add up to one copy";
+}
+
+// The prediction's parts, each against the text's cost model written out
+// here for two float32 layouts: one rank (compute and the optimizer alone)
+// and pp 2 × tp 2 (the bubble, tp's allreduces, the boundary messages).
+// Only 08.5's code runs (with 08.1's check and 08.2's plan in it).
+DTW_TEST_STEPS(PredictTest, "08.1", "08.2", "08.5");
+TEST(PredictTest, ThePartsOfAStepFollowTheCostModelInTheRunsElementType) {
+  train::RunSpec spec = tiny(1, 8);
+  spec.dtype = train::DType::kFloat32;
+  const train::Cluster& cluster = train::find_gpu_cluster("nvlink-8");
+  const model::ModelConfig c = spec.config();
+  const double psi = static_cast<double>(model::param_layout(c).size());
+  auto near = [](double got, double want) { return std::abs(got - want) <= 1e-9 * std::max(1e-12, std::abs(want)); };
+  {
+    DTW_TRACE("predict " + layout(1, 1, 1, 1).describe() + ", gpt-tiny float32 on nvlink-8");
+    const Prediction p = predict(spec, layout(1, 1, 1, 1), cluster);
+    const auto net = train::Network<float>::make(c);
+    const train::Batch batch = train::micro_batch(spec, 0, 0, 1, 0, 1);
+    const double compute = 3 * net->forward_flops(net->all(), batch) / cluster.flops +
+                           3 * static_cast<double>(net->activation_bytes(net->all(), batch)) / cluster.memory_bw;
+    EXPECT_TRUE(near(p.compute_s, compute))
+        << "compute " << p.compute_s << " s, the cost model says " << compute
+        << " s: 3 × the forward FLOPs over the device's FLOP/s plus 3 × the bytes the forward keeps "
+           "(in float32: 4 bytes a value) over its memory bandwidth";
+    EXPECT_EQ(p.bubble_s, 0) << "one stage has no bubble";
+    EXPECT_EQ(p.tp_s, 0) << "one slice sends nothing";
+    EXPECT_EQ(p.dp_s, 0) << "one replica sends nothing";
+    const double optimizer = 7 * psi * 4 / cluster.memory_bw;
+    EXPECT_TRUE(near(p.optimizer_s, optimizer))
+        << "optimizer " << p.optimizer_s << " s, the cost model says " << optimizer
+        << " s: AdamW's 7 values of 4 bytes per stepped element over the memory bandwidth";
+    EXPECT_TRUE(near(p.step_s, p.compute_s + p.optimizer_s)) << "the step is the sum of its parts";
+  }
+  {
+    const Layout l = layout(2, 1, 2, 4);
+    DTW_TRACE("predict " + l.describe() + ", gpt-tiny float32 on nvlink-8");
+    const Prediction p = predict(spec, l, cluster);
+    EXPECT_NEAR(p.bubble_s / (p.compute_s + p.tp_s), 1.0 / 4, 1e-12)
+        << "1F1B's bubble is (pp − 1) micro-batch times of the busiest stage: (pp − 1)/m of its "
+           "m micro-batches' compute and tp time";
+    // gpt-tiny cut in two by parameters: [embed h.0] [h.1 head]: 1 + 4 and
+    // 4 + 1 allreduces per micro-batch, each a ring over 2 ranks of
+    // 2 (rows · C · 4 bytes) / 2 per round, two rounds.
+    const double rows_c_bytes = 2.0 * 32 * 64 * 4;  // 8 sequences / m 4 = 2, of 32 tokens, C = 64
+    const double allreduce = 2 * cluster.intra.seconds(rows_c_bytes / 2);
+    EXPECT_TRUE(near(p.tp_s, 4 * 5 * allreduce))
+        << "tp " << p.tp_s << " s, the cost model says " << 4 * 5 * allreduce
+        << " s: m = 4 micro-batches × 5 ring allreduces of a micro-batch's rows · C values";
+    EXPECT_TRUE(near(p.pp_s, 2.0 * (4 + 2 - 2) * cluster.intra.seconds(rows_c_bytes)))
+        << "pp " << p.pp_s << " s: 2 (m + pp − 2) boundary messages of rows · C values";
+  }
 }
 
 DTW_TEST_STEPS(PlannerMemoryTest, "08.1", "08.2", "08.3", "08.4", "08.5");

@@ -169,5 +169,27 @@ TEST(DtwPlanTest, HelpDocumentsEveryOption) {
     EXPECT_THAT(run.output, HasSubstr(option));
 }
 
+// --lab predicts with the learner's chapter 08 (its lab-run program): the
+// header says whose planner it is; a lab not written yet stops at the first
+// step the planner needs, named, with exit status 3.
+TEST(DtwPlanTest, LabPredictsWithTheLearnersPlanner) {
+  const Finished solution = plan({"--model", "gpt-tiny", "--ranks", "4", "--fabric", "nvlink-8"});
+  ASSERT_EQ(solution.exit_code, 0) << solution.output;
+  EXPECT_THAT(solution.output, HasSubstr("the solution's planner (chapter 08)"));
+  const Finished lab =
+      plan({"--model", "gpt-tiny", "--ranks", "4", "--fabric", "nvlink-8", "--lab"});
+  if (lab.exit_code == 0) {
+    EXPECT_THAT(lab.output, HasSubstr("your planner (labs/08-hybrid-parallelism)")) << lab.output;
+  } else {
+    EXPECT_EQ(lab.exit_code, 3) << lab.output;
+    EXPECT_THAT(lab.output, ::testing::AllOf(HasSubstr("your lab has not written step 08."),
+                                             HasSubstr("dtw plan --lab needed it")))
+        << lab.output;
+  }
+  // Bad usage is refused before the hand-over, as without --lab.
+  const Finished bad = plan({"--model", "gpt-tiny", "--ranks", "0", "--fabric", "nvlink-8", "--lab"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+}
+
 }  // namespace
 }  // namespace dtw

@@ -84,6 +84,9 @@ struct PlanOptions {
   std::int64_t memory_cap = 0;       // bytes per rank, 0: none
   std::vector<int> micro_batches;    // m to try; empty: the planner's 2·pp
   std::string json;                  // --json FILE: the rows; empty: none
+  bool lab = false;          // --lab: the learner's planner (chapter 08's lab)
+  bool lab_program = false;  // this is chapter 08's lab-run program
+  std::vector<std::string> words;  // the arguments after `plan`, as typed (--lab hands them over)
 };
 /// Adds `plan` and its options to `app`, filling `options`; returns the subcommand.
 CLI::App* add_plan_subcommand(CLI::App& app, PlanOptions& options);

@@ -14,6 +14,11 @@
 
 namespace dtw::cli {
 
+std::vector<LabRunCommand>& lab_run_commands() {
+  static std::vector<LabRunCommand> commands;
+  return commands;
+}
+
 void exec_lab_run(const std::string& chapter_id, const std::vector<std::string>& args) {
   const Context context = load_context();
   const Chapter& chapter = find_chapter(context.chapters, chapter_id);

@@ -3,11 +3,26 @@
 // chapter's lab-run program (dtw_chNN_lab_run: the chapter's demos and
 // strategies linked with the learner's library), and reading the step out of
 // the NotImplemented a DTW_TODO raises, to say plainly what is not written.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace dtw::cli {
+
+/// A subcommand a chapter's lab-run program has beside `run` and `train`
+/// (chapter 08's: `plan`, for `dtw plan --lab`), registered by a source file
+/// that only that chapter's program builds (tools/dtw/CMakeLists.txt).
+struct LabRunCommand {
+  std::function<CLI::App*(CLI::App&)> add;  ///< adds the subcommand and its options
+  std::function<int()> run;                 ///< runs it, once parsed; the exit status
+};
+/// The registered extra subcommands (a static, filled before main).
+std::vector<LabRunCommand>& lab_run_commands();
 
 /// Replaces this process with chapter `chapter`'s lab-run program, given
 /// `args` ("run DEMO ..." or "train ..."); throws UsageError when it is not built.

@@ -6,10 +6,13 @@
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "cli_values.h"
 #include "dtw/errors.h"
 #include "exit_codes.h"
+#include "lab_run.h"
 #include "mpi_launch.h"
 #include "run_cli.h"
 #include "style.h"
@@ -29,6 +32,10 @@ int guarded_main(int argc, char** argv) {
     dtw::cli::TrainCommandOptions train;
     dtw::cli::add_train_subcommand(app, train);
     train.words.assign(argv + 1, argv + argc);  // mpirun runs them again (--backend mpi)
+    // A chapter's own subcommands (chapter 08's `plan`).
+    std::vector<std::pair<CLI::App*, const dtw::cli::LabRunCommand*>> extra;
+    for (const dtw::cli::LabRunCommand& c : dtw::cli::lab_run_commands())
+      extra.emplace_back(c.add(app), &c);
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& e) {
@@ -39,6 +46,8 @@ int guarded_main(int argc, char** argv) {
                               dtw::cli::parse_error_text(e)));
       return dtw::cli::kExitUsage;
     }
+    for (const auto& [cmd, command] : extra)
+      if (cmd->parsed()) return command->run();
     if (run_cmd->parsed()) {
       run.lab = true;
       run.lab_program = true;

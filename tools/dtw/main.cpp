@@ -82,6 +82,7 @@ int run_main(int argc, char** argv) {
 
   PlanOptions plan;
   CLI::App* plan_cmd = add_plan_subcommand(app, plan);
+  plan.words.assign(argv + 1, argv + argc);
   plan_cmd->callback([&] { action = [&] { return plan_command(plan); }; });
 
   CLI::App* bench_cmd =

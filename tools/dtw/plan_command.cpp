@@ -9,17 +9,20 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli_values.h"
 #include "commands.h"
+#include "dtw/errors.h"
 #include "dtw/memory.h"
 #include "dtw/model/config.h"
 #include "dtw/output_file.h"
 #include "dtw/train/fabric.h"
 #include "exit_codes.h"
 #include "hybrid_parallelism.h"  // chapter 08's contract: plan, Prediction, Layout
+#include "lab_run.h"
 #include "style.h"
 #include "train_output.h"  // human_rate
 
@@ -140,7 +143,7 @@ CLI::App* add_plan_subcommand(CLI::App& app, PlanOptions& options) {
       "step time, best first, with the parts of the step, tokens/s and the busiest rank's peak\n"
       "memory. The numbers are chapter 08's formulas (ch08::predict), not measurements: nothing\n"
       "is trained. Exit status 1 when no layout fits --memory-cap.");
-  add_name(*cmd, "--model", spec.model, "The model to plan for: gpt-tiny or gpt-small",
+  add_name(*cmd, "--model", spec.model, "The model to plan for (gpt-base: GPT-2 small's shape)",
            model::model_names())
       ->required()
       ->default_str("");
@@ -166,11 +169,14 @@ CLI::App* add_plan_subcommand(CLI::App& app, PlanOptions& options) {
   add_name(*cmd, "--dtype", options.dtype, "Element type: its size sets the bytes held and moved",
            {"float32", "float64"});
   add_path(*cmd, "--json", options.json, "Also write the rows as JSON to this file");
+  cmd->add_flag("--lab", options.lab,
+                "Predict with your planner (labs/08-hybrid-parallelism) instead of the solution's");
   return cmd;
 }
 
-int plan_command(const PlanOptions& options) {
-  const train::RunSpec spec = planned_run(options);
+namespace {
+
+int plan_rows(const PlanOptions& options, const train::RunSpec& spec) {
   const train::Cluster& cluster = train::find_gpu_cluster(options.fabric);
   if (!options.json.empty()) check_writable(options.json, "dtw plan --json");
 
@@ -188,10 +194,12 @@ int plan_command(const PlanOptions& options) {
             ? std::string()
             : fmt::format(" and --micro-batches {}", fmt::join(options.micro_batches, ",")),
         options.ranks));
-  fmt::print("{} {} on {} rank{} of {} ({}): batch {} x {} tokens, {}, {}\n",
+  fmt::print("{} {} on {} rank{} of {} ({}): batch {} x {} tokens, {}, {}; {}\n",
              paint(Paint::kBold, "planning"), spec.model, options.ranks,
              options.ranks == 1 ? "" : "s", cluster.name, cluster.description, spec.batch,
-             spec.sequence(), options.dtype, cap_text(options.memory_cap));
+             spec.sequence(), options.dtype, cap_text(options.memory_cap),
+             options.lab_program ? "your planner (labs/08-hybrid-parallelism)"
+                                 : "the solution's planner (chapter 08)");
   const std::vector<ch08::Prediction> rows = ch08::plan(
       spec, options.ranks, cluster, static_cast<double>(options.memory_cap), options.micro_batches);
   if (rows.empty()) {
@@ -221,6 +229,28 @@ int plan_command(const PlanOptions& options) {
     fmt::print("wrote {} ({} rows)\n", options.json, rows.size());
   }
   return kExitOk;
+}
+
+}  // namespace
+
+int plan_command(const PlanOptions& options) {
+  const train::RunSpec spec = planned_run(options);
+  // --lab: the same arguments to chapter 08's lab-run program, whose ch08::
+  // functions are the learner's (checked here first, so bad usage is refused
+  // the same way with and without --lab).
+  if (options.lab && !options.lab_program) {
+    // The words from `plan` on, as typed.
+    const auto plan = std::find(options.words.begin(), options.words.end(), "plan");
+    exec_lab_run("08", std::vector<std::string>(plan, options.words.end()));
+  }
+  try {
+    return plan_rows(options, spec);
+  } catch (const NotImplemented& e) {
+    const std::optional<NotWritten> w = not_written(e.what());
+    if (!w) throw;
+    print_not_written(*w, "08", "dtw plan --lab", "dtw plan without --lab runs the solution's planner");
+    return kExitRunFailed;
+  }
 }
 
 }  // namespace dtw::cli
