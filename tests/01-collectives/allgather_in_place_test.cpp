@@ -55,7 +55,8 @@ TEST(ReduceScatterInPlaceTest, ThenAllgatherInPlaceIsAnAllreduce) {
       [](Comm& comm) {
         const int p = comm.size(), r = comm.rank();
         for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3 * p + 1}}) {
-          DTW_TRACE("in-place reduce_scatter then allgather_in_place, p " << p << ", count " << n);
+          DTW_TRACE("reduce_scatter ring in place, then allgather_in_place ring, p "
+                    << p << ", count " << n);
           std::vector<double> data = sweep::make_input<double>(r, n, ReduceOp::kSum);
           std::vector<double> expected = data;
           reference::allreduce(comm, expected, ReduceOp::kSum);

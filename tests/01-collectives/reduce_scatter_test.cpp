@@ -9,7 +9,7 @@
 namespace dtw::ch01 {
 namespace {
 
-DTW_TEST_STEPS(ReduceScatterTest, "01.5");
+DTW_TEST_STEPS(ReduceScatterTest, "01.4", "01.5");
 
 void sweep_reduce_scatter(ReduceScatterAlgo algo) {
   const std::string what = "reduce_scatter " + std::string(name_of(algo));
