@@ -73,6 +73,9 @@ TEST(AllgatherInPlaceTest, RingSendsAllButTheRightNeighboursChunk) {
   // In step s rank r forwards chunk r - s: over p-1 steps every chunk but
   // r + 1's, which is the one it never holds before the last step.
   for (int p : {2, 3, 5}) {
+    DTW_TRACE("allgather_in_place ring traffic, p " << p
+                                                   << ": each rank sends every chunk but its right "
+                                                      "neighbour's, only to that neighbour");
     const std::int64_t n = 3 * p + 2;
     const Report report = dtw::testing::launch_bounded(p, [n](Comm& comm) {
       std::vector<float> data(static_cast<std::size_t>(n), 1.0f);
