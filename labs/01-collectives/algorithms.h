@@ -30,15 +30,6 @@
 
 namespace dtw::ch01::detail {
 
-// Rank numbers relative to a root: the root is virtual rank 0, and trees are
-// drawn over virtual ranks so that any root works like root 0.
-inline int to_virtual(int rank, int root, int p) {
-  return (rank - root + p) % p;
-}
-inline int to_real(int vrank, int root, int p) {
-  return (vrank + root) % p;
-}
-
 // A receive whose count differs from what this rank expects means the ranks
 // disagree on the collective's count: say so instead of computing garbage.
 inline void expect_count(const Comm& comm, const char* what, int src, std::int64_t got,
@@ -56,37 +47,30 @@ bool overlap(std::span<const T> a, std::span<T> b) {
          before(b.data(), a.data() + a.size());
 }
 
-// Recursive halving and doubling pair rank j with rank j ^ d, which only works
-// for a power-of-two number of ranks. The standard fix for any p: let
-// q = 2^floor(lg p) and e = p - q. The first 2e ranks form pairs (0,1), (2,3),
-// ...; the odd rank of each pair hands its data to the even one and sits out,
-// leaving q "core" ranks that run the power-of-two algorithm; at the end the
-// even ranks hand the result back. Cost: two extra steps for the ranks in pairs.
+// Recursive halving and doubling need a power-of-two number of ranks; the
+// chapter text ("Non-powers of two") shows how any p is folded down to one.
+// Pof2Core describes that fold for one rank: q, the largest power of two <= p;
+// extra = p - q; the first 2·extra ranks form the pairs (0,1), (2,3), ...,
+// whose even rank joins the core and whose odd rank sits out; every rank from
+// 2·extra on is a core rank without a partner. Core ranks are numbered 0..q-1
+// in the order of their real ranks. Written in step 01.4
+// (allgather_recursive_doubling.cpp) and used again in 01.5 and 01.9.
 struct Pof2Core {
-  Pof2Core(int p, int rank) {
-    q = 1;
-    while (q * 2 <= p) q *= 2;
-    extra = p - q;
-    if (rank < 2 * extra) {
-      partner = rank ^ 1;
-      core_rank = rank % 2 == 0 ? rank / 2 : -1;
-    } else {
-      partner = -1;
-      core_rank = rank - extra;
-    }
-  }
-  // The real rank of core rank `c`: paired cores are the even ranks 0, 2, ...
-  int real(int c) const { return c < extra ? 2 * c : c + extra; }
+  Pof2Core(int p, int rank);
+  // The real rank of core rank `c` (0 <= c < q).
+  int real(int c) const;
 
   int q = 1;           // core size, a power of two
-  int extra = 0;       // e = p - q: number of pairs
+  int extra = 0;       // p - q: number of pairs
   int core_rank = -1;  // this rank's index in the core, -1 when it sits out
   int partner = -1;    // the other rank of this rank's pair, -1 when unpaired
 };
 
-// Where each core rank's block starts in a vector of n elements laid out as
-// Chunks(n, p) over the real ranks: core rank c owns the chunks of the real
-// ranks it stands for, which are contiguous. bounds[q] = n.
+// Where each core rank's data starts in a vector of n elements laid out as
+// Chunks(n, p) over the real ranks: core rank c stands for the chunks of the
+// real ranks of its pair (or its own), which are contiguous. Returns q + 1
+// offsets: bounds[c] is where core rank c's part starts, bounds[q] = n.
+// Written in step 01.4 (allgather_recursive_doubling.cpp).
 std::vector<std::int64_t> core_bounds_by_rank(const Pof2Core& core, const Chunks& chunks);
 
 // ---- the algorithms' names (algo_names.cpp) ----------------------------------

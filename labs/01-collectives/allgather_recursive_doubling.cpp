@@ -1,37 +1,43 @@
-// Recursive-doubling allgather: in step k rank j swaps everything it has with
-// rank j XOR 2^k. What each rank holds doubles every step: after lg p steps it
-// has all p blocks. For p = 8, rank 0 holds:
+// Step 01.4, recursive-doubling allgather, in place: the same result as the
+// ring (allgather_ring.cpp, shift 0) in ⌊lg p⌋ exchanges for a power-of-two p,
+// and any p through the fold of the chapter text's "Non-powers of two".
+// Four pieces, declared in algorithms.h:
+// - Pof2Core(p, rank) and Pof2Core::real: the fold's numbers for one rank
+//   (what each field means is in algorithms.h);
+// - core_bounds_by_rank: where each core rank's part of `data` starts;
+// - allgather_doubling_core: the power-of-two algorithm over the q core
+//   ranks: core rank c starts with data[bounds[c], bounds[c+1]) and ends with
+//   all of data[bounds[0], bounds[q]) (Rabenseifner, step 01.9, calls it with
+//   bounds of its own);
+// - allgather_recursive_doubling: any p, from the three above.
 //
-//   start:  [0]      step 1 (⇄ 1):  [0,1]      step 2 (⇄ 2):  [0..3]
-//   step 3 (⇄ 4):  [0..7]
+// Contract: as allgather_ring (same layout and tag everywhere, p >= 2, a
+// count that differs is reported with expect_count). The core ranks'
+// exchanges are between partners whose core numbers differ in one bit.
 //
-// Cost: lg p·α + n(p-1)/p·β. The same bytes as the ring in only lg p
-// latencies: the choice for small and medium messages (MPICH uses it below
-// 512 KiB). Its weakness: partners 2^k apart are far apart in a real network.
-//
-// Any p (Pof2Core in algorithms.h): with q = 2^⌊lg p⌋ and e = p - q, the odd
-// rank of each of the first e pairs (0,1), (2,3), ... hands its block to its
-// even partner and sits out; the q remaining "core" ranks run the doubling,
-// core rank c owning the blocks of the real ranks it stands for (two for a
-// pair, one otherwise: consecutive blocks, so still one range); at the end each
-// even rank hands the full result to its odd partner. Two extra messages for
-// the paired ranks, still ⌊lg p⌋ + 2 steps.
+// Bytes on the wire: a core rank sends n(p-1)/p elements in all over ⌊lg p⌋
+// messages (more for a core rank with a partner); a rank outside the core
+// sends its chunk once and receives the whole result once. Cost lg p·α +
+// n(p-1)/p·β, plus one message each way for the paired ranks.
 #include "algorithms.h"
 
 namespace dtw::ch01::detail {
 
+Pof2Core::Pof2Core(int p, int rank) {
+  DTW_TODO("01.4: Work out this rank's place in the power-of-two core.");
+}
+
+int Pof2Core::real(int c) const {
+  DTW_TODO("01.4: The real rank of core rank c.");
+}
+
 std::vector<std::int64_t> core_bounds_by_rank(const Pof2Core& core, const Chunks& chunks) {
-  std::vector<std::int64_t> bounds(static_cast<std::size_t>(core.q) + 1);
-  for (int c = 0; c < core.q; ++c)
-    bounds[static_cast<std::size_t>(c)] = chunks.offset(core.real(c));
-  bounds[static_cast<std::size_t>(core.q)] = chunks.total();
-  return bounds;
+  DTW_TODO("01.4: Where each core rank's part of the data starts.");
 }
 
 template <class T>
 void allgather_doubling_core(Comm& comm, std::span<T> data, const Pof2Core& core,
                              std::span<const std::int64_t> bounds, int tag) {
-  const int c = core.core_rank;
   // Data of core ranks [lo, hi) as a span.
   const auto range = [&](int lo, int hi) {
     const auto begin = bounds[static_cast<std::size_t>(lo)],
@@ -45,8 +51,6 @@ template <class T>
 void allgather_recursive_doubling(Comm& comm, std::span<T> data, const Chunks& chunks, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
-  const Pof2Core core(p, r);
-  const std::vector<std::int64_t> bounds = core_bounds_by_rank(core, chunks);
 
   DTW_TODO("01.4: Fold the extra ranks in, run the core, fold the result out.");
 }

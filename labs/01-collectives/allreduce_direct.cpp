@@ -1,34 +1,19 @@
-// Direct allreduce ("parallel reduce"): rank r owns chunk r of the result. Every
-// rank sends chunk j straight to rank j and reduces into its own chunk the p-1
-// copies it receives; then every rank sends its reduced chunk straight to all
-// others. No forwarding: each piece of data travels one hop.
+// Step 01.10, direct allreduce ("parallel reduce"), in place: afterwards every
+// rank's `data` holds op over every rank's `data`. Rank r owns chunk r of the
+// result (Chunks(n, p)): it alone computes it, from every rank's copy of that
+// chunk, and then every rank gets every owner's finished chunk. No forwarding:
+// each piece of data travels one hop, and all messages of a phase are in
+// flight at once (the chapter text, "Algorithms and their costs").
 //
-//   phase 1 (reduce-scatter): rank r sends p-1 chunks out, receives p-1 in
-//   phase 2 (allgather):      the same, with the reduced chunks
+// Contract: same count, op and tag on every rank (p >= 2, op never kAvg);
+// every rank ends with the same bits. A finished chunk that arrives with
+// another count than that chunk's size is reported with expect_count, naming
+// "allreduce direct"; a count that differs ends in an error, never a hang.
 //
-// Cost: 2(p-1)α + 2n(p-1)/p·β + n(p-1)/p·γ: the ring's bytes, but all p-1
-// messages of a phase are in flight at once, so on a full crossbar (NVSwitch,
-// or threads sharing memory) it takes 2 rounds instead of 2(p-1). On a ring or
-// a tree-shaped network the messages share links and it loses its edge, and
-// each rank needs p-1 connections.
-//
-// Worked example, p = 3, n = 3, ranks holding a, b, c:
-//
-//   phase 1: rank 0 sends a1 to 1 and a2 to 2, and adds b0 and c0 into a0;
-//            likewise rank 1 ends with a1+b1+c1 and rank 2 with a2+b2+c2.
-//   phase 2: every rank sends its finished element to the two others.
-//
-// Bytes on the wire, per rank: (p-1) chunks out and in per phase.
-//
-// Check yourself:
-// - How many messages does each rank send? 2(p-1), all of them posted at once
-//   per phase. With p = 1024 that is 2046 outstanding sends per rank: the
-//   reason direct exchange is kept for small groups (one node, one switch).
-// - What does chunk r hold after phase 1, and the other chunks? Chunk r holds
-//   the full result; the others still hold this rank's own inputs, which
-//   phase 2 overwrites with the other ranks' results.
-//
-// Try it: its traffic table is full, every cell 2n/p: all links in use.
+// Bytes on the wire: every rank sends about n/p elements to every other rank
+// in each of two phases, 2(p-1)·n elements in all (the test checks the total
+// and that every pair exchanges at least a chunk). Cost 2(p-1)α +
+// 2n(p-1)/p·β + n(p-1)/p·γ, in 2 rounds where the links allow.
 #include "algorithms.h"
 
 namespace dtw::ch01::detail {
@@ -38,8 +23,6 @@ void allreduce_direct(Comm& comm, std::span<T> data, ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const Chunks chunks(std::ssize(data), p);
-  std::vector<Request> sends;
-  sends.reserve(static_cast<std::size_t>(p));
 
   DTW_TODO("01.10: Direct allreduce: each rank reduces its own chunk from everyone, then everyone gathers.");
 }

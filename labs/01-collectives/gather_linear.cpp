@@ -1,44 +1,16 @@
-// Linear gather: every rank sends its block to the root, which puts block i
-// at position i of `out`.
+// Step 01.3, linear gather: every rank contributes a block of m = in.size()
+// elements; afterwards block i of the root's `out` (p·m elements, rank order,
+// whatever the root) holds rank i's `in`. `out` is ignored on other ranks.
 //
-//          0 ──╮
-//          1 ──┼──► root: out = [ in_0 | in_1 | ... | in_{p-1} ]
-//        p-1 ──╯
+// Contract: same count, root and tag on every rank (dispatch.cpp has checked
+// that the root's `out` holds p·m elements; p may be 1). The root's `in` may
+// already be its own block of `out`. A block that arrives with another count
+// than m is reported with expect_count, naming "gather". The root should not
+// make a fast sender wait behind a slow one.
 //
-// Cost: (p-1)α + n(p-1)/p·β with n = p·m elements gathered: the root receives
-// every block but its own, and its link carries all of it. A binomial tree
-// would save latencies (lg p instead of p-1) but not a single byte at the root.
-//
-// Worked example, p = 3, root 2, m = 2: rank r holds [r r].
-//
-//   root 2 copies [2 2] into out[4..6); posts receives for out[0..2) from 0
-//   and out[2..4) from 1; waits for both: out = [0 0 1 1 2 2].
-//
-// Why irecv for every source at once: the root does not know which rank will
-// be ready first. Posting all receives lets each arrive whenever its sender
-// gets there; a loop of blocking receives would make rank 2's send wait for
-// rank 1's, even if rank 1 is slow.
-//
-// After wait_all, each request knows how many elements arrived: a short
-// message means the sender passed a different count, which expect_count
-// reports with the rank and both numbers.
-//
-// Pitfalls: out must hold p·m elements at the root (dispatch checks it);
-// non-root ranks may pass an empty `out`.
-//
-// Check yourself:
-// - Which link carries the most? The root's: (p-1)·m elements arrive there.
-// - Why copy the root's own block instead of sending it? A blocking send to
-//   yourself would wait for a receive the same thread has not posted yet.
-// - May the root's `in` already sit inside `out` at block root (an "in place"
-//   gather)? Yes: the copy is skipped when the spans coincide.
-// - What is the order of blocks in `out`? Rank order, whatever the root; the
-//   root's block is at root·m, not at 0.
-// - What would a binomial gather save? Latency (lg p rounds instead of p-1
-//   messages into one rank), never bytes at the root.
-//
-// Try it: the traffic table of a gather has one non-empty column, the root's,
-// with one block per rank.
+// Bytes on the wire: every non-root rank sends its m elements to the root
+// once, (p-1)·m in all, all into the root's link; the root's own block moves
+// by a local copy only. Cost (p-1)α + n(p-1)/p·β, n = p·m.
 #include "algorithms.h"
 
 namespace dtw::ch01::detail {

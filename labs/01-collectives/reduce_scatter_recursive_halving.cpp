@@ -1,22 +1,21 @@
-// Recursive-halving reduce-scatter: in the first step rank j keeps one half of
-// the vector, sends the other half to rank j XOR p/2 and adds the half it
-// receives into the half it kept. Each following step halves again with a
-// partner at half the distance. After lg p steps each rank holds one fully
-// reduced p-th. For p = 4, rank 0 (blocks 0..3):
+// Step 01.5, recursive-halving reduce-scatter, in place: the same result as
+// the ring (reduce_scatter_ring.cpp) in ⌊lg p⌋ exchanges for a power-of-two
+// p, and any p through the fold of the chapter text's "Non-powers of two"
+// (Pof2Core and core_bounds_by_rank, written in step 01.4). Two pieces:
+// - reduce_scatter_halving_core: the power-of-two algorithm over the q core
+//   ranks: afterwards core rank c holds, in data[bounds[c], bounds[c+1]), op
+//   over that range of every core rank's data (Rabenseifner, step 01.9,
+//   calls it with bounds of its own);
+// - reduce_scatter_recursive_halving: any p; afterwards chunk r of rank r is
+//   reduced over all p ranks, on every rank, paired or not.
 //
-//   step 1 (⇄ 2): keep [0,1], send [2,3], add 2's [0,1]
-//   step 2 (⇄ 1): keep [0],   send [1],   add 1's [0]     → block 0 done
+// Contract: as reduce_scatter_ring (same layout, op and tag everywhere, p >= 2,
+// op never kAvg, a count that differs ends in an error).
 //
-// Cost: lg p·α + n(p-1)/p·β + n(p-1)/p·γ: the ring's bytes and reductions in
-// lg p latencies. It is the first half of Rabenseifner's allreduce.
-//
-// Any p, the standard way (Pof2Core in algorithms.h): with q = 2^⌊lg p⌋ and
-// e = p - q, the odd rank of each of the first e pairs (0,1), (2,3), ... sends
-// its whole vector to its even partner, which adds it in; the odd rank then
-// sits out. The q core ranks halve over blocks laid out by real rank (a pair's
-// core rank owns both of its chunks), and at the end each even rank sends its
-// odd partner that partner's reduced chunk. The pairs pay n more elements
-// sent and reduced: a cost of non-powers of two.
+// Bytes on the wire: a core rank sends and reduces n(p-1)/p elements over
+// ⌊lg p⌋ messages (the ring's bytes in fewer latencies); a rank outside the
+// core sends its whole vector once and receives its reduced chunk once. Cost
+// lg p·α + n(p-1)/p·(β + γ), plus those two messages for the pairs.
 #include "algorithms.h"
 
 namespace dtw::ch01::detail {
@@ -24,7 +23,6 @@ namespace dtw::ch01::detail {
 template <class T>
 void reduce_scatter_halving_core(Comm& comm, std::span<T> data, const Pof2Core& core,
                                  std::span<const std::int64_t> bounds, ReduceOp op, int tag) {
-  const int c = core.core_rank;
   const auto range = [&](int lo, int hi) {
     const auto begin = bounds[static_cast<std::size_t>(lo)],
                end = bounds[static_cast<std::size_t>(hi)];
@@ -38,8 +36,6 @@ void reduce_scatter_recursive_halving(Comm& comm, std::span<T> data, const Chunk
                                       ReduceOp op, int tag) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
-  const Pof2Core core(p, r);
-  const std::vector<std::int64_t> bounds = core_bounds_by_rank(core, chunks);
 
   DTW_TODO("01.5: Fold the extra ranks in, run the core, fold the result out.");
 }

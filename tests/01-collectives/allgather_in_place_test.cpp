@@ -55,7 +55,8 @@ TEST(ReduceScatterInPlaceTest, ThenAllgatherInPlaceIsAnAllreduce) {
       [](Comm& comm) {
         const int p = comm.size(), r = comm.rank();
         for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3 * p + 1}}) {
-          DTW_TRACE("in-place reduce_scatter then allgather_in_place, p " << p << ", count " << n);
+          DTW_TRACE("reduce_scatter ring in place, then allgather_in_place ring, p "
+                    << p << ", count " << n);
           std::vector<double> data = sweep::make_input<double>(r, n, ReduceOp::kSum);
           std::vector<double> expected = data;
           reference::allreduce(comm, expected, ReduceOp::kSum);
@@ -72,6 +73,9 @@ TEST(AllgatherInPlaceTest, RingSendsAllButTheRightNeighboursChunk) {
   // In step s rank r forwards chunk r - s: over p-1 steps every chunk but
   // r + 1's, which is the one it never holds before the last step.
   for (int p : {2, 3, 5}) {
+    DTW_TRACE("allgather_in_place ring traffic, p " << p
+                                                   << ": each rank sends every chunk but its right "
+                                                      "neighbour's, only to that neighbour");
     const std::int64_t n = 3 * p + 2;
     const Report report = dtw::testing::launch_bounded(p, [n](Comm& comm) {
       std::vector<float> data(static_cast<std::size_t>(n), 1.0f);

@@ -78,6 +78,7 @@ TEST(AllgatherTest, InPlaceWhenInIsThisRanksBlockOfOut) {
 TEST(AllgatherTest, RingOnlyTalksToNeighbours) {
   // Each rank sends p-1 blocks, all to its right neighbour: (p-1)·m elements.
   for (int p : {2, 3, 7}) {
+    DTW_TRACE("allgather ring traffic, p " << p << ": p-1 blocks per rank, to r + 1 only");
     const std::int64_t m = 10;
     const Report report = dtw::testing::launch_bounded(p, [m](Comm& comm) {
       const std::vector<float> in(m, 1.0f);

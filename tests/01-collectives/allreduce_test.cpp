@@ -85,6 +85,7 @@ TEST(AllreduceTreeTest, CountThatDiffersFailsWithoutTheCheck) {
 TEST(AllreduceTreeTest, NaiveRootCarriesEveryonesData) {
   // The parameter-server pattern: the root's links carry (p-1)·n each way.
   for (int p : {3, 5}) {
+    DTW_TRACE("allreduce naive traffic, p " << p << ": (p-1)·n into the server and out of it");
     const std::int64_t n = 100;
     const Report report = allreduce_traffic(p, n, AllreduceAlgo::kNaive);
     std::int64_t into_root = 0, out_of_root = 0;
@@ -117,6 +118,7 @@ TEST(AllreduceRingTest, SendsTwoLapsOfChunksToTheRightOnly) {
   // Reduce-scatter then allgather: each chunk travels p-1 hops in each phase,
   // so the ring carries 2(p-1)·n elements in all, only between neighbours.
   for (int p : {2, 3, 7, 8}) {
+    DTW_TRACE("allreduce ring traffic, p " << p << ": 2(p-1)·n elements in all, to r + 1 only");
     const std::int64_t n = 10 * p + 3;
     const Report report = allreduce_traffic(p, n, AllreduceAlgo::kRing);
     std::int64_t total = 0;
@@ -144,6 +146,9 @@ TEST(AllreduceRabenseifnerTest, PowerOfTwoSendsTheRingsBytesInLgPSteps) {
   // With p a power of two, each rank sends n(p-1)/p elements while halving and
   // the same while doubling, in lg p messages each, to partners r xor 2^k.
   for (int p : {2, 4, 8}) {
+    DTW_TRACE("allreduce rabenseifner traffic, p " << p
+                                                  << ": 2n(p-1)/p elements per rank in 2 lg p "
+                                                     "messages, to partners r xor 2^k only");
     int lg = 0;
     while ((1 << lg) < p) ++lg;
     const std::int64_t n = 16 * p;
@@ -178,6 +183,9 @@ TEST(AllreduceDirectTest, EveryRankSendsEachPeerItsChunk) {
   // elements to every peer), then the reduced chunks are allgathered: 2(p-1)·n
   // elements in all, as for the ring.
   for (int p : {2, 3, 5}) {
+    DTW_TRACE("allreduce direct traffic, p " << p
+                                            << ": at least a chunk between every pair, 2(p-1)·n "
+                                               "elements in all");
     const std::int64_t n = 8 * p;
     const Report report = allreduce_traffic(p, n, AllreduceAlgo::kDirect);
     std::int64_t total = 0;

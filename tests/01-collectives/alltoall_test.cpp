@@ -46,6 +46,7 @@ TEST(AlltoallTest, WrongBufferSizeNamesTheRank) {
 
 TEST(AlltoallTest, EveryPairExchangesExactlyOneBlock) {
   for (int p : {2, 3, 6, 8}) {
+    DTW_TRACE("alltoall pairwise traffic, p " << p << ": one block each way between every pair");
     const std::int64_t b = 5;
     const Report report = dtw::testing::launch_bounded(p, [b](Comm& comm) {
       const std::vector<std::int32_t> in(static_cast<std::size_t>(comm.size() * b), comm.rank());

@@ -61,6 +61,9 @@ TEST(BroadcastTest, BinomialTreeRootSendsLgPMessages) {
   // In a binomial tree the root sends ceil(lg p) messages and every other rank
   // receives exactly one; the linear broadcast's root would send p-1.
   for (int p : {2, 5, 8, 16}) {
+    DTW_TRACE("broadcast binomial traffic, p " << p
+                                              << ", root 0: the root sends ceil(lg p) messages, "
+                                                 "every other rank receives one");
     int lg = 0;
     while ((1 << lg) < p) ++lg;
     const Report report = dtw::testing::launch_bounded(p, [](Comm& comm) {
@@ -94,6 +97,8 @@ TEST(BroadcastScatterAllgatherTest, RootSendsAboutOneCopyOfTheData) {
   // scatter (n(p-1)/p elements, through a tree or directly) plus one chunk per
   // ring step; a linear broadcast would send (p-1)n. Bound: under 2n.
   for (int p : {4, 7, 8}) {
+    DTW_TRACE("broadcast scatter-allgather traffic, p " << p
+                                                       << ", root 0: the root sends less than 2n");
     const std::int64_t n = 1000 * p + 3;
     const Report report = dtw::testing::launch_bounded(p, [n](Comm& comm) {
       std::vector<std::int32_t> data(static_cast<std::size_t>(n), comm.rank());

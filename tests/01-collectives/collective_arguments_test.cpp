@@ -6,6 +6,7 @@
 // own size checks must catch differing counts and buffers of the wrong size:
 // each algorithm's suite tests that (sweep::expect_count_mismatch_fails,
 // sweep::expect_wrong_size_names_rank).
+#include <cmath>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -258,6 +259,21 @@ TEST(CollectiveArgumentsTest, UnknownAlgorithmNameListsTheValidOnes) {
   for (auto algo : {AllreduceAlgo::kNaive, AllreduceAlgo::kBinomial, AllreduceAlgo::kRing,
                     AllreduceAlgo::kRabenseifner, AllreduceAlgo::kDirect})
     EXPECT_EQ(parse_allreduce_algo(name_of(algo)), algo);
+}
+
+// The sweeps' Checker reports a float mismatch in the fewest digits that read
+// back exactly, so two values that differ never print alike (a learner once
+// read "expected -1.479, got -1.479" in step 01.10).
+TEST(CollectiveArgumentsTest, FloatsThatDifferPrintDifferently) {
+  const float expected = -1.479f;
+  const float got = std::nextafter(expected, 0.0f);
+  const std::string message = dtw::testing::compare(2, std::vector<float>{expected},
+                                                     std::vector<float>{got});
+  EXPECT_TRUE(contains(message, "expected -1.479, got -1.4789999")) << message;
+  const double wide = -1.479;
+  const std::string wide_message = dtw::testing::compare(
+      0, std::vector<double>{wide}, std::vector<double>{std::nextafter(wide, 0.0)});
+  EXPECT_TRUE(contains(wide_message, "expected -1.479, got -1.4789999999999999")) << wide_message;
 }
 
 }  // namespace

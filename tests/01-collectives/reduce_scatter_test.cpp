@@ -9,7 +9,7 @@
 namespace dtw::ch01 {
 namespace {
 
-DTW_TEST_STEPS(ReduceScatterTest, "01.5");
+DTW_TEST_STEPS(ReduceScatterTest, "01.4", "01.5");
 
 void sweep_reduce_scatter(ReduceScatterAlgo algo) {
   const std::string what = "reduce_scatter " + std::string(name_of(algo));
@@ -64,6 +64,8 @@ TEST(ReduceScatterTest, RingSendsEachChunkOnceAroundTheRing) {
   // p-1 steps, one chunk per step to the right neighbour: n(p-1)/p elements
   // per rank when p divides n.
   for (int p : {2, 4, 5}) {
+    DTW_TRACE("reduce_scatter ring traffic, p " << p
+                                               << ": n(p-1)/p elements per rank, to r + 1 only");
     const std::int64_t n = 20 * p;
     const Report report = dtw::testing::launch_bounded(p, [n](Comm& comm) {
       std::vector<std::int64_t> data(static_cast<std::size_t>(n), 1), out(20);

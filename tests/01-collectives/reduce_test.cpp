@@ -61,6 +61,8 @@ TEST(ReduceTest, BinomialTreeSendsOneMessagePerRank) {
   // root receives ceil(lg p) of them (the linear reduce's root receives p-1).
   for (int p : {2, 5, 8, 16}) {
     for (int root : {0, p - 1}) {
+      DTW_TRACE("reduce binomial traffic, p " << p << ", root " << root
+                                             << ": one send per rank, ceil(lg p) into the root");
       int lg = 0;
       while ((1 << lg) < p) ++lg;
       const Report report = dtw::testing::launch_bounded(p, [root](Comm& comm) {
