@@ -189,7 +189,14 @@ class Executor {
   /// clip_and_step: the global gradient norm by allreduce, clip, step), wte
   /// sent back. Returns the step's global mean loss, known on every rank.
   /// InvalidArgument naming the rank and the action for an action on a chunk
-  /// this rank does not run or a micro-batch outside [0, m).
+  /// this rank does not run or a micro-batch outside [0, m), and, checked by
+  /// the given part as the actions run, for a break of the rule that a
+  /// buffer a posted send reads outlives the send: a pass that goes back to
+  /// the pool or comes out of it while a send not yet waited for reads it
+  /// ("rank r, in A: a pass went back to|taken from the pool while send grad
+  /// … still reads its memory"), or a backward that starts while its own
+  /// (chunk, micro-batch)'s activation send is in flight ("rank r, in B…:
+  /// the backward starts while send act … is still in flight").
   double step(std::span<const Action> actions, std::int64_t step, int m);
 
  private:
@@ -266,8 +273,11 @@ std::int64_t activation_peak(const Schedule& schedule, const StageMap& map,
 /// ≥ 0: forwards, backwards, recomputes; not the optimizer's step, which
 /// names no stage) and the span runs from the first such phase's start on
 /// any rank to the last one's end. Events in any order; every other event is
-/// ignored. InvalidArgument when `ranks` < 1, when a pipeline phase belongs to
-/// a rank outside [0, ranks) (naming it), or when there is none.
+/// ignored. InvalidArgument, in these words: `ranks` < 1, "pipeline_bubble: R
+/// ranks (at least 1)"; a pipeline phase of a rank outside [0, ranks),
+/// "pipeline_bubble: a <name> phase of rank R, outside [0, P)"; no pipeline
+/// phase at all, "pipeline_bubble: no compute phase of a pipeline stage
+/// among N events".
 double pipeline_bubble(const std::vector<TraceEvent>& events, int ranks);
 
 }  // namespace dtw::ch05

@@ -112,9 +112,31 @@ std::string explain_pipe_tags(const std::string& report);
 /// inputs and gradients are received before they are used and sent after they
 /// are made; every send pairs with exactly one receive; and a dry run with the
 /// executor's rules (posted sends, blocking receives) reaches the end of every
-/// list. Otherwise InvalidArgument naming the rank, the chunk, the
-/// micro-batch and the direction ("rank 1 waits to receive the gradient of
-/// micro-batch 0 from chunk 2, which rank 2 sends only after …").
+/// list. Otherwise InvalidArgument naming the rank, the action, the chunk,
+/// the micro-batch and the direction, in these words (the tests look for
+/// them; i is the action's index in rank r's list, A its to_string):
+///
+///   - sizes: "check_schedule: p = P, m = M, v = V with K lists of actions
+///     (one per rank, each >= 1)";
+///   - each list on its own, "rank r, action i (A): " then one of
+///     "chunk c is not one of rank r's V chunk(s) of N",
+///     "names micro-batch b, but the step has m = M micro-batches",
+///     "repeats action j", "forwards before receiving its input",
+///     "backwards before its forward", "backwards before receiving its
+///     output's gradient", "chunk 0 has no previous chunk", "the last chunk
+///     has no next chunk", "sends its output before its forward", "sends its
+///     input gradient before its backward"; and after the list "rank r never
+///     forwards|backwards micro-batch b of chunk c", "rank r never sends the
+///     activation|gradient of micro-batch b of chunk c";
+///   - the dry run: "<name_of(kind)> schedule (p = P, m = M, v = V) cannot
+///     complete:" then one line per stuck rank, "  rank r waits in action i
+///     (A) for the gradient of micro-batch b from chunk c (rank x) to chunk
+///     c−1 (rank y)" (or "the activation of … from chunk c to chunk c+1"),
+///     for example
+///
+///       naive schedule (p = 2, m = 1, v = 1) cannot complete:
+///         rank 0 waits in action 1 (recv grad 0) for the gradient of micro-batch 0 from chunk 1 (rank 1) to chunk 0 (rank 0)
+///         rank 1 waits in action 0 (recv act 0@c1) for the activation of micro-batch 0 from chunk 0 (rank 0) to chunk 1 (rank 1)
 void check_schedule(const Schedule& schedule);
 
 }  // namespace dtw::ch05

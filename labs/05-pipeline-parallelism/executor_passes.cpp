@@ -17,6 +17,7 @@ namespace dtw::ch05 {
 
 template <TrainElement T>
 void Executor<T>::State::forward(const Action& a, Slot& slot) {
+  acting = a;
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];
   const bool last = a.chunk == this->map.chunk_count() - 1;
@@ -30,6 +31,7 @@ void Executor<T>::State::forward(const Action& a, Slot& slot) {
 
 template <TrainElement T>
 void Executor<T>::State::backward(const Action& a, Slot& slot) {
+  acting = a;
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];
   const bool last = a.chunk == this->map.chunk_count() - 1;

@@ -12,9 +12,11 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "dtw/errors.h"
 #include "pipeline_parallelism.h"
 
 namespace dtw::ch05 {
@@ -81,29 +83,66 @@ struct Executor<T>::State : StepContext<T> {
     Request request;
     int chunk = 0, mb = 0;
     Dir dir = Dir::kActivation;
+    std::span<const T> data;  // what the send reads (set by post before the send starts)
     Array<T> copy;
     std::unique_ptr<train::StagePass<T>> pass;
   };
   std::map<std::pair<int, int>, Slot> slots;
   std::vector<std::unique_ptr<train::StagePass<T>>> pool;  // passes to reuse
   std::vector<Posted> posted;
+  Action acting;  // the action being run (set before each one's own code)
 
+  /// The buffer-lifetime rule, checked: InvalidArgument naming the rank, the
+  /// action being run and the send in flight when a pass `what` (going back
+  /// to the pool, or taken from it) holds memory that a posted send not yet
+  /// waited for still reads.
+  void check_not_read_by_send(const train::StagePass<T>& pass, const char* what) const {
+    for (const Posted& p : posted) {
+      if (!p.request.pending() || p.data.empty()) continue;
+      for (const std::span<const T> held : {pass.output(), pass.input_grad()}) {
+        const bool overlaps = !held.empty() && p.data.data() < held.data() + held.size() &&
+                              held.data() < p.data.data() + p.data.size();
+        DTW_CHECK_ARG(!overlaps,
+                      "rank " << this->rank << ", in " << to_string(acting) << ": a pass " << what
+                              << " the pool while "
+                              << to_string(Action{Op::kSend, p.chunk, p.mb, p.dir})
+                              << " still reads its memory (not waited for yet). The rule: a buffer "
+                                 "a send reads must outlive the send: keep it in the send's entry "
+                                 "and let it go only after the wait");
+      }
+    }
+  }
   /// A pass from the pool (a new one when it is empty).
   std::unique_ptr<train::StagePass<T>> take_pass() {
     if (pool.empty()) return std::make_unique<train::StagePass<T>>(this->replica);
     auto pass = std::move(pool.back());
     pool.pop_back();
+    check_not_read_by_send(*pass, "taken from");
     return pass;
   }
-  /// Returns a pass to the pool (nothing when it is empty).
+  /// Returns a pass to the pool (nothing when it is empty). InvalidArgument
+  /// while a posted send still reads its memory.
   void give_back(std::unique_ptr<train::StagePass<T>> pass) {
-    if (pass) pool.push_back(std::move(pass));
+    if (!pass) return;
+    check_not_read_by_send(*pass, "went back to");
+    pool.push_back(std::move(pass));
   }
   /// Runs `work` inside the timeline's compute phase `name` ("forward",
   /// "backward", "recompute") of action `a`, charged `times` × the forward's
-  /// work of its chunk on its micro-batch (a backward is 2).
+  /// work of its chunk on its micro-batch (a backward is 2). A backward while
+  /// the activation send of its (chunk, micro-batch) is still in flight is an
+  /// InvalidArgument naming the rank, the action and the rule.
   template <class Work>
   void timed(const char* name, const Action& a, int times, Work&& work) {
+    if (std::string_view(name) == "backward")
+      for (const Posted& p : posted)
+        DTW_CHECK_ARG(!(p.dir == Dir::kActivation && p.chunk == a.chunk && p.mb == a.mb &&
+                        p.request.pending()),
+                      "rank " << this->rank << ", in " << to_string(a) << ": the backward starts while "
+                              << to_string(Action{Op::kSend, p.chunk, p.mb, p.dir})
+                              << " is still in flight. The rule: wait for a micro-batch's "
+                                 "activation send before its backward, which frees the output "
+                                 "the send reads");
     const train::Cost c = this->replica.pass_cost(this->map.chunks[a.chunk], this->batch(a.mb), false);
     auto phase = this->run.phase(name, {.stage = a.chunk, .micro_batch = a.mb,
                                         .flops = times * c.flops, .bytes = times * c.bytes});

@@ -13,7 +13,9 @@
 // A send must not tie the two ranks' lists together (two neighbours that both
 // send first must not wait for each other: pytorch#172668), every buffer a
 // send reads must outlive it, a buffer no action needs any more must be
-// freed, and the rank must never poll. After the last action comes the end of
+// freed, and the rank must never poll. The given part checks the lifetimes
+// as the actions run (pipeline_internal.h: give_back, take_pass, timed): a
+// break is an InvalidArgument naming the rank, the action and the rule. After the last action comes the end of
 // the step, the same on every schedule (finish_step, step_sync.cpp).
 //
 // Every message goes through `comm`, the pipeline's communicator: the world
@@ -29,6 +31,7 @@ namespace dtw::ch05 {
 
 template <TrainElement T>
 void Executor<T>::State::recv(const Action& a, Slot& slot) {
+  acting = a;
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];
   // Under checkpointing the input's buffer *is* the micro-batch's saved
@@ -66,6 +69,7 @@ void Executor<T>::State::recv(const Action& a, Slot& slot) {
 
 template <TrainElement T>
 void Executor<T>::State::send(const Action& a, Slot& slot) {
+  acting = a;
   DTW_CHECK_ARG(a.dir == Dir::kGradient || slot.forwarded,
                 "rank " << this->rank << ": " << to_string(a) << " before its forward "
                         << to_string(Action{Op::kForward, a.chunk, a.mb}));
@@ -105,6 +109,7 @@ void Executor<T>::State::send(const Action& a, Slot& slot) {
 
 template <TrainElement T>
 void Executor<T>::State::post(std::span<const T> data, int peer, int tag, Posted entry) {
+  entry.data = data;  // what the buffer-lifetime check watches (pipeline_internal.h)
   // @lab 05.3: Send without waiting for the receiver (unless the options ask for blocking sends), and keep what the send reads alive until it completes.
   // @hint 1: A posted send lets the rank carry on computing while the message travels; the entry
   // @hint 1: holds the buffer the send reads, so it must live as long as the send, in the list of

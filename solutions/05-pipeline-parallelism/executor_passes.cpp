@@ -17,6 +17,7 @@ namespace dtw::ch05 {
 
 template <TrainElement T>
 void Executor<T>::State::forward(const Action& a, Slot& slot) {
+  acting = a;
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];
   const bool last = a.chunk == this->map.chunk_count() - 1;
@@ -65,6 +66,7 @@ void Executor<T>::State::forward(const Action& a, Slot& slot) {
 
 template <TrainElement T>
 void Executor<T>::State::backward(const Action& a, Slot& slot) {
+  acting = a;
   const train::Batch& batch = this->batch(a.mb);
   const model::UnitRange range = this->map.chunks[a.chunk];
   const bool last = a.chunk == this->map.chunk_count() - 1;
@@ -98,7 +100,7 @@ void Executor<T>::State::backward(const Action& a, Slot& slot) {
   // @hint 2: elsewhere the pass lives on: the gradient send reads its input gradient.
   // @hint 3: collect(false, a.chunk, a.mb); timed("backward", a, 2, [&] {
   // @hint 3: slot.pass->backward(slot.dy.span(), static_cast<T>(batch.weight)); });
-  // @hint 3: slot.dy = Array<T>(); give_back(std::move(slot.pass)).
+  // @hint 3: slot.dy = Array<T>(); if (a.chunk == 0) give_back(std::move(slot.pass)).
   collect(false, a.chunk, a.mb);  // its activation has arrived; free what its send kept
   timed("backward", a, 2, [&] { slot.pass->backward(slot.dy.span(), static_cast<T>(batch.weight)); });
   slot.dy = Array<T>();

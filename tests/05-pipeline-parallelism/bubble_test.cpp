@@ -37,13 +37,21 @@ std::vector<TraceEvent> hand_made() {
 
 DTW_TEST_STEPS(BubbleTest, "05.7");
 TEST(BubbleTest, AHandMadeTimelineHasTheBubbleItsPhasesLeave) {
-  DTW_TRACE("pipeline_bubble of a hand-made timeline: 2 stages busy 60 of 2 × 50 us, from 100 us");
-  // Σ compute = 10 + 20 + 10 + 20 = 60 us over 2 × 50 us of rank-time.
-  EXPECT_NEAR(pipeline_bubble(hand_made(), 2), 0.4, 1e-12);
-  // A third rank that never computes idles the whole span.
-  EXPECT_NEAR(pipeline_bubble(hand_made(), 3), 0.6, 1e-12);
-  // One phase alone: no bubble.
-  EXPECT_NEAR(pipeline_bubble({event("forward", "compute", 0, 0, 7, 9)}, 1), 0.0, 1e-12);
+  {
+    DTW_TRACE("pipeline_bubble of a hand-made timeline, ranks = 2: busy 60 us of 2 × 50 us "
+              "(span 100 to 150 us), bubble 1 − 60/100 = 0.4");
+    // Σ compute = 10 + 20 + 10 + 20 = 60 us over 2 × 50 us of rank-time.
+    EXPECT_NEAR(pipeline_bubble(hand_made(), 2), 0.4, 1e-12);
+  }
+  {
+    DTW_TRACE("pipeline_bubble of the same hand-made timeline, ranks = 3 (rank 2 never computes): "
+              "busy 60 us of 3 × 50 us, bubble 1 − 60/150 = 0.6");
+    EXPECT_NEAR(pipeline_bubble(hand_made(), 3), 0.6, 1e-12);
+  }
+  {
+    DTW_TRACE("pipeline_bubble of one forward phase alone, ranks = 1: no bubble");
+    EXPECT_NEAR(pipeline_bubble({event("forward", "compute", 0, 0, 7, 9)}, 1), 0.0, 1e-12);
+  }
 }
 
 TEST(BubbleTest, ATimelineWithoutPipelinePhasesOrOfOtherRanksIsAClearError) {

@@ -1,6 +1,7 @@
 // Step 05.5: activation checkpointing. Every schedule still reproduces the
 // reference; the activation peak the ledger measured is what the schedule
-// says (saved inputs plus one chunk), which cuts GPipe's peak by at least
+// says (saved inputs plus one chunk; first on hand-built stages, so a
+// checkpointing mistake is named at 05.5), which cuts GPipe's peak by at least
 // the chapter's ratio m·A / (m·I + A); and the price is one recompute per
 // backward, counted in the trace.
 #include <gtest/gtest.h>
@@ -58,6 +59,36 @@ TEST(CheckpointPeakTest, ItIsTheSavedInputsPlusOneChunk) {
     EXPECT_EQ(activation_peak<double>(naive_schedule(2, 2), map, spec, r, true), saved + held) << "rank " << r;
     EXPECT_EQ(activation_peak<double>(both, map, spec, r, true), 2 * saved + held)
         << "rank " << r;
+  }
+}
+
+DTW_TEST_STEPS(CheckpointMemoryTest, "05.3", "05.5");
+TEST(CheckpointMemoryTest, OnHandBuiltStagesTheLedgerShowsTheSavedInputsPlusOneChunk) {
+  // The executor alone (steps 05.1, 05.2 and 05.6 not needed): the given
+  // naive list, and GPipe's order written with Schedule::forward and
+  // backward. A checkpointed forward must let go of its pass, a recompute of
+  // the input it read: the ledger's activation peak is then exactly what the
+  // list says.
+  struct Case {
+    const char* model;
+    int p, m;
+    bool all_in_flight;
+  };
+  for (const Case& c : {Case{"gpt-tiny", 2, 3, false}, Case{"gpt-tiny", 2, 3, true},
+                        Case{"mlp-tiny", 3, 2, true}}) {
+    const train::RunSpec spec = tiny(c.model);
+    const char* order = c.all_in_flight ? "every micro-batch in flight (GPipe's order)" : "naive";
+    DTW_TRACE("hand-built " << order << " stages, " << ::dtw::testing::describe_run(spec, c.p, knobs(c.m))
+                            << ", checkpointing: the ledger's activation peak");
+    const Schedule s = c.all_in_flight ? testing::all_in_flight(c.p, c.m) : naive_schedule(c.p, c.m);
+    const train::RunOutcome out = testing::run_hand_built(spec, c.p, c.m, {.checkpoint = true}, &s);
+    ASSERT_TRUE(out.matches) << out.mismatch;
+    const StageMap map = make_stage_map(spec, Balance::kBlocks, c.p, 1, c.m, nullptr);
+    for (int r = 0; r < c.p; ++r)
+      EXPECT_EQ(out.report.memory[r].peak_of(MemoryCategory::kActivations),
+                activation_peak<double>(s, map, spec, r, true))
+          << c.model << ", " << order << ", p = " << c.p << ", m = " << c.m << ", rank " << r
+          << ": with checkpointing a rank holds its saved inputs plus the one chunk being computed";
   }
 }
 

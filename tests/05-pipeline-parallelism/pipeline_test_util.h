@@ -101,10 +101,11 @@ inline void expect_matches(ScheduleKind kind, const std::string& model, int p, i
 /// Trains `spec` on p ranks through the Executor alone, with nothing of
 /// steps 05.1, 05.2 and 05.6: Megatron's equal-blocks split (balance=blocks),
 /// each rank's replica plan written out here (its chunk's units, and wte on
-/// the tied head's rank), and the given naive schedule. So step 05.3 (and
-/// 05.5 with checkpointing) can be tested on its own.
+/// the tied head's rank), and the given naive schedule (or `schedule`, a
+/// list written by the test with Schedule::forward and backward). So step
+/// 05.3 (and 05.5 with checkpointing) can be tested on its own.
 inline train::RunOutcome run_hand_built(const train::RunSpec& spec, int p, int m,
-                                        ExecutorOptions options) {
+                                        ExecutorOptions options, const Schedule* schedule = nullptr) {
   DTW_TRACE("hand-built naive stages, " << ::dtw::testing::describe_run(spec, p, knobs(m))
                                         << (options.checkpoint ? ", checkpointing" : ""));
   return train::run_ranks<double>(spec, on(p), [&](train::RankRun<double>& run) {
@@ -122,11 +123,24 @@ inline train::RunOutcome run_hand_built(const train::RunSpec& spec, int p, int m
     }
     train::Replica<double> replica(spec, run.exec(), plan);
     Executor<double> executor(run, replica, map, options);
-    const Schedule s = naive_schedule(p, m);
+    const Schedule s = schedule ? *schedule : naive_schedule(p, m);
     for (std::int64_t step = 0; step < spec.steps; ++step)
       run.record_loss(step, executor.step(s.actions[static_cast<std::size_t>(r)], step, m));
     run.report(replica);
   });
+}
+
+/// GPipe's order written here with Schedule::forward and backward (step
+/// 05.2 is not needed): every stage forwards micro-batches 0 … m−1, then
+/// backwards them from the last: all m in flight at once.
+inline Schedule all_in_flight(int p, int m) {
+  Schedule s = naive_schedule(p, m);
+  s.actions.assign(static_cast<std::size_t>(p), {});
+  for (int st = 0; st < p; ++st) {
+    for (int mb = 0; mb < m; ++mb) s.forward(st, mb);
+    for (int mb = m - 1; mb >= 0; --mb) s.backward(st, mb);
+  }
+  return s;
 }
 
 /// A real run of `kind` on p ranks with m micro-batches (v chunks per rank)
