@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -93,7 +94,8 @@ std::size_t indent_of(const std::string& line) {
 // shown whole or not at all: the first ones, within kMessageLines - 2 lines;
 // the first part of several lines even past that (a deadlock's first blocked
 // rank with its operations and their decoded tags); the last part when it is
-// one line (often the conclusion). A part longer than any rank's (a table)
+// one line (often the conclusion); the decoded tags of the operations shown,
+// and no others. A part longer than any rank's (a table)
 // may be cut: its first lines fill the kMessageLines - 2. Hiding a single
 // line saves nothing: then everything is shown.
 std::vector<bool> short_message(const std::vector<std::string>& m) {
@@ -130,6 +132,21 @@ std::vector<bool> short_message(const std::vector<std::string>& m) {
     if (block != parts.end() && size(*block) <= kLongestBlock) show(*block);
   }
   if (size(parts.back()) == 1) show(parts.back());
+  // A deadlock report ends with the decoded tags ("tag 200000000 = gradient
+  // of micro-batch 0 from chunk 0 to chunk -1"): show the decoding of every
+  // tag a shown operation waits on, which is often the line that locates a
+  // wrong tag, and not the others.
+  static const std::regex kTagUse(R"(tag (-?\d+)[,)])"), kTagDecoding(R"(^\s*tag (-?\d+) = )");
+  std::set<std::string> used_tags;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    std::smatch match;
+    if (shown[i] && !std::regex_search(m[i], kTagDecoding) && std::regex_search(m[i], match, kTagUse))
+      used_tags.insert(match[1].str());
+  }
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    std::smatch match;
+    if (std::regex_search(m[i], match, kTagDecoding)) shown[i] = used_tags.contains(match[1].str());
+  }
   if (std::count(shown.begin(), shown.end(), false) < 2) shown.assign(m.size(), true);
   return shown;
 }
@@ -145,8 +162,8 @@ void print_failure(const Chapter& chapter, const StepStatus& status, bool verbos
     if (!shown[i]) {
       std::size_t hidden = 0;
       for (; i < m.size() && !shown[i]; ++i) ++hidden;
-      fmt::print("  {}\n", paint(Paint::kDim, fmt::format("... ({} more lines: --verbose shows them)",
-                                                         hidden)));
+      fmt::print("  {}\n", paint(Paint::kDim, fmt::format("... ({} more line{}: --verbose shows them)",
+                                                         hidden, hidden == 1 ? "" : "s")));
       continue;
     }
     fmt::print("  {}\n", i == 0 ? paint(Paint::kBold, m[i]) : m[i]);
