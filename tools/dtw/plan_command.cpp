@@ -180,10 +180,11 @@ int plan_rows(const PlanOptions& options, const train::RunSpec& spec) {
   const train::Cluster& cluster = train::find_gpu_cluster(options.fabric);
   if (!options.json.empty()) check_writable(options.json, "dtw plan --json");
 
-  // The layouts that can run at all, before any prediction: none is a usage
-  // error; those the cap drops are these less the ones plan keeps.
-  const std::size_t valid =
-      ch08::valid_layouts(spec, options.ranks, options.micro_batches, true).size();
+  // Every layout that can run, predicted once, best first: none is a usage
+  // error; the cap keeps those whose busiest rank fits (ch08::plan's rule).
+  const std::vector<ch08::Prediction> all =
+      ch08::plan(spec, options.ranks, cluster, 0, options.micro_batches);
+  const std::size_t valid = all.size();
   if (valid == 0)
     throw UsageError(fmt::format(
         "no layout of {} ranks can run {} with batch {}{}: pp · dp · tp must be {}, tp must "
@@ -200,12 +201,12 @@ int plan_rows(const PlanOptions& options, const train::RunSpec& spec) {
              spec.sequence(), options.dtype, cap_text(options.memory_cap),
              options.lab_program ? "your planner (labs/08-hybrid-parallelism)"
                                  : "the solution's planner (chapter 08)");
-  const std::vector<ch08::Prediction> rows = ch08::plan(
-      spec, options.ranks, cluster, static_cast<double>(options.memory_cap), options.micro_batches);
+  std::vector<ch08::Prediction> rows;
+  for (const ch08::Prediction& p : all)
+    if (options.memory_cap == 0 || p.memory_total <= static_cast<double>(options.memory_cap))
+      rows.push_back(p);
   if (rows.empty()) {
     // Nothing fits: name the least any layout needs, so the next cap can be chosen.
-    const std::vector<ch08::Prediction> all =
-        ch08::plan(spec, options.ranks, cluster, 0, options.micro_batches);
     const auto least = std::min_element(all.begin(), all.end(), [](const auto& a, const auto& b) {
       return a.memory_total < b.memory_total;
     });
