@@ -45,21 +45,24 @@ namespace dtw::ch05 {
 
 /// How the model is cut into chunks.
 enum class Balance {
-  kParams,  ///< equal parameters per chunk, as far as whole units allow (the default)
+  kParams,  ///< equal parameters per chunk, as far as whole units allow
   kTime,    ///< equal forward + backward time per chunk, measured on rank 0
   kBlocks,  ///< equal blocks per chunk (Megatron's): needs blocks % (p·v) = 0
+  kFlops,   ///< equal matrix-product work per chunk, counted (dtw train's default)
 };
-/// "params", "time" or "blocks".
+/// "params", "time", "blocks" or "flops".
 const char* name_of(Balance balance);
 /// Parses a name of name_of; InvalidArgument naming the value otherwise.
 Balance balance_from_name(std::string_view name);
 
 /// The cost of every unit of `spec`'s model, in forward order: its parameter
-/// count (kParams), or the seconds one forward and backward of it take on
+/// count (kParams), its forward's floating-point operations on micro-batch 0
+/// of `micro_batches` (kFlops: the backward does twice as many, so the
+/// forward's count ranks the units as the whole pass does), or the seconds one forward and backward of it take on
 /// micro-batch 0 of `micro_batches` (kTime), measured by rank 0 and broadcast
 /// so that every rank cuts the model the same way (ranks that measured for
 /// themselves could disagree, and then their messages would not pair).
-/// Collective over `comm` for kTime (kParams takes nullptr). InvalidArgument
+/// Collective over `comm` for kTime (kParams and kFlops take nullptr). InvalidArgument
 /// for kBlocks (it has no costs) and for kTime without a communicator.
 std::vector<double> unit_costs(const train::RunSpec& spec, Balance balance, int micro_batches,
                                Comm* comm);
@@ -211,7 +214,7 @@ struct PipelineSettings {
   ScheduleKind kind = ScheduleKind::kOneFOneB;  ///< the schedule
   int micro_batches = 1;                        ///< m (knob micro_batches)
   int virtual_stages = 1;                       ///< v (knob virtual_stages, interleaved only)
-  Balance balance = Balance::kParams;           ///< the split (knob balance=params|time|blocks)
+  Balance balance = Balance::kFlops;            ///< the split (knob balance=flops|params|time|blocks)
   ExecutorOptions executor;                     ///< knobs checkpoint=0|1, sends=async|blocking
   bool check = true;                            ///< check_schedule first (knob check=0|1)
 };

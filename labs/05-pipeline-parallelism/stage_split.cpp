@@ -30,6 +30,7 @@
 #include "collectives.h"  // chapter 01's broadcast (DEPENDS 01)
 #include "dtw/errors.h"
 #include "dtw/model/params.h"
+#include "dtw/train/network.h"
 #include "pipeline_parallelism.h"
 
 namespace dtw::ch05 {
@@ -79,14 +80,15 @@ const char* name_of(Balance balance) {
     case Balance::kParams: return "params";
     case Balance::kTime: return "time";
     case Balance::kBlocks: return "blocks";
+    case Balance::kFlops: return "flops";
   }
   return "?";
 }
 
 Balance balance_from_name(std::string_view name) {
-  for (Balance b : {Balance::kParams, Balance::kTime, Balance::kBlocks})
+  for (Balance b : {Balance::kParams, Balance::kTime, Balance::kBlocks, Balance::kFlops})
     if (name == name_of(b)) return b;
-  DTW_CHECK_ARG(false, "balance=" << name << ": expected params, time or blocks");
+  DTW_CHECK_ARG(false, "balance=" << name << ": expected params, time, blocks or flops");
   return Balance::kParams;
 }
 
@@ -137,6 +139,14 @@ std::vector<double> unit_costs(const train::RunSpec& spec, Balance balance, int 
   std::vector<double> costs(units.size());
   if (balance == Balance::kParams) {
     for (std::size_t u = 0; u < units.size(); ++u) costs[u] = static_cast<double>(units[u].size());
+    return costs;
+  }
+  if (balance == Balance::kFlops) {
+    // Counted, not measured: every rank computes the same costs on its own.
+    const auto net = train::Network<double>::make(config);
+    const train::Batch batch = train::make_batch(spec, 0, 0, micro_batches);
+    for (int u = 0; u < static_cast<int>(units.size()); ++u)
+      costs[static_cast<std::size_t>(u)] = net->forward_flops({u, u + 1}, batch);
     return costs;
   }
   if (comm->rank() == 0)

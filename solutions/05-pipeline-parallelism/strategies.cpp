@@ -38,7 +38,7 @@ PipelineSettings pipeline_settings(const train::Knobs& knobs, ScheduleKind kind,
   DTW_CHECK_ARG(interleaved || v == 1, who << ": virtual_stages=" << v
                                            << " is for pp-interleaved; this schedule runs one chunk per rank");
   s.virtual_stages = static_cast<int>(v);
-  s.balance = balance_from_name(knobs.get("balance", "params"));
+  s.balance = balance_from_name(knobs.get("balance", "flops"));
   const std::int64_t checkpoint = knobs.get_int("checkpoint", 0), check = knobs.get_int("check", 1);
   DTW_CHECK_ARG(checkpoint == 0 || checkpoint == 1, who << ": checkpoint=" << checkpoint << " must be 0 or 1");
   DTW_CHECK_ARG(check == 0 || check == 1, who << ": check=" << check << " must be 0 or 1");
@@ -64,8 +64,22 @@ std::vector<train::Knob> pipeline_knobs(ScheduleKind kind) {
   if (kind == ScheduleKind::kInterleaved)
     k.push_back({.name = "virtual_stages", .default_value = "2", .help = "chunks per rank v (>= 1)"});
   k.push_back({.name = "balance",
-               .default_value = "params",
-               .help = "how units are split into stages: params, blocks or time"});
+               .default_value = "flops",
+               .help = "how units are split into stages: flops, params, blocks or time",
+               // With as many chunks as units every balance cuts alike: one unit
+               // each, so the embedding's and the head's stages idle. Say so.
+               .default_for = [kind](const train::RunSpec& spec, int ranks,
+                                     const train::Knobs& given) {
+                 const model::ModelConfig config = spec.config();
+                 const std::size_t units =
+                     model::model_units(config, model::param_layout(config)).size();
+                 const std::int64_t chunks =
+                     static_cast<std::int64_t>(ranks) *
+                     given.get_int("virtual_stages", kind == ScheduleKind::kInterleaved ? 2 : 1);
+                 if (static_cast<std::int64_t>(units) != chunks) return std::string("flops");
+                 return "flops (forced: " + std::to_string(units) + " units on " +
+                        std::to_string(chunks) + " chunks, one each)";
+               }});
   k.push_back({.name = "checkpoint",
                .default_value = "0",
                .help = "1: a forward keeps only its input, backward recomputes (0 or 1)"});

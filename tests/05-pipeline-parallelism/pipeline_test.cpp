@@ -66,12 +66,12 @@ TEST(PipelineTest, NaiveGPipeAndOneFOneBMatchTheReference) {
 }
 
 TEST(PipelineTest, EveryBalanceMatchesTheReference) {
-  for (const char* balance : {"time", "blocks"})
+  for (const char* balance : {"params", "time", "blocks"})
     expect_matches(ScheduleKind::kOneFOneB, "gpt-tiny", 2, 3, {std::string("balance=") + balance});
 }
 
 TEST(PipelineTest, TheDefaultsRunAsDtwTrainDoes) {
-  // No knobs: m = 2p (at most the batch), balance by parameters.
+  // No knobs: m = 2p (at most the batch), balance by counted FLOPs.
   const train::RunSpec spec = tiny("gpt-tiny");
   const train::RunOutcome out = train::run_ranks<double>(spec, on(3), pp_1f1b<double>);
   EXPECT_TRUE(out.matches) << out.mismatch;

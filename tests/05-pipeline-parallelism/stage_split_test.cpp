@@ -10,6 +10,7 @@
 #include <random>
 
 #include "dtw/model/params.h"
+#include "dtw/train/network.h"
 #include "dtw/results.h"
 #include "dtw_test.h"
 #include "pipeline_test_util.h"
@@ -128,6 +129,23 @@ TEST(StageSplitTest, TheTiedHeadsStageHoldsACopyOfTheEmbeddingWithoutOptimizerSt
 }
 
 DTW_TEST_STEPS(StageTimesTest);
+TEST(StageTimesTest, FlopsBalanceCountsEachUnitsForwardOnEveryRankAlike) {
+  // Counted, not measured: no communicator, and the same costs everywhere.
+  DTW_TRACE("unit_costs(gpt-small, balance=flops): each unit's forward FLOPs on micro-batch 0");
+  const train::RunSpec spec = testing::tiny("gpt-small");
+  const std::vector<double> costs = unit_costs(spec, Balance::kFlops, 2, nullptr);
+  const auto net = train::Network<double>::make(spec.config());
+  const train::Batch batch = train::make_batch(spec, 0, 0, 2);
+  ASSERT_EQ(costs.size(), 6u);  // embed, h.0 ... h.3, head
+  for (int u = 0; u < 6; ++u)
+    EXPECT_EQ(costs[static_cast<std::size_t>(u)], net->forward_flops({u, u + 1}, batch)) << "unit " << u;
+  // The blocks cost alike; the head's product with the vocabulary costs more
+  // than the embedding's lookup, which holds far more parameters.
+  for (int u = 2; u < 5; ++u) EXPECT_EQ(costs[static_cast<std::size_t>(u)], costs[1]);
+  EXPECT_GT(costs[5], costs[0]);
+  EXPECT_EQ(name_of(balance_from_name("flops")), std::string("flops"));
+}
+
 TEST(StageTimesTest, TimeBalanceIsMeasuredOnceAndAgreesOnEveryRank) {
   const train::RunSpec spec = testing::tiny("gpt-tiny");
   dtw::testing::launch_bounded(3, [&](Comm& comm) {
@@ -164,7 +182,7 @@ TEST(StageSplitArgumentsTest, ImpossibleSplitsAreClearErrors) {
   EXPECT_NE(error_of<InvalidArgument>([&] { unit_costs(gpt, Balance::kTime, 1, nullptr); })
                 .find("needs the ranks' communicator"),
             std::string::npos);
-  EXPECT_NE(error_of<InvalidArgument>([] { balance_from_name("flops"); }).find("balance=flops"),
+  EXPECT_NE(error_of<InvalidArgument>([] { balance_from_name("memory"); }).find("balance=memory"),
             std::string::npos);
 }
 
