@@ -292,8 +292,10 @@ int train_run(const TrainCommandOptions& options) {
     fmt::print("reference: {} (max |θ − θ_ref| = {:.3g} over {} values)\n",
                out.matches ? paint(Paint::kGreen, "matches") : paint(Paint::kRed, out.mismatch),
                out.max_abs_param_diff, out.compared);
-  if (times.total_seconds() > 0) {
-    print_breakdown(times, out.seconds);
+  const bool timed = std::any_of(out.ranks.begin(), out.ranks.end(),
+                                 [](const train::RankOutcome& o) { return !o.layer_times.empty(); });
+  if (timed) {
+    print_breakdown(out.ranks, out.seconds);
     fmt::print("  matmul by {}\n", kernels::blas_name());
   }
   fmt::print("\n{}\n{}", paint(Paint::kBold, "memory per rank (the ledger: peak by category)"),

@@ -74,19 +74,67 @@ void write_plot(const std::string& csv, const std::string& svg, const std::strin
     fmt::print("wrote {} (the loss curve)\n", svg);
 }
 
-void print_breakdown(const model::LayerTimes& times, double step_seconds) {
-  fmt::print("\n{}\n", paint(Paint::kBold, "time per layer type (rank 0, all steps, forward + backward)"));
-  fmt::print("  {:<11} {:>10} {:>7} {:>9} {:>10}\n", "layer", "time", "share", "calls", "GFLOP/s");
-  const double total = times.total_seconds();
-  for (const model::LayerTimes::Entry& e : times.entries()) {
-    const std::string rate = e.flops > 0 && e.seconds > 0
-                                 ? fmt::format("{:.1f}", e.flops / e.seconds / 1e9)
-                                 : std::string("");
-    fmt::print("  {:<11} {:>10} {:>6.1f}% {:>9} {:>10}\n", e.kind, human_seconds(e.seconds),
-               total > 0 ? 100 * e.seconds / total : 0.0, e.calls, rate);
+void print_breakdown(const std::vector<train::RankOutcome>& ranks, double step_seconds) {
+  // Every rank's kinds, summed: a pipeline's stages run different layers
+  // (rank 0 the embedding, the last the loss), so one rank's table is a part.
+  struct Row {
+    std::string kind;
+    double seconds = 0, flops = 0;
+    std::int64_t calls = 0;
+    std::vector<double> by_rank;
+  };
+  std::vector<Row> rows;
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    for (const model::LayerTimes::Entry& e : ranks[r].layer_times) {
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& x) { return x.kind == e.kind; });
+      if (it == rows.end()) {
+        rows.push_back({e.kind, 0, 0, 0, std::vector<double>(ranks.size(), 0.0)});
+        it = rows.end() - 1;
+      }
+      it->seconds += e.seconds;
+      it->flops += e.flops;
+      it->calls += e.calls;
+      it->by_rank[r] += e.seconds;
+    }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.seconds > b.seconds; });
+  // A column per rank up to this many; beyond, the sum alone.
+  constexpr std::size_t kRankColumns = 8;
+  const bool per_rank = ranks.size() > 1 && ranks.size() <= kRankColumns;
+  fmt::print("\n{}\n", paint(Paint::kBold, ranks.size() > 1
+                                                ? fmt::format("time per layer type (all {} ranks, all "
+                                                              "steps, forward + backward)",
+                                                              ranks.size())
+                                                : std::string("time per layer type (all steps, "
+                                                              "forward + backward)")));
+  std::string head = fmt::format("  {:<11} {:>10} {:>7} {:>9} {:>9}", "layer", "time", "share",
+                                 "calls", "GFLOP/s");
+  if (per_rank)
+    for (std::size_t r = 0; r < ranks.size(); ++r) head += fmt::format(" {:>9}", fmt::format("rank {}", r));
+  fmt::print("{}\n", head);
+  double total = 0;
+  std::vector<double> rank_total(ranks.size(), 0.0);
+  for (const Row& row : rows) {
+    total += row.seconds;
+    for (std::size_t r = 0; r < ranks.size(); ++r) rank_total[r] += row.by_rank[r];
   }
-  fmt::print("  {:<11} {:>10}   (measured layers; whole steps took {})\n", "sum",
-             human_seconds(total), human_seconds(step_seconds));
+  for (const Row& row : rows) {
+    const std::string rate = row.flops > 0 && row.seconds > 0
+                                 ? fmt::format("{:.1f}", row.flops / row.seconds / 1e9)
+                                 : std::string("");
+    std::string line = fmt::format("  {:<11} {:>10} {:>6.1f}% {:>9} {:>9}", row.kind,
+                                   human_seconds(row.seconds),
+                                   total > 0 ? 100 * row.seconds / total : 0.0, row.calls, rate);
+    if (per_rank)
+      for (double t : row.by_rank) line += fmt::format(" {:>9}", t > 0 ? human_seconds(t) : "-");
+    fmt::print("{}\n", line);
+  }
+  std::string sum = fmt::format("  {:<11} {:>10} {:>7} {:>9} {:>9}", "sum", human_seconds(total), "",
+                                "", "");
+  if (per_rank)
+    for (double t : rank_total) sum += fmt::format(" {:>9}", human_seconds(t));
+  fmt::print("{}\n", sum);
+  fmt::print("  (measured layers, summed over the ranks; the whole run took {} of wall time)\n",
+             human_seconds(step_seconds));
 }
 
 }  // namespace dtw::cli

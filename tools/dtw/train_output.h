@@ -8,6 +8,7 @@
 
 #include "dtw/model/profile.h"
 #include "dtw/model/trainer.h"
+#include "dtw/train/harness.h"
 
 namespace dtw::cli {
 
@@ -36,7 +37,8 @@ class Progress {
 void write_csv(const std::string& path, const std::vector<double>& losses);
 /// The curve drawn from the CSV by gnuplot; without gnuplot, says why and goes on.
 void write_plot(const std::string& csv, const std::string& svg, const std::string& title);
-/// Rank 0's time per layer type over the run, next to the whole steps' time.
-void print_breakdown(const model::LayerTimes& times, double step_seconds);
+/// Every rank's time per layer type over the run, summed (and a column per
+/// rank up to eight ranks), next to the run's wall time.
+void print_breakdown(const std::vector<train::RankOutcome>& ranks, double step_seconds);
 
 }  // namespace dtw::cli

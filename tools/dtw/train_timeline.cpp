@@ -78,31 +78,49 @@ void print_timeline(const TimelineFigures& f) {
   const train::Timeline& t = f.measured;
   const train::Replay& r = f.modeled;
   const bool every_rank = t.ranks.size() <= kRankRows;
+  // A rank's span is computing, waiting on a message (communication in
+  // flight while it does not compute: a peer not ready yet, or bytes
+  // moving) and idle. In a pipeline the waiting is the bubble: a stage
+  // waits for its neighbour's activation or gradient.
+  std::vector<train::RankTimeline> waiting = t.ranks;
+  for (train::RankTimeline& w : waiting) w.comm -= w.hidden;
   fmt::print("\n{}\n",
              paint(Paint::kBold,
-                   every_rank ? std::string("timeline (compute / communication / idle per rank)")
-                              : fmt::format("timeline of {} ranks (compute / communication / "
+                   every_rank ? std::string("timeline (per rank: computing, waiting on a message, idle)")
+                              : fmt::format("timeline of {} ranks (computing, waiting on a message, "
                                             "idle; every rank: --json FILE)",
                                             t.ranks.size())));
   if (every_rank) {
-    fmt::print("  {:<6} {:>10} {:>10} {:>10} {:>10}\n", "rank", "compute", "comm", "hidden",
-               "idle");
+    fmt::print("  {:<6} {:>10} {:>10} {:>10} {:>14} {:>12}\n", "rank", "compute", "waiting", "idle",
+               "not computing", "comm hidden");
     for (const train::RankTimeline& rt : t.ranks)
-      fmt::print("  {:<6} {:>10} {:>10} {:>10} {:>10}\n", rt.rank, human_seconds(rt.compute),
-                 human_seconds(rt.comm), human_seconds(rt.hidden), human_seconds(rt.idle));
+      fmt::print("  {:<6} {:>10} {:>10} {:>10} {:>14} {:>12}\n", rt.rank, human_seconds(rt.compute),
+                 human_seconds(rt.comm - rt.hidden), human_seconds(rt.idle),
+                 t.span > 0 ? percent(1 - rt.compute / t.span) : "-", human_seconds(rt.hidden));
   } else {
     fmt::print("  {:<8} {}\n", "compute", spread(t.ranks, &train::RankTimeline::compute));
-    fmt::print("  {:<8} {}\n", "comm", spread(t.ranks, &train::RankTimeline::comm));
-    fmt::print("  {:<8} {}\n", "hidden", spread(t.ranks, &train::RankTimeline::hidden));
+    fmt::print("  {:<8} {}\n", "waiting", spread(waiting, &train::RankTimeline::comm));
     fmt::print("  {:<8} {}\n", "idle", spread(t.ranks, &train::RankTimeline::idle));
+    fmt::print("  {:<8} {}\n", "hidden", spread(t.ranks, &train::RankTimeline::hidden));
   }
-  fmt::print("  measured: bubble {}, overlap {}; on {}: step {} (modeled), bubble {}, overlap {}{}\n",
-             t.has_stages ? percent(t.bubble) : "-", percent(t.overlap), f.fabric,
-             human_seconds(r.seconds / static_cast<double>(f.steps)),
-             t.has_stages ? percent(r.timeline.bubble) : "-", percent(r.timeline.overlap),
-             r.unmodeled > 0 ? fmt::format(" ({} compute phases without FLOPs or bytes count 0)",
-                                           r.unmodeled)
-                             : std::string());
+  const std::string unmodeled =
+      r.unmodeled > 0
+          ? fmt::format(" ({} compute phases without FLOPs or bytes count 0)", r.unmodeled)
+          : std::string();
+  if (t.has_stages)
+    fmt::print("  bubble (rank-time not computing: waiting on a neighbour, or idle): measured {}; "
+               "on {}: {} of a {} step (modeled){}\n",
+               percent(t.bubble), f.fabric, percent(r.timeline.bubble),
+               human_seconds(r.seconds / static_cast<double>(f.steps)), unmodeled);
+  else
+    fmt::print("  on {}: step {} (modeled){}\n", f.fabric,
+               human_seconds(r.seconds / static_cast<double>(f.steps)), unmodeled);
+  // Overlap is a share of communication time; where the messages take no
+  // time (one rank, or a modeled fabric that moves these bytes in no
+  // time) there is nothing to share out, and it prints "-".
+  fmt::print("  overlap (communication time during which the rank also computed): measured {}; "
+             "on {}: {}\n",
+             percent(t.overlap), f.fabric, percent(r.timeline.overlap));
 }
 
 void write_timeline(const Report& report, int ranks, std::int64_t steps, const std::string& name,

@@ -31,6 +31,24 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
 
 namespace {
 
+// A rank's layer times as text, to travel in an allgather: a line per kind,
+// "kind seconds flops calls" (kinds are single words), doubles in full.
+std::string encode_times(const model::LayerTimes& times) {
+  std::ostringstream out;
+  out.precision(17);
+  for (const model::LayerTimes::Entry& e : times.entries())
+    out << e.kind << ' ' << e.seconds << ' ' << e.flops << ' ' << e.calls << '\n';
+  return out.str();
+}
+
+std::vector<model::LayerTimes::Entry> decode_times(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<model::LayerTimes::Entry> entries;
+  model::LayerTimes::Entry e;
+  while (in >> e.kind >> e.seconds >> e.flops >> e.calls) entries.push_back(e);
+  return entries;
+}
+
 // 433152 → "433,152": counts of elements are read, not parsed.
 std::string thousands(std::int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -160,6 +178,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
   std::vector<std::string> messages, largests;
   std::vector<std::vector<std::int64_t>> reported;
   std::vector<std::vector<double>> all_losses;
+  std::vector<std::string> layer_times;
   out.report = launch(opts.ranks, lo, [&](Comm& comm) {
     RankRun<T> run(comm, spec, opts.knobs);
     if (comm.world_rank() == 0) {
@@ -203,6 +222,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
       }
     }
     auto s = allgather_results(comm, mine);
+    auto t = allgather_results(comm, encode_times(*run.layer_times()));
     auto m = allgather_results(comm, why);
     auto g = allgather_results(comm, largest);
     auto c = allgather_results(comm, ranges);
@@ -215,6 +235,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
     largests = std::move(g);
     reported = std::move(c);
     all_losses = std::move(l);
+    layer_times = std::move(t);
   });
   // On the mpi backend a process beyond the world ran no rank: it takes the
   // outcome from the processes that did (collective over the job, which runs
@@ -225,6 +246,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
     const auto g = allgather_results(*job, largests);
     const auto c = allgather_results(*job, reported);
     const auto l = allgather_results(*job, all_losses);
+    const auto t = allgather_results(*job, layer_times);
     for (std::size_t p = 0; p < s.size() && !filled; ++p) {
       if (s[p].empty()) continue;
       summaries = s[p];
@@ -232,6 +254,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
       largests = g[p];
       reported = c[p];
       all_losses = l[p];
+      layer_times = t[p];
       filled = true;
     }
   }
@@ -248,6 +271,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
       o.losses = all_losses[r];
       o.largest_error = largests[r];
       o.largest_rel_error = summaries[r].largest_rel_error;
+      o.layer_times = decode_times(layer_times[r]);
       out.ranks.push_back(std::move(o));
     }
   }

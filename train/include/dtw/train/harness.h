@@ -56,6 +56,9 @@ struct RankOutcome {
   double seconds = 0;           ///< wall time of its rank function
   std::vector<double> losses;   ///< the losses it recorded
   std::int64_t resumed_steps = 0;  ///< of them, taken from a checkpoint (RankRun::record_resumed)
+  /// Its layer times over the run (RankRun::layer_times), most time first:
+  /// every stage's, not only rank 0's, for the per-layer table.
+  std::vector<model::LayerTimes::Entry> layer_times;
 };
 
 /// Where a run first went wrong (RunOutcome::divergence), found by rerunning
