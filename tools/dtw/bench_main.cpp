@@ -14,6 +14,12 @@
 
 namespace dtw::cli {
 
+namespace {
+const char* rows_code = nullptr;
+}  // namespace
+
+void set_rows_code(const char* who) { rows_code = who; }
+
 int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
   std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);
   const std::string name = app.get_name().empty() ? std::string(argv[0]) : app.get_name();
@@ -35,6 +41,7 @@ int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>&
   // The options as given, for an error that did not name them.
   std::string given;
   for (int i = 1; i < argc; ++i) given += fmt::format("{}{}", i > 1 ? " " : "", argv[i]);
+  if (rows_code != nullptr) fmt::print("{}: timing {}\n", name, rows_code);
   try {
     return body();
   } catch (const CLI::ParseError& e) {

@@ -33,6 +33,12 @@ namespace dtw::cli {
 // message starts with the app's name ("dtw bench zero: ...").
 int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
 
+// Whose code the rows time ("chapter 02's solution (...)", "your chapter 02
+// lab (...)"), set before main by the one-line source a chapter's benchmark
+// program is linked with (cmake/DtwChapter.cmake); bench_main then prints
+// "timing <who>" before the body runs. Unset: nothing is printed.
+void set_rows_code(const char* who);
+
 // Runs gnuplot with `args` for a plot that is an extra beside its data (a CSV,
 // a table): true when it drew it; otherwise prints why there is no plot ("no
 // plot: gnuplot not found (...)", "no plot: gnuplot ended with exit status 1:

@@ -140,6 +140,21 @@ int diff_command(const Context& context, const std::string& chapter_query) {
   return diff.exit_code == 2 || diff.signal != 0 ? 2 : 0;
 }
 
+namespace {
+// The benchmarks with a program that times the learner's lab.
+std::vector<std::string> lab_benches(const fs::path& dir) {
+  std::vector<std::string> names;
+  if (fs::is_directory(dir))
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+      const std::string file = e.path().filename().string();
+      if (e.is_regular_file() && file.starts_with("dtw_lab_bench_"))
+        names.push_back(file.substr(std::strlen("dtw_lab_bench_")));
+    }
+  std::ranges::sort(names);
+  return names;
+}
+}  // namespace
+
 int bench_command(const Context& context, const std::vector<std::string>& args) {
   const fs::path dir = context.build.build_dir / "bench";
   std::vector<std::string> names;
@@ -166,9 +181,9 @@ int bench_command(const Context& context, const std::vector<std::string>& args) 
     rest.erase(lab);
     program = dir / ("dtw_lab_bench_" + args[0]);
     if (!fs::exists(program))
-      throw UsageError(fmt::format("dtw bench {} has no --lab: it times the chapters' solutions "
-                                   "(benchmarks that time your lab: collectives)",
-                                   args[0]));
+      throw UsageError(fmt::format("dtw bench {} has no --lab: it times no single chapter's lab "
+                                   "(benchmarks that time your lab: {})",
+                                   args[0], fmt::join(lab_benches(dir), ", ")));
   }
   std::vector<std::string> argv{program.string()};
   argv.insert(argv.end(), rest.begin(), rest.end());
