@@ -1,7 +1,9 @@
 // Step 00.1: ping_pong and fit_alpha_beta. Timings are never asserted
 // tightly (a shared machine is noisy); structure, traffic and the fit's
 // arithmetic are asserted exactly.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -57,6 +59,8 @@ TEST(PingPongTest, FitMinimisesSquaredRelativeError) {
   // zero, and so do x*r/y^2. Checked directly, without redoing the fit.
   const std::vector<PingPongSample> samples{
       {8, 2.1e-6}, {1000, 1.7e-6}, {50000, 9.0e-6}, {1 << 20, 1.9e-4}, {1 << 24, 2.2e-3}};
+  DTW_TRACE("fit_alpha_beta of 5 noisy samples, 8 B to 16 MiB: the normal equations of the "
+            "relative error");
   const AlphaBeta fit = fit_alpha_beta(samples);
   double g_alpha = 0, g_beta = 0, scale = 0;
   for (const PingPongSample& s : samples) {
@@ -66,8 +70,11 @@ TEST(PingPongTest, FitMinimisesSquaredRelativeError) {
     g_beta += relative * x / y;
     scale += x / y;
   }
-  EXPECT_NEAR(g_alpha * fit.alpha_seconds, 0, 1e-9) << "d/d alpha";
-  EXPECT_NEAR(g_beta / scale, 0, 1e-9) << "d/d beta";
+  const char* rule =
+      ": the fit must minimise the squared relative error sum(((alpha + beta x - y) / y)^2), "
+      "least squares with weights 1/y^2 (y = round trip / 2), not 1 and not 1/y";
+  EXPECT_NEAR(g_alpha * fit.alpha_seconds, 0, 1e-9) << "d/d alpha is not 0" << rule;
+  EXPECT_NEAR(g_beta / scale, 0, 1e-9) << "d/d beta is not 0" << rule;
 }
 
 TEST(PingPongTest, FitGivesSmallMessagesTheirWeight) {
@@ -78,11 +85,31 @@ TEST(PingPongTest, FitGivesSmallMessagesTheirWeight) {
       {8, 1.02e-6},          {64, 1.04e-6},         {512, 1.08e-6},       {4096, 1.39e-6},
       {32768, 2.78e-6},      {262144, 62.36e-6},    {1048576, 183.94e-6}, {4194304, 305.23e-6},
       {16777216, 1422.1e-6}, {67108864, 9632.37e-6}};
+  DTW_TRACE("fit_alpha_beta of the chapter's measured table, 8 B to 64 MiB");
   const AlphaBeta fit = fit_alpha_beta(samples);
-  EXPECT_GT(fit.alpha_seconds, 0.4e-6);
-  EXPECT_LT(fit.alpha_seconds, 0.6e-6);
-  EXPECT_GT(1 / fit.beta_seconds_per_byte, 5e9) << "bandwidth in bytes/s";
-  EXPECT_LT(1 / fit.beta_seconds_per_byte, 50e9) << "bandwidth in bytes/s";
+  const char* rule = ": every size must count alike (weights 1/y^2); an unweighted fit lets the "
+                     "64 MiB sample decide and gives alpha = -53 us";
+  EXPECT_GT(fit.alpha_seconds, 0.4e-6) << "alpha in seconds" << rule;
+  EXPECT_LT(fit.alpha_seconds, 0.6e-6) << "alpha in seconds" << rule;
+  EXPECT_GT(1 / fit.beta_seconds_per_byte, 5e9) << "bandwidth in bytes/s" << rule;
+  EXPECT_LT(1 / fit.beta_seconds_per_byte, 50e9) << "bandwidth in bytes/s" << rule;
+}
+
+TEST(PingPongTest, FitStaysExactWhenSizesSitCloseTogether) {
+  // Sizes near 16 GiB, 64 bytes apart: x^2 is about 3e20, and the textbook
+  // denominator n*sum(x^2) - sum(x)^2 subtracts two such numbers to get about
+  // 1e5, losing every digit. Subtracting the means first keeps beta to about
+  // eight digits. (Alpha, 5 us under 100 s of beta*x, cannot be recovered by
+  // any method this far from x = 0, so only beta is checked.)
+  const std::int64_t base = std::int64_t{1} << 34;
+  const double alpha = 5e-6, beta = 1.0 / 10e9;
+  DTW_TRACE("fit_alpha_beta of exact samples at 4 sizes 64 B apart near 16 GiB, 1/beta 10 GB/s");
+  const AlphaBeta fit =
+      fit_alpha_beta(exact_samples({base, base + 64, base + 128, base + 192}, alpha, beta));
+  EXPECT_NEAR(fit.beta_seconds_per_byte, beta, 1e-6 * beta)
+      << "beta: subtract the weighted means before multiplying (sum of w (x - mean_x)^2), the "
+         "textbook n sum(x^2) - sum(x)^2 cancels away every digit when the sizes sit close "
+         "together";
 }
 
 TEST(PingPongArgumentsTest, FitRejectsFewerThanTwoDistinctSizes) {
@@ -126,19 +153,86 @@ TEST(PingPongTest, ReturnsOneSamplePerSizeOnPeerA) {
 TEST(PingPongTest, SendsWarmUpPlusRepeatsEachWayAndNothingElse) {
   const std::vector<std::int64_t> sizes{1, 100, 4096};
   const int repeats = 4, p = 3;
+  DTW_TRACE("ping_pong traffic, p 3, peer_a 2, peer_b 1, sizes 1, 100, 4096, repeats 4");
   const Report report =
       launch_bounded(p, [&](Comm& comm) { ping_pong(comm, sizes, repeats, 2, 1); });
   const std::int64_t bytes = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   const std::int64_t messages = static_cast<std::int64_t>(sizes.size()) * (repeats + 1);
   // One untimed and `repeats` timed round trips per size, each way.
-  EXPECT_EQ(report.traffic.bytes(2, 1), bytes * (repeats + 1));
-  EXPECT_EQ(report.traffic.bytes(1, 2), bytes * (repeats + 1));
-  EXPECT_EQ(report.traffic.messages(2, 1), messages);
-  EXPECT_EQ(report.traffic.messages(1, 2), messages);
+  const char* rule = ": per size, 1 untimed warm-up round trip and then `repeats` timed ones, "
+                     "each one message there and one back";
+  EXPECT_EQ(report.traffic.bytes(2, 1), bytes * (repeats + 1)) << "bytes 2->1" << rule;
+  EXPECT_EQ(report.traffic.bytes(1, 2), bytes * (repeats + 1)) << "bytes 1->2" << rule;
+  EXPECT_EQ(report.traffic.messages(2, 1), messages) << "messages 2->1" << rule;
+  EXPECT_EQ(report.traffic.messages(1, 2), messages) << "messages 1->2" << rule;
   // Rank 0 is a bystander: it neither sends nor receives.
   for (int r = 0; r < p; ++r) {
     EXPECT_EQ(report.traffic.messages(0, r), 0) << "rank 0 sent to rank " << r;
     EXPECT_EQ(report.traffic.messages(r, 0), 0) << "rank " << r << " sent to rank 0";
+  }
+}
+
+// What peer_a's trace says about one size's round trips: each timed round
+// trip took at least `inner` (from the start of its send to the end of its
+// receive, which the clock must bracket) and at most `outer` (from the end of
+// the previous call to the start of the next).
+struct TracedRoundTrips {
+  double fastest_inner_us = std::numeric_limits<double>::infinity();
+  double fastest_outer_us = std::numeric_limits<double>::infinity();
+};
+
+TEST(PingPongTest, ReturnsTheFastestWholeRoundTripItTimed) {
+  // The trace records when each of peer_a's calls started and ended, on the
+  // same steady clock. A round trip timed from before the send to after the
+  // echo's receive lies between the two bounds above, so the fastest of them
+  // is at least the fastest `inner` and at most the fastest `outer`. Half a
+  // round trip, or a clock started after the send, falls below; a mean or the
+  // last repeat lands above (the many repeats make one of them slow).
+  const std::vector<std::int64_t> sizes{8, 4096, 1 << 20};
+  const int repeats = 60;
+  DTW_TRACE("ping_pong timing checked against the trace, p 2, sizes 8, 4096 and 1048576, "
+            << repeats << " repeats");
+  LaunchOptions options;
+  options.trace = true;
+  options.timeout = std::chrono::seconds(20);
+  std::vector<PingPongSample> got;
+  const Report report = launch_bounded(2, options, [&](Comm& comm) {
+    std::vector<PingPongSample> samples = ping_pong(comm, sizes, repeats);
+    if (comm.rank() == 0) got = std::move(samples);
+  });
+  ASSERT_EQ(got.size(), sizes.size()) << "samples on peer_a";
+  std::vector<TraceEvent> calls;
+  for (const TraceEvent& e : report.trace)
+    if (e.rank == 0 && e.peer == 1 && e.category == "comm") calls.push_back(e);
+  std::ranges::sort(calls, {}, &TraceEvent::start_us);
+  const std::size_t per_size = 2 * static_cast<std::size_t>(repeats + 1);
+  ASSERT_EQ(calls.size(), per_size * sizes.size())
+      << "peer_a's calls to peer_b: per size, a send and a receive per round trip, 1 warm-up "
+         "and `repeats` timed";
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    TracedRoundTrips traced;
+    for (int i = 1; i <= repeats; ++i) {  // round trip 0 is the warm-up
+      const std::size_t first = k * per_size + 2 * static_cast<std::size_t>(i);
+      const double before = calls[first - 1].end_us;
+      const double after =
+          first + 2 < calls.size() ? calls[first + 2].start_us : std::numeric_limits<double>::infinity();
+      traced.fastest_inner_us =
+          std::min(traced.fastest_inner_us, calls[first + 1].end_us - calls[first].start_us);
+      traced.fastest_outer_us = std::min(traced.fastest_outer_us, after - before);
+    }
+    const double us = got[k].round_trip_seconds * 1e6;
+    const double slack_us = 1e-3;  // rounding of two clocks' readings
+    EXPECT_GE(us + slack_us, traced.fastest_inner_us)
+        << "size " << sizes[k] << " B: returned round trip " << us
+        << " us is shorter than the fastest round trip peer_a's own send and receive took ("
+        << traced.fastest_inner_us
+        << " us): start the clock before the send and stop it after the echo has arrived, and "
+           "store the whole round trip, not half of it";
+    EXPECT_LE(us, traced.fastest_outer_us + slack_us)
+        << "size " << sizes[k] << " B: returned round trip " << us
+        << " us is longer than the fastest timed repeat (at most " << traced.fastest_outer_us
+        << " us): keep the fastest of the `repeats` timed round trips, not their mean, the last "
+           "one or the warm-up";
   }
 }
 
