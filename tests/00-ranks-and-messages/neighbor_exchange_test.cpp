@@ -80,7 +80,13 @@ TEST(NeighborExchangeTest, LargeHalosDoNotDeadlock) {
   // its receiver: an exchange that relied on buffering hangs here.
   for (int p : {2, 3}) {
     DTW_TRACE("neighbour exchange, p " << p << ", large halos of 300000 doubles");
-    check_exchange<double>(p, 300000, 300000);
+    try {
+      check_exchange<double>(p, 300000, 300000);
+    } catch (const Error& e) {
+      // Also what the launch raises after the ranks returned (a request never
+      // waited for), which carries no context of its own.
+      ADD_FAILURE() << e.what();
+    }
   }
 }
 
