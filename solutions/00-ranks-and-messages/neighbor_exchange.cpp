@@ -72,6 +72,13 @@ void exchange_with_neighbors(Comm& comm, std::span<const T> to_left, std::span<c
   // has no tags and pairs two ranks' messages in posting order; with p = 2
   // the left and right neighbour are the same rank, and the other order
   // would swap the halos.
+  // Check yourself, answered: with p = 2 the tag (the direction of travel)
+  // keeps the neighbour's two messages apart. Waiting for the receives before
+  // posting the sends leaves every rank waiting for a send nobody posts: the
+  // cycle again. MPI buffers small messages ("eager"), so blocking sends
+  // return at once and the bug hides until the halos grow past the eager
+  // limit ("rendezvous"). Ordering by parity turns partly sequential for odd
+  // p, where ranks p-1 and 0 are both even and neighbours.
   const int p = comm.size(), r = comm.rank();
   const int left = (r + p - 1) % p, right = (r + 1) % p;
   std::array<Request, 4> requests;

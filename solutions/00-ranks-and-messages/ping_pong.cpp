@@ -65,6 +65,16 @@ std::vector<PingPongSample> ping_pong(Comm& comm, std::span<const std::int64_t> 
   // @hint 3: start).count() for seconds; peer_b: comm.recv(message, peer_a, kPingTag) then
   // @hint 3: comm.send(message, peer_a, kPingTag); message = std::span<std::byte>(buffer.data(), n).
   // How this solution works (the lab shows none of it):
+  // Check yourself, answered:
+  // - The minimum, because noise (a preempted thread, another process) only
+  //   ever adds time: the fastest repeat is the link, the mean is the link
+  //   plus the average interruption.
+  // - A timed warm-up pays the page faults and cold caches; it is usually the
+  //   slowest sample, and when it is not, it says nothing about the link.
+  // - If peer_b sent first, both peers would sit in a synchronous send; the
+  //   detector prints "cycle: rank 0 -> rank 1 -> rank 0", both in send.
+  // - The round trip is what one clock can measure; halving it is the model's
+  //   business (the fit), and a sample that is already halved gets halved twice.
   // Bystanders take no part: a point-to-point benchmark measures one link.
   const int me = comm.rank();
   if (me != peer_a && me != peer_b) return {};
@@ -130,6 +140,12 @@ AlphaBeta fit_alpha_beta(std::span<const PingPongSample> samples) {
   // by 100% (0.5 us): alpha comes out as noise, often negative. Minimising
   // sum(((a + b*x - y) / y)^2) treats every size alike: least squares with
   // weight 1/y^2, and the same closed form with weighted means.
+  // Check yourself, answered: unweighted, the 64 MiB sample's 50 us of bend
+  // away from a line outweighs every small sample's 0.5 us, so the line is
+  // fitted to the large sizes alone and crosses x = 0 below zero; weights
+  // 1/y^2 minimise the squared *relative* error. The centred form subtracts
+  // the means before squaring (small, exact differences); the textbook form
+  // squares first and subtracts two huge, nearly equal sums.
   const auto one_way = [](const PingPongSample& s) { return s.round_trip_seconds / 2; };
   const auto weight = [](double y) { return 1 / (y * y); };  // relative error, squared
   double sum_w = 0, mean_x = 0, mean_y = 0;

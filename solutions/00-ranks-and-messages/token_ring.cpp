@@ -46,6 +46,11 @@ std::int64_t token_ring(Comm& comm, std::int64_t token, int laps) {
   // now" from one rank to the next. It cannot deadlock although every send is
   // synchronous: one rank holds the token and sends, and the rank it sends to
   // is already waiting in recv (or soon will be), as it has nothing else to do.
+  // Check yourself, answered: a lap is p messages one after another, p·(α +
+  // 8β) ≈ p·α: a token ring measures latency and slows with every rank. The
+  // tempting shift has every rank send at once; here only the holder sends.
+  // With laps = 0 nobody adds anything and the start value goes round as the
+  // result. The result needs p-1 messages: rank 0 has it already.
   const int left = (r + p - 1) % p, right = (r + 1) % p;
   const std::int64_t mine = r + 1;  // rank + 1, so that rank 0's visit shows too
   // A one-element buffer: messages carry ranges, and a token is a range of one.
