@@ -1,6 +1,6 @@
 // Step 00.3: exchange_with_neighbors, checked element by element on every
-// rank, for every element type, world size and halo width; and
-// exchange_unsafe, which must be caught by the deadlock detector.
+// rank, for every element type, world size and halo width; and the tempting
+// blocking shift, which the deadlock detector must catch.
 #include <string>
 #include <vector>
 
