@@ -9,8 +9,8 @@
 ///   - 00.2 `token_ring` passes one value around all ranks;
 ///   - 00.3 `exchange_with_neighbors` swaps halos with both ring neighbours
 ///     in an order that cannot deadlock.
-/// `exchange_unsafe` is the same exchange written the tempting way; it is
-/// not a lab step but the demo the deadlock detector catches.
+/// The chapter text says how each works ("How each piece works"); this file
+/// says what each must do.
 ///
 /// Every function here is called by every rank of the communicator with the
 /// same arguments (except the per-rank data), as SPMD code is.
@@ -37,11 +37,15 @@ struct PingPongSample {
 /// Every rank calls it with the same arguments; ranks other than the two
 /// peers return at once without sending anything. Before timing a size, one
 /// untimed round trip warms the path up (first-touch page faults, cold caches).
+/// A round trip is timed on peer_a's clock from before its send to after it
+/// has received the echo: the whole round trip, 2·T(n), not half of it.
 ///
-/// Bytes on the wire: each timed round trip moves `bytes` from a to b and
-/// `bytes` back, so a size costs 2·bytes·(repeats + 1) in all.
+/// Bytes on the wire: each round trip moves `bytes` from a to b and `bytes`
+/// back, so a size costs (repeats + 1) messages each way, 2·bytes·(repeats + 1)
+/// in all, and nothing else.
 ///
-/// @returns on `peer_a`: one sample per entry of `sizes`, in the same order.
+/// @returns on `peer_a`: one sample per entry of `sizes`, in the same order,
+///          with the fastest of that size's `repeats` timed round trips.
 ///          On every other rank (`peer_b` included): an empty vector.
 /// @throws InvalidArgument if the world has fewer than 2 ranks, a peer is out
 ///         of range, the peers are equal, a size is negative or `repeats` < 1.
@@ -75,9 +79,11 @@ AlphaBeta fit_alpha_beta(std::span<const PingPongSample> samples);
 /// token, so after the laps rank 0 holds token + laps·p(p+1)/2. A last pass
 /// around the ring then hands the result to every rank.
 ///
-/// Bytes on the wire: laps·p messages of 8 bytes, plus p−1 for the result.
-/// A world of one rank sends nothing (a blocking send to yourself would
-/// wait forever for a receive that cannot be posted).
+/// Bytes on the wire: laps·p messages of 8 bytes, one per lap on every link
+/// r → r+1 and p−1 → 0, plus p−1 for the result along 0 → 1 → … → p−1 (none
+/// back to rank 0). Nothing moves in any other direction. A world of one rank
+/// sends nothing (a blocking send to yourself would wait forever for a
+/// receive that cannot be posted).
 ///
 /// @returns the final token, on every rank.
 /// @throws InvalidArgument if `laps` is negative.
@@ -92,7 +98,10 @@ std::int64_t token_ring(Comm& comm, std::int64_t token, int laps = 1);
 /// neighbour) and p = 2 (your left and right neighbour are the same rank).
 ///
 /// T is float, double, std::int32_t or std::int64_t.
-/// Bytes on the wire per rank: (to_left.size() + to_right.size())·sizeof(T).
+/// Bytes on the wire per rank: one message to each neighbour, to_left with tag
+/// kLeftward and to_right with tag kRightward (the direction of travel),
+/// (to_left.size() + to_right.size())·sizeof(T) in all. Every request it
+/// posts is complete when it returns.
 ///
 /// @throws InvalidArgument (naming both ranks) if a receive buffer's size
 ///         differs from what the neighbour sends.
@@ -100,21 +109,10 @@ template <NumericElement T>
 void exchange_with_neighbors(Comm& comm, std::span<const T> to_left, std::span<const T> to_right,
                              std::span<T> from_left, std::span<T> from_right);
 
-/// The same exchange with both blocking sends first. Because a blocking send
-/// returns only when the receiver has the data, every rank waits in `send`
-/// for a neighbour that is itself waiting in `send`: it deadlocks on every
-/// run, and the threads backend raises DeadlockError with the wait-for cycle.
-/// Kept for the text and the `deadlock` demo; never call it for real work.
-template <NumericElement T>
-void exchange_unsafe(Comm& comm, std::span<const T> to_left, std::span<const T> to_right,
-                     std::span<T> from_left, std::span<T> from_right);
-
 // The definitions live in the chapter's library, instantiated for these types.
 #define DTW_CH00_EXTERN(T)                                                                       \
   extern template void exchange_with_neighbors<T>(Comm&, std::span<const T>, std::span<const T>, \
-                                                  std::span<T>, std::span<T>);                   \
-  extern template void exchange_unsafe<T>(Comm&, std::span<const T>, std::span<const T>,         \
-                                          std::span<T>, std::span<T>)
+                                                  std::span<T>, std::span<T>)
 DTW_CH00_EXTERN(float);
 DTW_CH00_EXTERN(double);
 DTW_CH00_EXTERN(std::int32_t);

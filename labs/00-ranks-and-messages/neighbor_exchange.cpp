@@ -1,23 +1,22 @@
-// Neighbour exchange: the halo swap of every stencil code, and of sequence-
-// parallel attention later in this workbench.
+// Step 00.3: exchange_with_neighbors, the halo swap of every stencil code (and
+// of sequence-parallel attention later in this workbench), on a periodic ring
+// (the chapter text, "Safe patterns" and "How each piece works").
 //
 //      rank r-1                 rank r                  rank r+1
 //   [ ... | to_right ] --> [ from_left | ... | from_right ] <-- [ to_left | ... ]
 //   [ ... | from_right] <-- [ to_left  | ... | to_right   ] --> [ from_left | ... ]
 //
-// Every rank sends two messages and receives two, all at the same time. The
-// danger is the order. A blocking send here is synchronous: it returns only
-// once the receiver has the data. If every rank starts with `send`, every
-// rank waits for a neighbour that is itself stuck in `send`: a cycle in the
-// wait-for graph, and no rank can ever leave it (exchange_unsafe, below).
+// Contract (ranks_and_messages.h): rank r sends to_left to rank r−1 with tag
+// kLeftward and to_right to rank r+1 with tag kRightward (mod p), and
+// receives into from_left what r−1 sent right and into from_right what r+1
+// sent left. It must return for every p, including 1 (you are your own
+// neighbour) and 2 (both neighbours are the same rank), and whatever the
+// halo widths, although every blocking send here is synchronous. A halo that
+// arrives shorter than its buffer is an InvalidArgument naming both ranks:
+// check_arrived, below, raises it.
 //
-// The cure is to never block on a send while a receive you owe is not yet
-// posted. Three ways to get there:
-//   - post the receives first (irecv), then send, then wait for everything
-//     (what we do here: four messages in flight at once);
-//   - sendrecv, which does exactly that for one pair of messages;
-//   - order by parity: even ranks send first while odd ranks receive first,
-//     so every send meets a receive that is posted or about to be.
+// Bytes on the wire per rank: one message to each neighbour, of
+// to_left.size() and to_right.size() elements; the tests count them.
 #include "ranks_and_messages.h"
 
 #include <array>
@@ -25,11 +24,9 @@
 namespace dtw::ch00 {
 namespace {
 
-// A tag per direction of travel. With p = 2 your left and right neighbour are
-// the same rank, and both of its messages come from it; the tag is what tells
-// "heading left" from "heading right". (The order guarantee would pair them
-// up too, but only if both ranks send in the same order: tags make it robust.)
-// Each has its own value in this chapter, and a name in deadlock reports.
+// A tag per direction of travel: with p = 2 your left and right neighbour are
+// the same rank, and the tag tells its two messages apart. Each has its own
+// value in this chapter, and a name in deadlock reports.
 constexpr int kLeftward = 4;
 constexpr int kRightward = 5;
 DTW_NAME_TAG(kLeftward);
@@ -37,6 +34,7 @@ DTW_NAME_TAG(kRightward);
 
 // A message shorter than the buffer is legal for a single receive, but here it
 // means the two neighbours disagree on the halo width: say so, naming both.
+// `got` is the element count that arrived from rank `from` into `buffer_name`.
 void check_arrived(const Comm& comm, std::int64_t got, std::size_t expected, int from,
                    const char* buffer_name) {
   DTW_CHECK_ARG(got == static_cast<std::int64_t>(expected),
@@ -49,37 +47,13 @@ void check_arrived(const Comm& comm, std::int64_t got, std::size_t expected, int
 template <NumericElement T>
 void exchange_with_neighbors(Comm& comm, std::span<const T> to_left, std::span<const T> to_right,
                              std::span<T> from_left, std::span<T> from_right) {
-  const int p = comm.size(), r = comm.rank();
-  const int left = (r + p - 1) % p, right = (r + 1) % p;
-
-  DTW_TODO("00.3: Exchange halos with both neighbours without any rank blocking in a send.");
-}
-
-// The tempting version, kept to be caught. Each rank sends to its left, then
-// to its right, then receives. With synchronous sends rank r waits in its
-// first send for rank r-1 to receive, but rank r-1 waits in its own first send
-// for rank r-2 ... and rank 0 waits for rank p-1. The wait-for graph is the
-// ring itself, closed into a cycle; the threads backend sees that every rank
-// is blocked and raises DeadlockError with the cycle. (Under MPI the same code
-// often "works" for small messages because MPI buffers them eagerly, and then
-// hangs in production once the halo grows: the worst kind of bug.)
-template <NumericElement T>
-void exchange_unsafe(Comm& comm, std::span<const T> to_left, std::span<const T> to_right,
-                     std::span<T> from_left, std::span<T> from_right) {
-  const int p = comm.size(), r = comm.rank();
-  const int left = (r + p - 1) % p, right = (r + 1) % p;
-  comm.send(to_left, left, kLeftward);  // every rank blocks here ...
-  comm.send(to_right, right, kRightward);
-  comm.recv(from_right, right, kLeftward);  // ... and never gets here
-  comm.recv(from_left, left, kRightward);
+  DTW_TODO("00.3: Exchange halos with both neighbours so that no rank can block in a send.");
 }
 
 // The element types the contract promises (see ranks_and_messages.h).
-#define DTW_CH00_INSTANTIATE(T)                                                                 \
-  template void exchange_with_neighbors<T>(Comm&, std::span<const T>, std::span<const T>,       \
-                                           std::span<T>, std::span<T>);                         \
-  template void exchange_unsafe<T>(Comm&, std::span<const T>, std::span<const T>, std::span<T>, \
-                                   std::span<T>)
+#define DTW_CH00_INSTANTIATE(T)                                                           \
+  template void exchange_with_neighbors<T>(Comm&, std::span<const T>, std::span<const T>, \
+                                           std::span<T>, std::span<T>)
 DTW_CH00_INSTANTIATE(float);
 DTW_CH00_INSTANTIATE(double);
 DTW_CH00_INSTANTIATE(std::int32_t);

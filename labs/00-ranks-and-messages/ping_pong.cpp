@@ -1,16 +1,17 @@
-// Ping-pong: the oldest benchmark of a network, and the source of the two
-// numbers every cost model in this workbench starts from.
+// Step 00.1: ping_pong measures round trips between two ranks, and
+// fit_alpha_beta turns them into the α-β model T(n) = α + n·β (the chapter
+// text, "The α-β model" and "How each piece works").
 //
-// Rank a sends n bytes to rank b; b sends them straight back. The time from
-// a's send to a's receive is one round trip, 2·T(n). Repeat it for sizes from
-// a few bytes to many megabytes and fit a line through the one-way times:
+// Contract (ranks_and_messages.h): every rank calls ping_pong with the same
+// arguments, which are checked before your code runs. peer_a returns one
+// sample per size, in the order of `sizes`, holding the fastest of `repeats`
+// timed round trips; every other rank returns an empty vector. fit_alpha_beta
+// gets samples with at least two distinct sizes and times > 0 (checked).
 //
-//     T(n) = α + n·β
-//
-// α (seconds) is what a message costs before any byte moves: the call, the
-// matching of sender and receiver, the wake-up of a waiting thread. β
-// (seconds per byte) is the price of each byte once it flows: 1/β is the
-// bandwidth. Small messages are all α, large ones all β.
+// Bytes on the wire: per size, (repeats + 1) messages of `bytes` from peer_a
+// to peer_b and as many back; nothing to or from any other rank. The tests
+// count them, and run peer_a on a scripted link whose sends and receives take
+// known times, to check that each sample is the fastest whole round trip.
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -23,8 +24,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One tag for the whole benchmark: messages between one pair of ranks with
-// one tag arrive in the order they were sent, so the sizes cannot mix up.
+// One tag for the whole benchmark.
 constexpr int kPingTag = 1;
 DTW_NAME_TAG(kPingTag);  // deadlock reports print "tag 1 (kPingTag)"
 
@@ -49,22 +49,7 @@ void check_ping_pong_args(const Comm& comm, std::span<const std::int64_t> sizes,
 std::vector<PingPongSample> ping_pong(Comm& comm, std::span<const std::int64_t> sizes, int repeats,
                                       int peer_a, int peer_b) {
   check_ping_pong_args(comm, sizes, repeats, peer_a, peer_b);
-  const int me = comm.rank();
-  // Bystanders take no part: a point-to-point benchmark measures one link.
-  if (me != peer_a && me != peer_b) return {};
-  const bool initiator = me == peer_a;
-  const int other = initiator ? peer_b : peer_a;
-
-  // One buffer, as large as the largest message; each size uses a prefix.
-  // Touching it now keeps page faults out of the timed loop.
-  const std::int64_t largest = sizes.empty() ? 0 : *std::ranges::max_element(sizes);
-  std::vector<std::byte> buffer(static_cast<std::size_t>(largest), std::byte{1});
-  std::vector<PingPongSample> samples;
-
-  // Each round trip: peer_a sends, then receives the echo; peer_b receives,
-  // then sends it back. Only peer_a times (std::chrono::steady_clock).
   DTW_TODO("00.1: Time round trips between peer_a and peer_b for every size; peer_a keeps the fastest.");
-  return samples;
 }
 
 AlphaBeta fit_alpha_beta(std::span<const PingPongSample> samples) {
@@ -80,11 +65,6 @@ AlphaBeta fit_alpha_beta(std::span<const PingPongSample> samples) {
                 "fit_alpha_beta needs samples of at least 2 distinct sizes, got "
                     << samples.size() << " samples of " << distinct.size() << " distinct size(s)");
 
-  // Which line? Plain least squares minimises the squared errors in seconds,
-  // so a 64 MiB message that is off by 1% (50 us) outweighs a thousand 8-byte
-  // messages off by 100% (0.5 us): alpha comes out as noise, often negative.
-  // We minimise squared *relative* errors instead, sum(((a + b*x - y) / y)^2),
-  // which treats every size alike: it is least squares with weight 1/y^2.
   DTW_TODO("00.1: Fit one-way time = alpha + beta * bytes so that every size counts alike.");
 }
 

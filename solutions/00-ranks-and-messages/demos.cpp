@@ -1,6 +1,7 @@
 // Chapter 00's demos for `dtw run` and `dtw tour`. Each one runs a solution
 // on every rank and checks the result against what it must be.
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,31 @@ namespace {
 // message delivered to the wrong place cannot pass the check.
 double halo_value(int r, int dir, std::size_t i) {
   return r * 1e6 + dir * 1e5 + static_cast<double>(i);
+}
+
+// The tags of neighbor_exchange.cpp, named the same in reports.
+constexpr int kLeftward = 4;
+constexpr int kRightward = 5;
+DTW_NAME_TAG(kLeftward);
+DTW_NAME_TAG(kRightward);
+
+// The halo exchange written the tempting way, to be caught: each rank sends
+// to its left, then to its right, then receives. A blocking send returns only
+// once the receiver has the data, so rank r waits in its first send for rank
+// r-1, which waits in its own first send for rank r-2 ... and rank 0 waits for
+// rank p-1: the wait-for graph is the ring itself, closed into a cycle, and
+// the threads backend raises DeadlockError with it. (Under MPI the same code
+// often "works" for small messages, which MPI buffers eagerly, and hangs the
+// day the halo grows.) Not part of the contract: this demo's only.
+template <class T>
+void exchange_unsafe(Comm& comm, std::span<const T> to_left, std::span<const T> to_right,
+                     std::span<T> from_left, std::span<T> from_right) {
+  const int p = comm.size(), r = comm.rank();
+  const int left = (r + p - 1) % p, right = (r + 1) % p;
+  comm.send(to_left, left, kLeftward);  // every rank blocks here ...
+  comm.send(to_right, right, kRightward);
+  comm.recv(from_right, right, kLeftward);  // ... and never gets here
+  comm.recv(from_left, left, kRightward);
 }
 
 DemoCheck run_ping_pong(Comm& comm) {
@@ -92,7 +118,8 @@ DemoCheck run_halo_exchange(Comm& comm) {
 
 DemoCheck run_deadlock(Comm& comm) {
   std::vector<float> to_left(256, 1.0f), to_right(256, 2.0f), from_left(256), from_right(256);
-  exchange_unsafe<float>(comm, to_left, to_right, from_left, from_right);
+  exchange_unsafe<float>(comm, std::span<const float>(to_left), std::span<const float>(to_right),
+                         std::span<float>(from_left), std::span<float>(from_right));
   return {false, "exchange_unsafe returned: the deadlock detector missed it", 0};
 }
 

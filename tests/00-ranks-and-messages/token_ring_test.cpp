@@ -27,7 +27,10 @@ TEST(TokenRingTest, EveryRankGetsTheFinalToken) {
         launch_bounded(p, [&](Comm& comm) {
           const std::int64_t got = token_ring(comm, start, laps);
           EXPECT_EQ(got, want) << "rank " << comm.rank() << " of " << p << ", " << laps
-                               << " laps, start " << start;
+                               << " laps, start " << start
+                               << ": every rank returns start + laps * p(p+1)/2 (each rank adds "
+                                  "its rank + 1 once per lap, and the result is passed on once "
+                                  "more from rank 0)";
         });
       }
     }
@@ -35,12 +38,14 @@ TEST(TokenRingTest, EveryRankGetsTheFinalToken) {
 }
 
 TEST(TokenRingTest, DefaultIsOneLap) {
+  DTW_TRACE("token ring, p 5, the default of 1 lap, start 7");
   launch_bounded(5, [](Comm& comm) { EXPECT_EQ(token_ring(comm, 7), 7 + 15); });
 }
 
 TEST(TokenRingTest, TokenOnlyMovesToTheRightNeighbour) {
   for (int p : {2, 3, 7, 16}) {
     const int laps = 3;
+    DTW_TRACE("token ring traffic, p " << p << ", " << laps << " laps");
     const Report report = launch_bounded(p, [&](Comm& comm) { token_ring(comm, 1, laps); });
     for (int src = 0; src < p; ++src) {
       for (int dst = 0; dst < p; ++dst) {
@@ -48,19 +53,25 @@ TEST(TokenRingTest, TokenOnlyMovesToTheRightNeighbour) {
         // carry the result on its way back out to everyone.
         std::int64_t want = 0;
         if (dst == (src + 1) % p) want = laps + (src != p - 1 ? 1 : 0);
+        const char* rule =
+            ": the token only moves right, once per lap on every link, and the result goes "
+            "once along 0 -> 1 -> ... -> p-1, starting from rank 0 (which holds it after the "
+            "last lap), with nothing back to rank 0";
         EXPECT_EQ(report.traffic.messages(src, dst), want)
-            << "p " << p << ", messages " << src << "->" << dst;
+            << "p " << p << ", messages " << src << "->" << dst << rule;
         EXPECT_EQ(report.traffic.bytes(src, dst), 8 * want)
-            << "p " << p << ", bytes " << src << "->" << dst;
+            << "p " << p << ", bytes " << src << "->" << dst << rule;
       }
     }
   }
 }
 
 TEST(TokenRingTest, WorldOfOneSendsNothing) {
+  DTW_TRACE("token ring, p 1, 4 laps, start 10");
   const Report report =
       launch_bounded(1, [](Comm& comm) { EXPECT_EQ(token_ring(comm, 10, 4), 14); });
-  EXPECT_EQ(report.traffic.messages(0, 0), 0);
+  EXPECT_EQ(report.traffic.messages(0, 0), 0)
+      << "a world of one rank adds its share once per lap and sends nothing";
 }
 
 TEST(TokenRingArgumentsTest, RejectsNegativeLaps) {
