@@ -50,7 +50,7 @@ template <TrainElement T>
 BucketReducer<T>::BucketReducer(Comm& comm, train::Replica<T>& replica,
                                 std::vector<train::Range> buckets)
     : comm_(comm), replica_(replica), buckets_(std::move(buckets)) {
-  for (const train::Range& b : buckets_) missing_.push_back(b.size());
+  DTW_TODO("02.3: Set up the bookkeeping of a pass: nothing started yet, every bucket missing all its gradients.");
 }
 
 template <TrainElement T>
@@ -60,14 +60,12 @@ model::GradReady BucketReducer<T>::hook() {
 
 template <TrainElement T>
 void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
-  DTW_TODO("02.3: Count the finished range against the buckets and start the allreduce of every complete bucket, in bucket order.");
+  DTW_TODO("02.3: Count the finished range against the buckets, start every complete bucket in bucket order, and move the rings in flight.");
 }
 
 template <TrainElement T>
 void BucketReducer<T>::finish() {
-  DTW_TODO("02.3: Wait for every bucket's allreduce, and refuse a bucket that backward never completed.");
-  next_ = 0;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b].size();
+  DTW_TODO("02.3: Wait for every bucket's allreduce, refuse a bucket that backward never completed, and get ready for the next pass.");
 }
 
 template class BucketReducer<float>;
