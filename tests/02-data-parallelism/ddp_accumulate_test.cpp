@@ -30,6 +30,8 @@ TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
     const train::RunSpec spec = tiny("gpt-tiny", 1, batch);
     for (int p = 1; p <= 4; ++p) {
       for (std::int64_t m = 1; m <= 3; ++m) {
+        DTW_TRACE("micro-batch shards of a batch of " << batch << " rows on " << p
+                                                     << " ranks, micro_batches=" << m);
         std::int64_t next_row = 0;
         for (int r = 0; r < p; ++r) {
           const std::vector<std::int64_t> shards = micro_batch_shards(spec, r, p, m);

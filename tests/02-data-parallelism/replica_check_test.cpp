@@ -35,6 +35,7 @@ TEST(ReplicaFingerprintTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
 DTW_TEST_STEPS(ReplicaCheckTest, "02.2");
 TEST(ReplicaCheckTest, TheBroadcastStartsEveryRankFromRankZerosParameters) {
   const train::RunSpec spec = tiny("mlp-tiny");
+  DTW_TRACE("broadcast_parameters on 3 ranks, ranks 1 and 2 starting from other values");
   dtw::testing::launch_bounded(3, [&](Comm& comm) {
     train::Replica<double> replica(spec, comm.exec(), train::ReplicaPlan::whole(spec));
     std::vector<double> rank0(replica.params().begin(), replica.params().end());
@@ -49,6 +50,7 @@ TEST(ReplicaCheckTest, TheBroadcastStartsEveryRankFromRankZerosParameters) {
 
 TEST(ReplicaCheckTest, NamesTheRankAndTensorOfAPlantedPerturbation) {
   const train::RunSpec spec = tiny("gpt-tiny");
+  DTW_TRACE("check_replicas on 3 ranks, one ulp of h.1.attn.qkv.weight changed on rank 2");
   const std::string message = testing::expect_error(
       [&] {
         dtw::testing::launch_bounded(3, [&](Comm& comm) {
@@ -68,6 +70,7 @@ TEST(ReplicaCheckTest, NamesTheRankAndTensorOfAPlantedPerturbation) {
 
 TEST(ReplicaCheckTest, EqualReplicasPass) {
   const train::RunSpec spec = tiny("mlp-tiny");
+  DTW_TRACE("check_replicas on 4 equal ranks");
   dtw::testing::launch_bounded(4, [&](Comm& comm) {
     train::Replica<double> replica(spec, comm.exec(), train::ReplicaPlan::whole(spec));
     check_replicas<double>(comm, replica.layout(), replica.params(), 0);
