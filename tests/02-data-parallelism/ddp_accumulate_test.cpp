@@ -94,6 +94,8 @@ TEST(DdpAccumulateTest, CommunicatesOncePerStepWhateverTheMicroBatches) {
   const int p = 2;
   std::int64_t bytes_m1 = 0, messages_m1 = 0;
   for (const std::int64_t m : {1, 3}) {
+    DTW_TRACE("ddp-accumulate's traffic on 2 ranks, micro_batches=" << m
+                                                                   << ": the bytes of one allreduce per step");
     train::Knobs knobs = micro(m);
     knobs.set("check_every", "0");
     const train::RunOutcome out = expect_matches(spec, p, accumulate, knobs);
