@@ -43,15 +43,18 @@ std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::in
                 "make_buckets: element_bytes " << element_bytes << " must be positive");
   std::vector<train::Range> buckets;
   // @lab 02.3: Pack the tensors into buckets of at most cap_bytes, in the order backward finishes them.
-  // @hint 1: Walk layout.views() from the last tensor to the first. A tensor joins the current
-  // @hint 1: bucket when the bucket's bytes plus its own stay within cap_bytes; otherwise it opens
-  // @hint 1: a new bucket. So a tensor bigger than the cap is a bucket of its own.
-  // @hint 2: The flat buffer is laid out in forward order, so walking backwards a bucket grows
-  // @hint 2: downwards: joining moves the bucket's begin to the tensor's offset, a new bucket is
-  // @hint 2: {offset, offset + size}. Bytes are elements times element_bytes. Trap: walking the
-  // @hint 2: views first to last gives forward order, and the buckets would complete last first.
+  // @hint 1: Cut the gradients into buckets in the order backward finishes them, last tensor
+  // @hint 1: first, each bucket as full as the cap allows: a tensor joins the current bucket if
+  // @hint 1: the bucket stays within the cap, otherwise it opens the next one (so a tensor larger
+  // @hint 1: than the cap is a bucket of its own). Every bucket is then one contiguous range.
+  // @hint 2: Walk the tensors from the last to the first. The buffer is in forward order, so
+  // @hint 2: walking backwards a bucket grows downwards: joining moves the bucket's begin to the
+  // @hint 2: tensor's offset; a new bucket is {offset, offset + size}. Bytes are elements times
+  // @hint 2: element_bytes, and "within" means at most the cap. Trap: walking first to last gives
+  // @hint 2: forward order, and the buckets would complete last one first.
   // @hint 3: layout.views() with rbegin()/rend(); view->offset, view->size; buckets.back().size();
-  // @hint 3: buckets.push_back({begin, end}).
+  // @hint 3: buckets.back().begin = view->offset; buckets.push_back({view->offset, view->offset +
+  // @hint 3: view->size}).
   const std::vector<model::ParamView>& views = layout.views();
   for (auto view = views.rbegin(); view != views.rend(); ++view) {
     const std::int64_t bytes = view->size * element_bytes;

@@ -147,10 +147,11 @@ std::vector<std::int64_t> micro_batch_shards(const train::RunSpec& spec, int ran
   //                            r0 mb0  r0 mb1 r1 mb0 r1 mb1
   std::vector<std::int64_t> shards;
   // @lab 02.4: List the micro_batches shards (of ranks*micro_batches) that rank `rank` trains on, in order.
-  // @hint 1: Rank r takes m consecutive shards, r*m, r*m + 1, ..., r*m + m - 1 (m = micro_batches),
-  // @hint 1: so that together the ranks' micro-batches are exactly the reference's batch.
-  // @hint 2: m shards per rank, consecutive: rank r's k-th is r*m + k for k = 0 .. m-1, in order.
-  // @hint 2: Trap: k*ranks + r deals the shards round-robin, and the ranks' rows interleave.
+  // @hint 1: The batch is cut into ranks × micro_batches shards, and each rank takes a run of
+  // @hint 1: consecutive ones, so that together the ranks' micro-batches are exactly the
+  // @hint 1: reference's batch, in order.
+  // @hint 2: Rank r's k-th micro-batch is shard r*m + k (m = micro_batches), k = 0 .. m-1, in that
+  // @hint 2: order. Trap: k*ranks + r deals the shards round-robin, and the ranks' rows interleave.
   // @hint 3: shards.push_back(rank * micro_batches + k) in a loop over k.
   for (std::int64_t k = 0; k < micro_batches; ++k) shards.push_back(rank * micro_batches + k);
   // @end
