@@ -20,6 +20,6 @@ dtw_add_chapter(02-data-parallelism
   # anyway, stay on the threads run.
   MPI_TWIN "-BucketsTest.*:BucketArgumentsTest.*:MicroBatchShardsTest.*:MicroBatchArgumentsTest.*:ShardWeightTest.*:ShardArgumentsTest.*:UnevenShardsTest.EveryStrategy*"
   MPI_TIMEOUT 300
-  MPI_SUBSET "*MatchesTheReference*:ReplicaCheckTest.*:ReplicaFingerprintTest.*:DdpBucketedTest.StartsOne*" MPI_SUBSET_NPS 3
+  MPI_SUBSET "*MatchesTheReference*:ReplicaCheckTest.*:ReplicaFingerprintTest.*:SameRunCheckTest.*:DdpBucketedTest.StartsOne*" MPI_SUBSET_NPS 3
   # At least three planted bugs per step (docs/adding-a-chapter.md, "Planted bugs").
   PLANTED_PER_STEP 3)

@@ -64,8 +64,17 @@ std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout,
                 "fingerprint: " << params.size() << " parameters for a model of " << layout.size());
   std::vector<std::uint64_t> hashes;
   hashes.reserve(layout.views().size());
+  // @lab 02.2: One 64-bit hash per tensor, in layout order, of the bits of its parameters.
+  // @hint 1: Each tensor gets one number that changes when any bit of any of its values changes,
+  // @hint 1: and only its own values go into it: equal replicas give equal lists, and the first
+  // @hint 1: differing entry names the tensor that diverged.
+  // @hint 2: For each view in layout order: h = mix(its size); for every element i of the view,
+  // @hint 2: take the bits of params[offset + i] as an unsigned integer and h = mix(h xor bits);
+  // @hint 2: append h. Traps: the bits, not the values (-0.0 and 0.0 are different states);
+  // @hint 2: index from the view's offset, not from 0; hash every element, not a sample.
+  // @hint 3: layout.views(), view.offset, view.size; std::memcpy(&bits, &params[...], sizeof(T))
+  // @hint 3: into a std::uint64_t bits = 0; mix(h ^ bits); hashes.push_back(h).
   for (const model::ParamView& view : layout.views()) {
-    // The bits, not the values: -0.0 and 0.0, or two NaNs, are different states.
     std::uint64_t h = mix(static_cast<std::uint64_t>(view.size));
     for (std::int64_t i = 0; i < view.size; ++i) {
       std::uint64_t bits = 0;
@@ -74,6 +83,7 @@ std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout,
     }
     hashes.push_back(h);
   }
+  // @end
   return hashes;
 }
 

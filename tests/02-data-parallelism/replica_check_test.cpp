@@ -14,9 +14,10 @@ namespace {
 
 using testing::tiny;
 
-DTW_TEST_STEPS(ReplicaFingerprintTest);
+DTW_TEST_STEPS(ReplicaFingerprintTest, "02.2");
 TEST(ReplicaFingerprintTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
   const train::RunSpec spec = tiny("gpt-tiny");
+  DTW_TRACE("fingerprints of gpt-tiny before and after one ulp of h.1.attn.qkv.weight[37]");
   const model::ParamLayout layout = model::param_layout(spec.config());
   std::vector<double> params(static_cast<std::size_t>(layout.size()));
   model::init_params(spec.config(), layout, spec.seed, params.data());
@@ -27,8 +28,14 @@ TEST(ReplicaFingerprintTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
       std::nextafter(params[static_cast<std::size_t>(qkv.offset + 37)], 1.0);
   const auto after = fingerprint<double>(layout, params);
   for (std::size_t t = 0; t < before.size(); ++t) {
-    if (layout.views()[t].name == qkv.name) EXPECT_NE(after[t], before[t]) << qkv.name;
-    else EXPECT_EQ(after[t], before[t]) << layout.views()[t].name;
+    if (layout.views()[t].name == qkv.name)
+      EXPECT_NE(after[t], before[t])
+          << qkv.name << "'s hash did not change with its element 37: every element's bits go "
+          << "into its tensor's hash";
+    else
+      EXPECT_EQ(after[t], before[t])
+          << layout.views()[t].name << "'s hash changed with an element of " << qkv.name
+          << ": a tensor's hash takes its own elements only (from its offset)";
   }
 }
 
@@ -77,7 +84,9 @@ TEST(ReplicaCheckTest, EqualReplicasPass) {
   });
 }
 
-TEST(ReplicaFingerprintTest, RanksThatWouldTrainDifferentModelsFailAtTheStart) {
+// check_same_run stops the ranks before any training message (no lab code runs).
+DTW_TEST_STEPS(SameRunCheckTest);
+TEST(SameRunCheckTest, RanksThatWouldTrainDifferentModelsFailAtTheStart) {
   const train::RunSpec spec = tiny("gpt-tiny");
   testing::expect_error(
       [&] {
@@ -91,7 +100,7 @@ TEST(ReplicaFingerprintTest, RanksThatWouldTrainDifferentModelsFailAtTheStart) {
       {"ranks 0 and 1 would train different runs", "'mlp-tiny'", "'gpt-tiny'"});
 }
 
-TEST(ReplicaFingerprintTest, RanksWithDifferentSeedsFailAtTheStartNamingTheField) {
+TEST(SameRunCheckTest, RanksWithDifferentSeedsFailAtTheStartNamingTheField) {
   testing::expect_error(
       [&] {
         dtw::testing::launch_bounded(3, [&](Comm& comm) {
