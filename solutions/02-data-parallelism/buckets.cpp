@@ -28,6 +28,17 @@
 // gradient buffer, and its allreduce runs on that range in place. PyTorch
 // gets the same with gradient_as_bucket_view=True; without it, DDP copies
 // gradients into separate bucket buffers, Ψ more bytes of memory.
+// What the tests hold the reducer to (tests/02-data-parallelism/
+// bucket_reducer_test.cpp), besides the sums:
+//   - the order: two ranks finish four buckets of one size in opposite
+//     orders; each bucket must end holding the sum of every rank's same
+//     bucket, so no bucket may start before every lower one has;
+//   - the polling: with the ranks reporting the buckets one at a time in
+//     lockstep, every ring but the last few must have sent all of its
+//     messages before finish() (counted from the traffic, not a clock);
+//   - a pass after a pass: finish() leaves the reducer as it was built;
+//   - the errors: a range reported twice, and a bucket never completed,
+//     each an InvalidArgument naming the rank and the bucket.
 #include <algorithm>
 
 #include "data_parallelism.h"

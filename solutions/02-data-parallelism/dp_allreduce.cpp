@@ -21,6 +21,13 @@
 // state (ZeRO, chapter 04, takes that back), and the duty to keep the copies
 // equal, which nothing enforces by itself: hence the start from rank 0's
 // parameters and the fingerprint check (replicas.cpp).
+// What the tests count (tests/02-data-parallelism/dp_allreduce_test.cpp):
+// the parameters and losses of 1-4 ranks against one device, to 1e-9; the
+// bytes of the whole run, (p−1)·Ψ for the broadcast at the start and
+// 2(p−1)·(Ψ + 1) per step (the gradients' ring and the loss's), every link
+// of the ring carrying its share; and, in replica_check_test.cpp, that the
+// start is rank 0's parameters and that a one-ulp change on one rank is
+// named with its rank and tensor.
 #include <span>
 
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
