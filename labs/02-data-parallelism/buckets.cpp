@@ -28,6 +28,17 @@
 // gradient buffer, and its allreduce runs on that range in place. PyTorch
 // gets the same with gradient_as_bucket_view=True; without it, DDP copies
 // gradients into separate bucket buffers, Ψ more bytes of memory.
+// What the tests hold the reducer to (tests/02-data-parallelism/
+// bucket_reducer_test.cpp), besides the sums:
+//   - the order: two ranks finish four buckets of one size in opposite
+//     orders; each bucket must end holding the sum of every rank's same
+//     bucket, so no bucket may start before every lower one has;
+//   - the polling: with the ranks reporting the buckets one at a time in
+//     lockstep, every ring but the last few must have sent all of its
+//     messages before finish() (counted from the traffic, not a clock);
+//   - a pass after a pass: finish() leaves the reducer as it was built;
+//   - the errors: a range reported twice, and a bucket never completed,
+//     each an InvalidArgument naming the rank and the bucket.
 #include <algorithm>
 
 #include "data_parallelism.h"
@@ -50,7 +61,7 @@ template <TrainElement T>
 BucketReducer<T>::BucketReducer(Comm& comm, train::Replica<T>& replica,
                                 std::vector<train::Range> buckets)
     : comm_(comm), replica_(replica), buckets_(std::move(buckets)) {
-  for (const train::Range& b : buckets_) missing_.push_back(b.size());
+  DTW_TODO("02.3: Set up the bookkeeping of a pass: nothing started yet, every bucket missing all its gradients.");
 }
 
 template <TrainElement T>
@@ -60,14 +71,12 @@ model::GradReady BucketReducer<T>::hook() {
 
 template <TrainElement T>
 void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
-  DTW_TODO("02.3: Count the finished range against the buckets and start the allreduce of every complete bucket, in bucket order.");
+  DTW_TODO("02.3: Count the finished range against the buckets, start every complete bucket in bucket order, and move the rings in flight.");
 }
 
 template <TrainElement T>
 void BucketReducer<T>::finish() {
-  DTW_TODO("02.3: Wait for every bucket's allreduce, and refuse a bucket that backward never completed.");
-  next_ = 0;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b].size();
+  DTW_TODO("02.3: Wait for every bucket's allreduce, refuse a bucket that backward never completed, and get ready for the next pass.");
 }
 
 template class BucketReducer<float>;

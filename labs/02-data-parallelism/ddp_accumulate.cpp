@@ -40,10 +40,8 @@ void ddp_accumulate(train::RankRun<T>& run) {
   const DdpOptions options = check_ddp_run(run.knobs(), spec, p, r, true);
   check_same_run(comm, spec);
   const std::int64_t m = options.micro_batches;
-  // The batch cut into p·m shards: this rank's m of them, and their weights.
+  // The batch cut into p·m shards: this rank's m of them.
   const std::vector<std::int64_t> shards = micro_batch_shards(spec, r, p, m);
-  std::vector<double> weights;
-  for (const std::int64_t s : shards) weights.push_back(shard_weight(spec, s, p * m));
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::whole(spec));
   replica.set_times(run.layer_times());
   // The work of each compute phase, which the modeled fabric times on other devices.
@@ -56,25 +54,27 @@ void ddp_accumulate(train::RankRun<T>& run) {
                            make_buckets(replica.layout(), options.bucket_bytes, sizeof(T)));
   broadcast_parameters(comm, replica);
 
+  // The timeline's phases (machinery, not the lesson): each runs its work
+  // inside a named phase, with the work the modeled fabric times.
+  const auto computing = [&](std::int64_t k, auto work) {
+    const train::Cost& pass = passes[static_cast<std::size_t>(k)];
+    auto phase =
+        run.phase("forward-backward",
+                  {.micro_batch = static_cast<int>(k), .flops = pass.flops, .bytes = pass.bytes});
+    return work();
+  };
+  const auto waiting = [&](auto work) {
+    auto phase = run.phase("wait-buckets", {.compute = false});
+    return work();
+  };
+  const auto stepping = [&](auto work) {
+    auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
+    return work();
+  };
+
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    for (std::int64_t k = 0; k < m; ++k) {
-      const train::Cost& pass = passes[static_cast<std::size_t>(k)];
-      auto phase =
-          run.phase("forward-backward",
-                    {.micro_batch = static_cast<int>(k), .flops = pass.flops, .bytes = pass.bytes});
-      DTW_TODO("02.4: Accumulate micro-batch k into the gradients; only the last micro-batch's backward synchronises.");
-    }
-    {
-      auto phase = run.phase("wait-buckets", {.compute = false});
-      reducer.finish();
-      ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
-    }
-    {
-      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
-      replica.clip(replica.local_sum_of_squares());
-      replica.step(step);
-    }
+    DTW_TODO("02.4: One step of m micro-batches: accumulate every micro-batch's weighted gradient, synchronise only during the last one's backward, then step.");
     const std::int64_t done = step + 1;
     if (options.check_every > 0 && (done % options.check_every == 0 || done == spec.steps))
       check_replicas<T>(comm, replica.layout(), replica.params(), done);

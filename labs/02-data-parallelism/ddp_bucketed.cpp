@@ -53,29 +53,25 @@ void ddp_bucketed(train::RankRun<T>& run) {
                            make_buckets(replica.layout(), options.bucket_bytes, sizeof(T)));
   broadcast_parameters(comm, replica);  // 02.2: start equal, and check it
 
+  // The timeline's phases (machinery, not the lesson): each runs its work
+  // inside a named phase, with the work the modeled fabric times. What is
+  // left to wait for after backward is the communication it could not hide.
+  const auto computing = [&](auto work) {
+    auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
+    return work();
+  };
+  const auto waiting = [&](auto work) {
+    auto phase = run.phase("wait-buckets", {.compute = false});
+    return work();
+  };
+  const auto stepping = [&](auto work) {
+    auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
+    return work();
+  };
+
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    {
-      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
-      DTW_TODO("02.3: Run forward and backward with the reducer's hook, and keep this rank's weighted loss.");
-    }
-    {
-      // Outside the compute phase: what is left to wait for here is the
-      // communication backward could not hide.
-      auto phase = run.phase("wait-buckets", {.compute = false});
-      reducer.finish();
-    }
-    // The loss is only reported, so the step need not wait for its sum: it
-    // travels while the optimizer computes (on a GPU, behind the last bucket
-    // on the communicator's stream).
-    ch01::PendingCollective loss_sum =
-        ch01::iallreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
-    {
-      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
-      replica.clip(replica.local_sum_of_squares());
-      replica.step(step);
-    }
-    loss_sum.wait();
+    DTW_TODO("02.3: One step of DDP: backward hands every finished range to the reducer, the step waits only for what backward could not hide.");
     const std::int64_t done = step + 1;
     if (options.check_every > 0 && (done % options.check_every == 0 || done == spec.steps))
       check_replicas<T>(comm, replica.layout(), replica.params(), done);

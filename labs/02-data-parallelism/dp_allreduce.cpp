@@ -21,6 +21,13 @@
 // state (ZeRO, chapter 04, takes that back), and the duty to keep the copies
 // equal, which nothing enforces by itself: hence the start from rank 0's
 // parameters and the fingerprint check (replicas.cpp).
+// What the tests count (tests/02-data-parallelism/dp_allreduce_test.cpp):
+// the parameters and losses of 1-4 ranks against one device, to 1e-9; the
+// bytes of the whole run, (p−1)·Ψ for the broadcast at the start and
+// 2(p−1)·(Ψ + 1) per step (the gradients' ring and the loss's), every link
+// of the ring carrying its share; and, in replica_check_test.cpp, that the
+// start is rank 0's parameters and that a one-ulp change on one rank is
+// named with its rank and tensor.
 #include <span>
 
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
@@ -46,23 +53,24 @@ void dp_allreduce(train::RankRun<T>& run) {
   const train::Cost update = replica.optimizer_cost();
   broadcast_parameters(comm, replica);  // start equal, and check it
 
+  // The timeline's phases (machinery, not the lesson): each runs its work
+  // inside a named phase, with the work the modeled fabric times.
+  const auto computing = [&](auto work) {
+    auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
+    return work();
+  };
+  const auto communicating = [&](auto work) {
+    auto phase = run.phase("allreduce", {.compute = false});
+    return work();
+  };
+  const auto stepping = [&](auto work) {
+    auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
+    return work();
+  };
+
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    {
-      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
-      // Scaled by the weight, so the sum over the ranks is the batch's mean.
-      loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight));
-    }
-    {
-      auto phase = run.phase("allreduce", {.compute = false});
-      DTW_TODO("02.2: Sum the weighted gradients and the weighted loss over all ranks with chapter 01's allreduce.");
-    }
-    {
-      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
-      // Every rank holds the whole summed gradient: its local norm is global.
-      replica.clip(replica.local_sum_of_squares());
-      replica.step(step);
-    }
+    DTW_TODO("02.2: One step of DP 1.1: the weighted gradient of this rank's shard, summed over the ranks, then the same optimizer step everywhere.");
     const std::int64_t done = step + 1;
     if (options.check_every > 0 && (done % options.check_every == 0 || done == spec.steps))
       check_replicas<T>(comm, replica.layout(), replica.params(), done);

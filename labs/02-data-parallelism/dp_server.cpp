@@ -68,15 +68,13 @@ void dp_server(train::RankRun<T>& run) {
     }
     {
       auto phase = run.phase("push-gradients", {.compute = false});
-      DTW_TODO("02.1: Push: every worker's gradient and weighted loss reach the server, which adds them into its own.");
+      DTW_TODO("02.1: Push: every worker's gradient and weighted loss reach the server, which adds them into its own; a worker then starts its next gradient from zero.");
     }
     if (server) {
       auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
       // The server holds the whole summed gradient: its norm is the global one.
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);  // also zeroes the gradients
-    } else {
-      replica.zero_grads();  // a worker's gradient is sent; the next step starts from zero
     }
     {
       auto phase = run.phase("pull-parameters", {.compute = false});

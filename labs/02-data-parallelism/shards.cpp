@@ -113,10 +113,11 @@ DdpOptions check_ddp_run(const train::Knobs& knobs, const train::RunSpec& spec, 
 }
 
 double shard_weight(const train::RunSpec& spec, std::int64_t shard, std::int64_t shards) {
-  // The sampler's split: throws when there are more shards than rows.
-  const train::ShardRows rows = train::shard_rows(spec, shard, shards);
+  // The sampler's rule (train::shard_rows) checks the split first: it throws
+  // when there are more shards than rows.
+  (void)train::shard_rows(spec, shard, shards);
   if (spec.batch % shards == 0) return 1.0 / static_cast<double>(shards);
-  DTW_TODO("02.5: The batch does not divide: weigh the shard by its share of the batch's rows.");
+  DTW_TODO("02.5: The batch does not divide: weigh the shard by its share of the batch's rows, as the sampler splits them.");
 }
 
 std::vector<std::int64_t> micro_batch_shards(const train::RunSpec& spec, int rank, int ranks,

@@ -28,6 +28,17 @@
 // gradient buffer, and its allreduce runs on that range in place. PyTorch
 // gets the same with gradient_as_bucket_view=True; without it, DDP copies
 // gradients into separate bucket buffers, Ψ more bytes of memory.
+// What the tests hold the reducer to (tests/02-data-parallelism/
+// bucket_reducer_test.cpp), besides the sums:
+//   - the order: two ranks finish four buckets of one size in opposite
+//     orders; each bucket must end holding the sum of every rank's same
+//     bucket, so no bucket may start before every lower one has;
+//   - the polling: with the ranks reporting the buckets one at a time in
+//     lockstep, every ring but the last few must have sent all of its
+//     messages before finish() (counted from the traffic, not a clock);
+//   - a pass after a pass: finish() leaves the reducer as it was built;
+//   - the errors: a range reported twice, and a bucket never completed,
+//     each an InvalidArgument naming the rank and the bucket.
 #include <algorithm>
 
 #include "data_parallelism.h"
@@ -43,12 +54,18 @@ std::vector<train::Range> make_buckets(const model::ParamLayout& layout, std::in
                 "make_buckets: element_bytes " << element_bytes << " must be positive");
   std::vector<train::Range> buckets;
   // @lab 02.3: Pack the tensors into buckets of at most cap_bytes, in the order backward finishes them.
-  // @hint 1: Walk layout.views() from the last tensor to the first. A tensor joins the current
-  // @hint 1: bucket when the bucket's bytes plus its own stay within cap_bytes; otherwise it opens
-  // @hint 1: a new bucket. So a tensor bigger than the cap is a bucket of its own.
-  // @hint 2: The flat buffer is laid out in forward order, so walking backwards a bucket grows
-  // @hint 2: downwards: joining moves the bucket's begin to the tensor's offset, a new bucket is
-  // @hint 2: {offset, offset + size}. Bytes are elements times element_bytes.
+  // @hint 1: Cut the gradients into buckets in the order backward finishes them, last tensor
+  // @hint 1: first, each bucket as full as the cap allows: a tensor joins the current bucket if
+  // @hint 1: the bucket stays within the cap, otherwise it opens the next one (so a tensor larger
+  // @hint 1: than the cap is a bucket of its own). Every bucket is then one contiguous range.
+  // @hint 2: Walk the tensors from the last to the first. The buffer is in forward order, so
+  // @hint 2: walking backwards a bucket grows downwards: joining moves the bucket's begin to the
+  // @hint 2: tensor's offset; a new bucket is {offset, offset + size}. Bytes are elements times
+  // @hint 2: element_bytes, and "within" means at most the cap. Trap: walking first to last gives
+  // @hint 2: forward order, and the buckets would complete last one first.
+  // @hint 3: layout.views() with rbegin()/rend(); view->offset, view->size; buckets.back().size();
+  // @hint 3: buckets.back().begin = view->offset; buckets.push_back({view->offset, view->offset +
+  // @hint 3: view->size}).
   const std::vector<model::ParamView>& views = layout.views();
   for (auto view = views.rbegin(); view != views.rend(); ++view) {
     const std::int64_t bytes = view->size * element_bytes;
@@ -68,7 +85,15 @@ template <TrainElement T>
 BucketReducer<T>::BucketReducer(Comm& comm, train::Replica<T>& replica,
                                 std::vector<train::Range> buckets)
     : comm_(comm), replica_(replica), buckets_(std::move(buckets)) {
+  // @lab 02.3: Set up the bookkeeping of a pass: nothing started yet, every bucket missing all its gradients.
+  // @hint 1: Before backward reports anything, every gradient of every bucket is still missing and
+  // @hint 1: no bucket's allreduce has started.
+  // @hint 2: One count per bucket, in bucket order, equal to the bucket's number of elements; the
+  // @hint 2: next bucket to start is bucket 0. finish() puts the reducer back in this state.
+  // @hint 3: missing_.push_back(b.size()) for every b in buckets_; next_ = 0.
   for (const train::Range& b : buckets_) missing_.push_back(b.size());
+  next_ = 0;
+  // @end
 }
 
 template <TrainElement T>
@@ -78,17 +103,24 @@ model::GradReady BucketReducer<T>::hook() {
 
 template <TrainElement T>
 void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
-  // @lab 02.3: Count the finished range against the buckets and start the allreduce of every complete bucket, in bucket order.
-  // @hint 1: Subtract the overlap of [begin, end) with each bucket from missing_[b] (a count below
-  // @hint 1: zero means a range was reported twice: an InvalidArgument naming the rank and the
-  // @hint 1: bucket). Then, while bucket next_ misses nothing, start a ch01::iallreduce (sum, ring)
-  // @hint 1: on replica_.grads(its range), keep the PendingCollective in inflight_ and move next_
-  // @hint 1: on. Last, call test() on the first handle in inflight_ that is not done().
-  // @hint 2: Strictly in bucket order, even when a later bucket completes first: every rank must
-  // @hint 2: start the same collectives in the same order, or one rank's bucket 3 meets another's
-  // @hint 2: bucket 2. The test() is what moves the rings in flight on the threads backend: a round
-  // @hint 2: advances only inside a test() or wait(), and one test() advances every collective in
-  // @hint 2: flight.
+  // @lab 02.3: Count the finished range against the buckets, start every complete bucket in bucket order, and move the rings in flight.
+  // @hint 1: Three things each time backward reports a range. Count: the range's elements are no
+  // @hint 1: longer missing from the buckets it overlaps (a count below zero is a range reported
+  // @hint 1: twice: refuse it, naming the rank and the bucket). Start: buckets start strictly in
+  // @hint 1: bucket order, even when a later one completes first, because every rank must start
+  // @hint 1: the same collectives in the same order. Poll: nothing moves a ring between two calls
+  // @hint 1: into it, so advance the ones in flight now, between two layers of backward.
+  // @hint 2: for each bucket b: overlap = [max(begin, b.begin), min(end, b.end)); if not empty,
+  // @hint 2: missing[b] -= its size; missing[b] < 0 is an InvalidArgument. Then while bucket next
+  // @hint 2: exists and misses nothing: start its allreduce (sum, ring) on its gradients, keep the
+  // @hint 2: handle, next += 1. Last, one test() on the first handle not done yet (one test()
+  // @hint 2: advances every collective in flight). Trap: starting the bucket that just completed
+  // @hint 2: instead of bucket `next` pairs one rank's bucket 3 with another's bucket 2; never
+  // @hint 2: polling leaves every ring where it started until finish().
+  // @hint 3: std::max/std::min for the overlap; DTW_CHECK_ARG(missing_[b] >= 0, "rank " <<
+  // @hint 3: comm_.rank() << ": gradients of bucket " << b << " were reported final twice ...");
+  // @hint 3: inflight_.push_back(ch01::iallreduce(comm_, replica_.grads(buckets_[next_]),
+  // @hint 3: ReduceOp::kSum, ch01::AllreduceAlgo::kRing)); pending.done(), pending.test().
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const std::int64_t lo = std::max(begin, buckets_[b].begin);
     const std::int64_t hi = std::min(end, buckets_[b].end);
@@ -96,21 +128,12 @@ void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
     DTW_CHECK_ARG(missing_[b] >= 0, "rank " << comm_.rank() << ": gradients of bucket " << b
                                             << " were reported final twice in one pass");
   }
-  // Strictly in bucket order, even if a later bucket completes first: every
-  // rank must start the same collectives in the same order, or a rank's
-  // bucket 3 would meet another's bucket 2 (PyTorch's reducer does the same).
-  // iallreduce returns at once: backward goes on computing the layers below
-  // while the bucket's ring runs.
   while (next_ < buckets_.size() && missing_[next_] == 0) {
-    inflight_.push_back(ch01::iallreduce(comm_, replica_.grads(buckets_[next_]), ReduceOp::kSum,
-                                         ch01::AllreduceAlgo::kRing));
+    const train::Range bucket = buckets_[next_];
+    inflight_.push_back(
+        ch01::iallreduce(comm_, replica_.grads(bucket), ReduceOp::kSum, ch01::AllreduceAlgo::kRing));
     ++next_;
   }
-  // Someone has to start each ring's next round. On the threads backend that
-  // is this rank, inside a test() or wait() (and MPI posts the next round
-  // there too), so poll once per reported range -- between layers, where
-  // PyTorch's reducer would leave it to the communication stream. One test()
-  // advances every collective in flight on the communicator.
   for (ch01::PendingCollective& pending : inflight_) {
     if (!pending.done()) {
       pending.test();
@@ -122,15 +145,18 @@ void BucketReducer<T>::ready(std::int64_t begin, std::int64_t end) {
 
 template <TrainElement T>
 void BucketReducer<T>::finish() {
-  // @lab 02.3: Wait for every bucket's allreduce, and refuse a bucket that backward never completed.
-  // @hint 1: wait() on every PendingCollective in inflight_, in bucket order, then clear inflight_.
-  // @hint 1: The buckets from next_ on were never started: each is an InvalidArgument naming the
-  // @hint 1: rank, the bucket, its range and how many gradient elements it still misses.
-  // @hint 2: An incomplete bucket must be an error, not a wait: its allreduce was never started, so
-  // @hint 2: waiting would hang. Resetting the counts for the next pass comes after this, already
-  // @hint 2: written.
-  // What backward could not hide is waited for here: at least the last
-  // bucket, started only when backward had finished the embedding.
+  // @lab 02.3: Wait for every bucket's allreduce, refuse a bucket that backward never completed, and get ready for the next pass.
+  // @hint 1: What backward could not hide is waited for here: at least the last bucket. A bucket
+  // @hint 1: that never became complete was never started, so waiting for it would hang: it is an
+  // @hint 1: error naming the rank, the bucket, its range and what it still misses. Then the
+  // @hint 1: reducer starts over, as it was built.
+  // @hint 2: wait on every handle, in bucket order, and drop them; every bucket from next on is
+  // @hint 2: an InvalidArgument; then next = 0 and every count back to its bucket's size. Trap:
+  // @hint 2: without the reset, the next step's first report drives the counts below zero.
+  // @hint 3: pending.wait() for each in inflight_, inflight_.clear(); DTW_CHECK_ARG(false, "rank "
+  // @hint 3: << comm_.rank() << ": bucket " << b << " [" << begin << ", " << end << ") still misses
+  // @hint 3: " << missing_[b] << " gradient elements after backward ..."); missing_[b] =
+  // @hint 3: buckets_[b].size().
   for (ch01::PendingCollective& pending : inflight_) pending.wait();
   inflight_.clear();
   for (std::size_t b = next_; b < buckets_.size(); ++b) {
@@ -138,9 +164,9 @@ void BucketReducer<T>::finish() {
                                  << ", " << buckets_[b].end << ") still misses " << missing_[b]
                                  << " gradient elements after backward (was every range reported?)");
   }
-  // @end
   next_ = 0;
   for (std::size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b].size();
+  // @end
 }
 
 template class BucketReducer<float>;

@@ -40,10 +40,8 @@ void ddp_accumulate(train::RankRun<T>& run) {
   const DdpOptions options = check_ddp_run(run.knobs(), spec, p, r, true);
   check_same_run(comm, spec);
   const std::int64_t m = options.micro_batches;
-  // The batch cut into p·m shards: this rank's m of them, and their weights.
+  // The batch cut into p·m shards: this rank's m of them.
   const std::vector<std::int64_t> shards = micro_batch_shards(spec, r, p, m);
-  std::vector<double> weights;
-  for (const std::int64_t s : shards) weights.push_back(shard_weight(spec, s, p * m));
   train::Replica<T> replica(spec, run.exec(), train::ReplicaPlan::whole(spec));
   replica.set_times(run.layer_times());
   // The work of each compute phase, which the modeled fabric times on other devices.
@@ -56,37 +54,60 @@ void ddp_accumulate(train::RankRun<T>& run) {
                            make_buckets(replica.layout(), options.bucket_bytes, sizeof(T)));
   broadcast_parameters(comm, replica);
 
+  // The timeline's phases (machinery, not the lesson): each runs its work
+  // inside a named phase, with the work the modeled fabric times.
+  const auto computing = [&](std::int64_t k, auto work) {
+    const train::Cost& pass = passes[static_cast<std::size_t>(k)];
+    auto phase =
+        run.phase("forward-backward",
+                  {.micro_batch = static_cast<int>(k), .flops = pass.flops, .bytes = pass.bytes});
+    return work();
+  };
+  const auto waiting = [&](auto work) {
+    auto phase = run.phase("wait-buckets", {.compute = false});
+    return work();
+  };
+  const auto stepping = [&](auto work) {
+    auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
+    return work();
+  };
+
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
+    // @lab 02.4: One step of m micro-batches: accumulate every micro-batch's weighted gradient, synchronise only during the last one's backward, then step.
+    // @hint 1: The m micro-batches of the step run one after the other and add into the same
+    // @hint 1: gradients; only the last one's backward hands its ranges to the reducer (DDP's
+    // @hint 1: no_sync on the others), so each bucket is summed over the ranks once, with all m
+    // @hint 1: micro-batches in it. Each micro-batch weighs its rows over the whole batch.
+    // @hint 2: for k in 0..m-1: w = the weight of shard shards[k] of p*m; loss += w ×
+    // @hint 2: forward_backward(step, shards[k] of p*m, scale w, the hook only when k is the last).
+    // @hint 2: Then finish the reducer and sum the loss, in the wait phase; clip and step. Traps:
+    // @hint 2: the hook on micro-batch 0 sends a partial sum and the rest stays on its rank (the
+    // @hint 2: accumulate-sync-first pitfall); the hook on every micro-batch reports each range
+    // @hint 2: m times in one pass; shards of p instead of p*m are the wrong rows and weights.
+    // @hint 3: shard_weight(spec, shards[i], p * m); replica.forward_backward(step, shards[i], p *
+    // @hint 3: m, static_cast<T>(w), last ? reducer.hook() : model::GradReady{}) inside
+    // @hint 3: computing(k, [&] { ... }); waiting([&] { reducer.finish(); ch01::allreduce(comm,
+    // @hint 3: std::span<double>(&loss, 1), ReduceOp::kSum); }); stepping([&] { replica.clip(
+    // @hint 3: replica.local_sum_of_squares()); replica.step(step); }).
     for (std::int64_t k = 0; k < m; ++k) {
-      const train::Cost& pass = passes[static_cast<std::size_t>(k)];
-      auto phase =
-          run.phase("forward-backward",
-                    {.micro_batch = static_cast<int>(k), .flops = pass.flops, .bytes = pass.bytes});
-      // @lab 02.4: Accumulate micro-batch k into the gradients; only the last micro-batch's backward synchronises.
-      // @hint 1: Forward-backward on shard shards[k] of p*m with loss scale weights[k], and add
-      // @hint 1: weights[k] times its loss to `loss`. Pass reducer.hook() to the last micro-batch's
-      // @hint 1: forward_backward (k + 1 == m) and an empty model::GradReady{} to the others.
-      // @hint 2: Each bucket must be allreduced once, with all m micro-batches' gradients in it.
-      // @hint 2: Syncing an earlier micro-batch sends a partial sum, and the later micro-batches'
-      // @hint 2: gradients stay on their own rank (the accumulate-sync-first pitfall).
+      const std::size_t i = static_cast<std::size_t>(k);
+      const double w = shard_weight(spec, shards[i], p * m);
       const bool last = k + 1 == m;
-      loss += weights[static_cast<std::size_t>(k)] *
-              replica.forward_backward(step, shards[static_cast<std::size_t>(k)], p * m,
-                                       static_cast<T>(weights[static_cast<std::size_t>(k)]),
-                                       last ? reducer.hook() : model::GradReady{});
-      // @end
+      loss += w * computing(k, [&] {
+        return replica.forward_backward(step, shards[i], p * m, static_cast<T>(w),
+                                        last ? reducer.hook() : model::GradReady{});
+      });
     }
-    {
-      auto phase = run.phase("wait-buckets", {.compute = false});
+    waiting([&] {
       reducer.finish();
       ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
-    }
-    {
-      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
+    });
+    stepping([&] {
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);
-    }
+    });
+    // @end
     const std::int64_t done = step + 1;
     if (options.check_every > 0 && (done % options.check_every == 0 || done == spec.steps))
       check_replicas<T>(comm, replica.layout(), replica.params(), done);

@@ -53,37 +53,50 @@ void ddp_bucketed(train::RankRun<T>& run) {
                            make_buckets(replica.layout(), options.bucket_bytes, sizeof(T)));
   broadcast_parameters(comm, replica);  // 02.2: start equal, and check it
 
+  // The timeline's phases (machinery, not the lesson): each runs its work
+  // inside a named phase, with the work the modeled fabric times. What is
+  // left to wait for after backward is the communication it could not hide.
+  const auto computing = [&](auto work) {
+    auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
+    return work();
+  };
+  const auto waiting = [&](auto work) {
+    auto phase = run.phase("wait-buckets", {.compute = false});
+    return work();
+  };
+  const auto stepping = [&](auto work) {
+    auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
+    return work();
+  };
+
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    {
-      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
-      // @lab 02.3: Run forward and backward with the reducer's hook, and keep this rank's weighted loss.
-      // @hint 1: As in 02.2, loss is weight times replica.forward_backward(step, r, p, weight as T,
-      // @hint 1: ...), now with reducer.hook() as the last argument: backward calls it with every
-      // @hint 1: range of gradients it has finished, and the reducer starts the buckets' allreduces
-      // @hint 1: from there.
-      // @hint 2: Nothing else goes here: reducer.finish(), after this phase, waits for what
-      // @hint 2: backward could not hide.
-      loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight), reducer.hook());
-      // @end
-    }
-    {
-      // Outside the compute phase: what is left to wait for here is the
-      // communication backward could not hide.
-      auto phase = run.phase("wait-buckets", {.compute = false});
-      reducer.finish();
-    }
-    // The loss is only reported, so the step need not wait for its sum: it
-    // travels while the optimizer computes (on a GPU, behind the last bucket
-    // on the communicator's stream).
+    // @lab 02.3: One step of DDP: backward hands every finished range to the reducer, the step waits only for what backward could not hide.
+    // @hint 1: The step of 02.2, with the gradient allreduce gone from after backward: the
+    // @hint 1: reducer starts each bucket from backward's hook, and after backward the rank waits
+    // @hint 1: for the buckets still in flight. The loss is only reported, so its sum may travel
+    // @hint 1: while the optimizer computes.
+    // @hint 2: loss = weight × forward_backward(..., hook of the reducer) in the compute phase;
+    // @hint 2: finish the reducer in the wait phase (every step: the next backward must not add
+    // @hint 2: into gradients a ring still owns); start a non-blocking sum of the loss; clip and
+    // @hint 2: step; wait for the loss. Trap: a backward without the hook leaves every bucket
+    // @hint 2: incomplete, and skipping finish() leaves the counts of the last pass in place.
+    // @hint 3: computing([&] { return replica.forward_backward(step, r, p, static_cast<T>(weight),
+    // @hint 3: reducer.hook()); }); waiting([&] { reducer.finish(); }); ch01::PendingCollective s =
+    // @hint 3: ch01::iallreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum); stepping([&] {
+    // @hint 3: replica.clip(replica.local_sum_of_squares()); replica.step(step); }); s.wait().
+    loss = weight * computing([&] {
+      return replica.forward_backward(step, r, p, static_cast<T>(weight), reducer.hook());
+    });
+    waiting([&] { reducer.finish(); });
     ch01::PendingCollective loss_sum =
         ch01::iallreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
-    {
-      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
+    stepping([&] {
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);
-    }
+    });
     loss_sum.wait();
+    // @end
     const std::int64_t done = step + 1;
     if (options.check_every > 0 && (done % options.check_every == 0 || done == spec.steps))
       check_replicas<T>(comm, replica.layout(), replica.params(), done);

@@ -21,6 +21,13 @@
 // state (ZeRO, chapter 04, takes that back), and the duty to keep the copies
 // equal, which nothing enforces by itself: hence the start from rank 0's
 // parameters and the fingerprint check (replicas.cpp).
+// What the tests count (tests/02-data-parallelism/dp_allreduce_test.cpp):
+// the parameters and losses of 1-4 ranks against one device, to 1e-9; the
+// bytes of the whole run, (p−1)·Ψ for the broadcast at the start and
+// 2(p−1)·(Ψ + 1) per step (the gradients' ring and the loss's), every link
+// of the ring carrying its share; and, in replica_check_test.cpp, that the
+// start is rank 0's parameters and that a one-ulp change on one rank is
+// named with its rank and tensor.
 #include <span>
 
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
@@ -46,31 +53,48 @@ void dp_allreduce(train::RankRun<T>& run) {
   const train::Cost update = replica.optimizer_cost();
   broadcast_parameters(comm, replica);  // start equal, and check it
 
+  // The timeline's phases (machinery, not the lesson): each runs its work
+  // inside a named phase, with the work the modeled fabric times.
+  const auto computing = [&](auto work) {
+    auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
+    return work();
+  };
+  const auto communicating = [&](auto work) {
+    auto phase = run.phase("allreduce", {.compute = false});
+    return work();
+  };
+  const auto stepping = [&](auto work) {
+    auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
+    return work();
+  };
+
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    {
-      auto phase = run.phase("forward-backward", {.flops = pass.flops, .bytes = pass.bytes});
-      // Scaled by the weight, so the sum over the ranks is the batch's mean.
-      loss = weight * replica.forward_backward(step, r, p, static_cast<T>(weight));
-    }
-    {
-      auto phase = run.phase("allreduce", {.compute = false});
-      // @lab 02.2: Sum the weighted gradients and the weighted loss over all ranks with chapter 01's allreduce.
-      // @hint 1: Two calls of ch01::allreduce with ReduceOp::kSum: one on replica.grads() with
-      // @hint 1: ch01::AllreduceAlgo::kRing, one on the one-element span std::span<double>(&loss,
-      // @hint 1: 1).
-      // @hint 2: Every rank already scaled its gradient and its loss by its shard's weight, so the
-      // @hint 2: sum is the batch's mean: do not divide by p afterwards.
+    // @lab 02.2: One step of DP 1.1: the weighted gradient of this rank's shard, summed over the ranks, then the same optimizer step everywhere.
+    // @hint 1: Every rank computes its shard's gradient and loss already scaled by its weight, the
+    // @hint 1: ranks sum both, and every rank then clips and steps with the same sum: the
+    // @hint 1: replicas stay equal because they all do the same arithmetic.
+    // @hint 2: loss = weight × forward_backward(step, shard r of p, loss scale weight), in the
+    // @hint 2: compute phase; a ring allreduce (sum) of the gradients and one of the loss, in the
+    // @hint 2: allreduce phase; clip with the local sum of squares (the sum is global now) and step,
+    // @hint 2: in the optimizer phase. Trap: the weights already make the sum a mean, so dividing by
+    // @hint 2: p afterwards averages twice; scaling the loss but not the gradient (or the reverse)
+    // @hint 2: breaks one of them.
+    // @hint 3: computing([&] { return replica.forward_backward(step, r, p, static_cast<T>(weight));
+    // @hint 3: }); communicating([&] { ch01::allreduce(comm, replica.grads(), ReduceOp::kSum,
+    // @hint 3: ch01::AllreduceAlgo::kRing); ch01::allreduce(comm, std::span<double>(&loss, 1),
+    // @hint 3: ReduceOp::kSum); }); stepping([&] { replica.clip(replica.local_sum_of_squares());
+    // @hint 3: replica.step(step); }).
+    loss = weight * computing([&] { return replica.forward_backward(step, r, p, static_cast<T>(weight)); });
+    communicating([&] {
       ch01::allreduce(comm, replica.grads(), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
       ch01::allreduce(comm, std::span<double>(&loss, 1), ReduceOp::kSum);
-      // @end
-    }
-    {
-      auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});
-      // Every rank holds the whole summed gradient: its local norm is global.
+    });
+    stepping([&] {
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);
-    }
+    });
+    // @end
     const std::int64_t done = step + 1;
     if (options.check_every > 0 && (done % options.check_every == 0 || done == spec.steps))
       check_replicas<T>(comm, replica.layout(), replica.params(), done);

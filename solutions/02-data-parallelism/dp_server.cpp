@@ -68,14 +68,19 @@ void dp_server(train::RankRun<T>& run) {
     }
     {
       auto phase = run.phase("push-gradients", {.compute = false});
-      // @lab 02.1: Push: every worker's gradient and weighted loss reach the server, which adds them into its own.
-      // @hint 1: The server (rank 0) takes the workers one after the other, in rank order:
-      // @hint 1: comm.recv_reduce adds worker w's gradient straight into replica.grads(), then a
-      // @hint 1: receive of one double brings its loss share, which the server adds to `loss`. A
-      // @hint 1: worker sends replica.grads(), then its `loss`, to the server.
-      // @hint 2: Give the gradient and the loss their own tags (kGradTag, kLossTag), so that a
-      // @hint 2: receive can never take one for the other. And recv_reduce, not recv, for the
-      // @hint 2: gradient: a plain receive would replace the sum with the last worker's gradient.
+      // @lab 02.1: Push: every worker's gradient and weighted loss reach the server, which adds them into its own; a worker then starts its next gradient from zero.
+      // @hint 1: The server gathers the sum of every rank's weighted gradient and loss into its
+      // @hint 1: own, one worker after the other; a worker hands its gradient and loss over, and,
+      // @hint 1: since it never steps, clears its gradient for the next step.
+      // @hint 2: Server: for w = 1 .. p-1, add worker w's gradient into the own one, then receive
+      // @hint 2: its loss and add it. Worker: send the gradient, send the loss, zero the gradient.
+      // @hint 2: Traps: a plain receive replaces the sum with the last worker's gradient; give the
+      // @hint 2: gradient and the loss their own tags so one can never be taken for the other; a
+      // @hint 2: worker that keeps its gradient adds the next step's onto it.
+      // @hint 3: comm.recv_reduce(replica.grads(), w, ReduceOp::kSum, kGradTag); comm.recv(
+      // @hint 3: std::span<double>(&theirs, 1), w, kLossTag); comm.send(replica.grads(), kServer,
+      // @hint 3: kGradTag); comm.send(std::span<const double>(&loss, 1), kServer, kLossTag);
+      // @hint 3: replica.zero_grads().
       if (server) {
         // One worker at a time, in rank order: the server has one link, and
         // each gradient is added into the sum as it arrives (no scratch buffer).
@@ -88,6 +93,7 @@ void dp_server(train::RankRun<T>& run) {
       } else {
         comm.send(replica.grads(), kServer, kGradTag);
         comm.send(std::span<const double>(&loss, 1), kServer, kLossTag);
+        replica.zero_grads();  // sent: the next step starts from zero
       }
       // @end
     }
@@ -96,17 +102,19 @@ void dp_server(train::RankRun<T>& run) {
       // The server holds the whole summed gradient: its norm is the global one.
       replica.clip(replica.local_sum_of_squares());
       replica.step(step);  // also zeroes the gradients
-    } else {
-      replica.zero_grads();  // a worker's gradient is sent; the next step starts from zero
     }
     {
       auto phase = run.phase("pull-parameters", {.compute = false});
       // @lab 02.1: Pull: the server sends the new parameters to every worker; a worker receives them into its own.
-      // @hint 1: The server posts one comm.isend of replica.params() per worker (tag kParamTag),
-      // @hint 1: then waits for all of them with comm.wait_all; a worker receives into
-      // @hint 1: replica.params() from rank 0.
-      // @hint 2: Post every send before waiting for any: with one blocking send after the other,
-      // @hint 2: each worker would also wait until every worker before it had received.
+      // @hint 1: Parameters come out of the server, the same bytes as the gradients that went in.
+      // @hint 1: Every worker is waiting for them at once, so the server hands them out to all
+      // @hint 1: workers together rather than one worker after the other.
+      // @hint 2: Server: post one non-blocking send of the parameters per worker, and only then
+      // @hint 2: wait for all of them. Worker: receive into its parameters (not its gradients) from
+      // @hint 2: the server. Trap: a blocking send per worker makes each worker also wait until
+      // @hint 2: every worker before it has received.
+      // @hint 3: sends.push_back(comm.isend(replica.params(), w, kParamTag)) for w = 1 .. p-1;
+      // @hint 3: comm.wait_all(sends); comm.recv(replica.params(), kServer, kParamTag).
       if (server) {
         // All sends at once: on a real server they share one link and
         // serialise there, which is the (p−1)·Ψ·e the cost model charges.

@@ -64,8 +64,17 @@ std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout,
                 "fingerprint: " << params.size() << " parameters for a model of " << layout.size());
   std::vector<std::uint64_t> hashes;
   hashes.reserve(layout.views().size());
+  // @lab 02.2: One 64-bit hash per tensor, in layout order, of the bits of its parameters.
+  // @hint 1: Each tensor gets one number that changes when any bit of any of its values changes,
+  // @hint 1: and only its own values go into it: equal replicas give equal lists, and the first
+  // @hint 1: differing entry names the tensor that diverged.
+  // @hint 2: For each view in layout order: h = mix(its size); for every element i of the view,
+  // @hint 2: take the bits of params[offset + i] as an unsigned integer and h = mix(h xor bits);
+  // @hint 2: append h. Traps: the bits, not the values (-0.0 and 0.0 are different states);
+  // @hint 2: index from the view's offset, not from 0; hash every element, not a sample.
+  // @hint 3: layout.views(), view.offset, view.size; std::memcpy(&bits, &params[...], sizeof(T))
+  // @hint 3: into a std::uint64_t bits = 0; mix(h ^ bits); hashes.push_back(h).
   for (const model::ParamView& view : layout.views()) {
-    // The bits, not the values: -0.0 and 0.0, or two NaNs, are different states.
     std::uint64_t h = mix(static_cast<std::uint64_t>(view.size));
     for (std::int64_t i = 0; i < view.size; ++i) {
       std::uint64_t bits = 0;
@@ -74,6 +83,7 @@ std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout,
     }
     hashes.push_back(h);
   }
+  // @end
   return hashes;
 }
 
@@ -85,14 +95,16 @@ void check_replicas(Comm& comm, const model::ParamLayout& layout, std::span<cons
   // verdict and throws the same error: no rank is left waiting for another.
   const std::vector<std::vector<std::uint64_t>> all = allgather_results(comm, mine);
   // @lab 02.2: Compare every rank's hashes with rank 0's; at the first difference throw ReplicasDiverged naming the step, the rank, the tensor and both fingerprints.
-  // @hint 1: Ranks q = 1, 2, ... in the outer loop, tensors t in layout order in the inner one: the
-  // @hint 1: first all[q][t] that differs from all[0][t] is the one to report, as 'rank <yours>:
-  // @hint 1: replicas diverged <when(steps_done)>: rank <q>'s <tensor name> differs from rank 0's
-  // @hint 1: (fingerprint <q's hash> vs <rank 0's hash>)'. The tests read that sentence, and the
-  // @hint 1: hashes written as 'fingerprint 0x...'.
-  // @hint 2: layout.views()[t].name is the tensor's name, hex() writes a hash with its 0x, and
-  // @hint 2: DTW_CHECK(false, ReplicasDiverged, message) throws. Every rank holds the same `all`,
-  // @hint 2: so every rank throws the same error and none is left waiting for another.
+  // @hint 1: Every rank holds every rank's fingerprint; the first rank (after rank 0) and, in it,
+  // @hint 1: the first tensor whose hash differs from rank 0's is the divergence to report, with
+  // @hint 1: the step and both hashes, in the contract's sentence: every rank reaches the same
+  // @hint 1: verdict, so every rank throws the same error and none is left waiting.
+  // @hint 2: for q = 1 .. p-1, for t in layout order: if all[q][t] != all[0][t], throw "rank <me>:
+  // @hint 2: replicas diverged <when(steps_done)>: rank <q>'s <tensor name> differs from rank
+  // @hint 2: 0's (fingerprint <q's> vs <0's>)". Trap: comparing only some tensors (or one rank
+  // @hint 2: with its neighbour) lets a divergence elsewhere through.
+  // @hint 3: layout.views()[t].name, hex(hash), when(steps_done), comm.rank(); DTW_CHECK(false,
+  // @hint 3: ReplicasDiverged, message).
   for (std::size_t q = 1; q < all.size(); ++q) {
     for (std::size_t t = 0; t < all[0].size(); ++t) {
       if (all[q][t] == all[0][t]) continue;
@@ -131,8 +143,11 @@ void broadcast_parameters(Comm& comm, train::Replica<T>& replica) {
   // constructor, Horovod asks for broadcast_parameters): processes that do
   // not share a seed, or that load a checkpoint on rank 0 only, start apart.
   // @lab 02.2: Give every rank rank 0's initial parameters with chapter 01's broadcast.
-  // @hint 1: Every rank calls ch01::broadcast on replica.params() with root 0; rank 0's values
-  // @hint 1: replace everyone else's.
+  // @hint 1: Every replica must start from the same parameters: rank 0's, whatever the others
+  // @hint 1: initialised.
+  // @hint 2: One collective call on every rank over the whole parameter buffer, rank 0 the root.
+  // @hint 2: Trap: skipping it passes here (same seed) and fails as soon as ranks start apart.
+  // @hint 3: ch01::broadcast(comm, replica.params(), /*root=*/0).
   ch01::broadcast(comm, replica.params(), /*root=*/0);
   // @end
   check_replicas<T>(comm, replica.layout(), replica.params(), 0);

@@ -113,14 +113,23 @@ DdpOptions check_ddp_run(const train::Knobs& knobs, const train::RunSpec& spec, 
 }
 
 double shard_weight(const train::RunSpec& spec, std::int64_t shard, std::int64_t shards) {
-  // The sampler's split: throws when there are more shards than rows.
-  const train::ShardRows rows = train::shard_rows(spec, shard, shards);
+  // The sampler's rule (train::shard_rows) checks the split first: it throws
+  // when there are more shards than rows.
+  (void)train::shard_rows(spec, shard, shards);
   if (spec.batch % shards == 0) return 1.0 / static_cast<double>(shards);
-  // @lab 02.5: The batch does not divide: weigh the shard by its share of the batch's rows.
-  // @hint 1: A shard's gradient is the mean over its own rows, so its weight is rows.size() over
-  // @hint 1: spec.batch, not 1/shards: 12 rows on 5 shards weigh 3/12, 3/12, 2/12, 2/12, 2/12.
-  // @hint 2: Divide as doubles: in integers, rows.size() / spec.batch is 0.
-  return static_cast<double>(rows.size()) / static_cast<double>(spec.batch);
+  // @lab 02.5: The batch does not divide: weigh the shard by its share of the batch's rows, as the sampler splits them.
+  // @hint 1: A shard's gradient is the mean over its own rows, so it weighs its rows over the
+  // @hint 1: batch, not 1/shards: the sampler gives the first (batch mod shards) shards one row
+  // @hint 1: more, so 12 rows on 5 shards are 3, 3, 2, 2, 2 and weigh 3/12, 3/12, 2/12, 2/12, 2/12.
+  // @hint 2: rows = batch / shards, plus one when shard < batch mod shards; weight = rows / batch,
+  // @hint 2: divided as doubles. Traps: the extra rows go to the first shards, not the last; in
+  // @hint 2: integers rows / batch is 0; 1/shards makes the short shards weigh 20% too much.
+  // @hint 3: spec.batch / shards, spec.batch % shards, static_cast<double>(rows) /
+  // @hint 3: static_cast<double>(spec.batch) (train::shard_rows(spec, shard, shards).size() gives
+  // @hint 3: the same rows).
+  const std::int64_t extra = spec.batch % shards;
+  const std::int64_t rows = spec.batch / shards + (shard < extra ? 1 : 0);
+  return static_cast<double>(rows) / static_cast<double>(spec.batch);
   // @end
 }
 
@@ -138,8 +147,12 @@ std::vector<std::int64_t> micro_batch_shards(const train::RunSpec& spec, int ran
   //                            r0 mb0  r0 mb1 r1 mb0 r1 mb1
   std::vector<std::int64_t> shards;
   // @lab 02.4: List the micro_batches shards (of ranks*micro_batches) that rank `rank` trains on, in order.
-  // @hint 1: Rank r takes m consecutive shards, r*m, r*m + 1, ..., r*m + m - 1 (m = micro_batches),
-  // @hint 1: so that together the ranks' micro-batches are exactly the reference's batch.
+  // @hint 1: The batch is cut into ranks × micro_batches shards, and each rank takes a run of
+  // @hint 1: consecutive ones, so that together the ranks' micro-batches are exactly the
+  // @hint 1: reference's batch, in order.
+  // @hint 2: Rank r's k-th micro-batch is shard r*m + k (m = micro_batches), k = 0 .. m-1, in that
+  // @hint 2: order. Trap: k*ranks + r deals the shards round-robin, and the ranks' rows interleave.
+  // @hint 3: shards.push_back(rank * micro_batches + k) in a loop over k.
   for (std::int64_t k = 0; k < micro_batches; ++k) shards.push_back(rank * micro_batches + k);
   // @end
   return shards;

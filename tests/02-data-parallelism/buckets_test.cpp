@@ -49,6 +49,7 @@ void expect_valid_plan(const model::ParamLayout& layout, const std::vector<train
 DTW_TEST_STEPS(BucketsTest, "02.3");
 TEST(BucketsTest, CoverEveryParameterOnceInReadyOrderWithinTheCap) {
   for (const char* name : {"gpt-tiny", "mlp-tiny", "gpt-small"}) {
+    DTW_TRACE("bucket plans of " << name << " for caps of 1 B to 1 GiB");
     const model::ParamLayout layout = model::param_layout(tiny(name).config());
     for (std::int64_t cap : {1, 1000, 4096, 65536, 1 << 20, 1 << 30})
       for (std::int64_t e : {4, 8}) expect_valid_plan(layout, make_buckets(layout, cap, e), cap, e);
@@ -56,6 +57,7 @@ TEST(BucketsTest, CoverEveryParameterOnceInReadyOrderWithinTheCap) {
 }
 
 TEST(BucketsTest, ATinyCapGivesOneBucketPerTensorAHugeCapOneBucket) {
+  DTW_TRACE("bucket plans of gpt-tiny for a 1-byte cap and a 1 TiB cap");
   const model::ParamLayout layout = model::param_layout(tiny("gpt-tiny").config());
   EXPECT_EQ(make_buckets(layout, 1, 4).size(), layout.views().size());
   const auto one = make_buckets(layout, std::int64_t{1} << 40, 4);
@@ -67,13 +69,16 @@ TEST(BucketsTest, ATinyCapGivesOneBucketPerTensorAHugeCapOneBucket) {
 TEST(BucketsTest, FillGreedilyUpToTheCap) {
   // Three tensors of the MLP's last layer side by side: a cap of exactly
   // their bytes takes them together, one byte less does not.
+  DTW_TRACE("mlp-tiny's last two tensors and a cap of exactly their bytes, then one byte less");
   const model::ParamLayout layout = model::param_layout(tiny("mlp-tiny").config());
   const auto& v = layout.views();
   const std::int64_t last_two = v[v.size() - 1].size + v[v.size() - 2].size;
   const auto exact = make_buckets(layout, last_two * 8, 8);
-  EXPECT_EQ(exact.front().size(), last_two);
+  EXPECT_EQ(exact.front().size(), last_two)
+      << "a tensor joins the bucket while the bucket's bytes plus its own are at most the cap";
   const auto less = make_buckets(layout, last_two * 8 - 1, 8);
-  EXPECT_EQ(less.front().size(), v.back().size);
+  EXPECT_EQ(less.front().size(), v.back().size)
+      << "a tensor that would take the bucket past the cap opens a new bucket";
 }
 
 TEST(BucketsTest, BucketsCompleteInTheirOrderDuringBackward) {

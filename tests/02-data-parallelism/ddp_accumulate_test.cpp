@@ -30,6 +30,8 @@ TEST(MicroBatchShardsTest, TheRanksMicroBatchesTileTheBatchInOrder) {
     const train::RunSpec spec = tiny("gpt-tiny", 1, batch);
     for (int p = 1; p <= 4; ++p) {
       for (std::int64_t m = 1; m <= 3; ++m) {
+        DTW_TRACE("micro-batch shards of a batch of " << batch << " rows on " << p
+                                                     << " ranks, micro_batches=" << m);
         std::int64_t next_row = 0;
         for (int r = 0; r < p; ++r) {
           const std::vector<std::int64_t> shards = micro_batch_shards(spec, r, p, m);
@@ -92,6 +94,8 @@ TEST(DdpAccumulateTest, CommunicatesOncePerStepWhateverTheMicroBatches) {
   const int p = 2;
   std::int64_t bytes_m1 = 0, messages_m1 = 0;
   for (const std::int64_t m : {1, 3}) {
+    DTW_TRACE("ddp-accumulate's traffic on 2 ranks, micro_batches=" << m
+                                                                   << ": the bytes of one allreduce per step");
     train::Knobs knobs = micro(m);
     knobs.set("check_every", "0");
     const train::RunOutcome out = expect_matches(spec, p, accumulate, knobs);

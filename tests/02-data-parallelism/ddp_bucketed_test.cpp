@@ -37,6 +37,8 @@ TEST(DdpBucketedTest, StartsOneAllreducePerBucketPerStep) {
   const train::RunSpec spec = tiny("gpt-tiny", 2);
   const int p = 3;
   for (const std::int64_t kib : {1, 16, 1 << 20}) {
+    DTW_TRACE("ddp-bucketed's traffic on 3 ranks, bucket_kib=" << kib
+                                                             << ": one ring allreduce per bucket per step");
     train::Knobs knobs = cap_kib(kib);
     knobs.set("check_every", "0");
     const train::RunOutcome out = expect_matches(spec, p, bucketed, knobs);

@@ -26,12 +26,15 @@ TEST(DpAllreduceTest, MatchesTheReferenceOnOneToFourRanks) {
 TEST(DpAllreduceTest, EveryLinkOfTheRingCarriesItsShare) {
   const train::RunSpec spec = tiny("mlp-tiny", 3);
   const int p = 3;
+  DTW_TRACE("dp-allreduce's traffic on 3 ranks: rank 0's broadcast at the start, then a ring "
+            "allreduce of the gradients and one of the loss per step");
   const train::RunOutcome out = expect_matches(spec, p, allreduce);
   const std::int64_t e = sizeof(double), psi = model_size(spec);
   // The broadcast at the start brings Ψ to each of the p−1 other ranks; then
   // every step allreduces Ψ gradients and one loss, 2(p−1)·n elements each.
   const std::int64_t expected = (p - 1) * psi * e + spec.steps * 2 * (p - 1) * (psi + 1) * e;
-  EXPECT_EQ(out.report.total_bytes(), expected);
+  EXPECT_EQ(out.report.total_bytes(), expected)
+      << "bytes of the whole run: (p-1)·Ψ for the broadcast, 2(p-1)·(Ψ+1) per step";
   for (int r = 0; r < p; ++r) {
     const std::int64_t ring = out.report.traffic.bytes(r, (r + 1) % p);
     // Each link carries 2(p−1)/p of the gradients per step (chunk rounding aside).

@@ -14,9 +14,10 @@ namespace {
 
 using testing::tiny;
 
-DTW_TEST_STEPS(ReplicaFingerprintTest);
+DTW_TEST_STEPS(ReplicaFingerprintTest, "02.2");
 TEST(ReplicaFingerprintTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
   const train::RunSpec spec = tiny("gpt-tiny");
+  DTW_TRACE("fingerprints of gpt-tiny before and after one ulp of h.1.attn.qkv.weight[37]");
   const model::ParamLayout layout = model::param_layout(spec.config());
   std::vector<double> params(static_cast<std::size_t>(layout.size()));
   model::init_params(spec.config(), layout, spec.seed, params.data());
@@ -27,14 +28,21 @@ TEST(ReplicaFingerprintTest, OneChangedBitChangesItsTensorsFingerprintOnly) {
       std::nextafter(params[static_cast<std::size_t>(qkv.offset + 37)], 1.0);
   const auto after = fingerprint<double>(layout, params);
   for (std::size_t t = 0; t < before.size(); ++t) {
-    if (layout.views()[t].name == qkv.name) EXPECT_NE(after[t], before[t]) << qkv.name;
-    else EXPECT_EQ(after[t], before[t]) << layout.views()[t].name;
+    if (layout.views()[t].name == qkv.name)
+      EXPECT_NE(after[t], before[t])
+          << qkv.name << "'s hash did not change with its element 37: every element's bits go "
+          << "into its tensor's hash";
+    else
+      EXPECT_EQ(after[t], before[t])
+          << layout.views()[t].name << "'s hash changed with an element of " << qkv.name
+          << ": a tensor's hash takes its own elements only (from its offset)";
   }
 }
 
 DTW_TEST_STEPS(ReplicaCheckTest, "02.2");
 TEST(ReplicaCheckTest, TheBroadcastStartsEveryRankFromRankZerosParameters) {
   const train::RunSpec spec = tiny("mlp-tiny");
+  DTW_TRACE("broadcast_parameters on 3 ranks, ranks 1 and 2 starting from other values");
   dtw::testing::launch_bounded(3, [&](Comm& comm) {
     train::Replica<double> replica(spec, comm.exec(), train::ReplicaPlan::whole(spec));
     std::vector<double> rank0(replica.params().begin(), replica.params().end());
@@ -49,6 +57,7 @@ TEST(ReplicaCheckTest, TheBroadcastStartsEveryRankFromRankZerosParameters) {
 
 TEST(ReplicaCheckTest, NamesTheRankAndTensorOfAPlantedPerturbation) {
   const train::RunSpec spec = tiny("gpt-tiny");
+  DTW_TRACE("check_replicas on 3 ranks, one ulp of h.1.attn.qkv.weight changed on rank 2");
   const std::string message = testing::expect_error(
       [&] {
         dtw::testing::launch_bounded(3, [&](Comm& comm) {
@@ -68,13 +77,16 @@ TEST(ReplicaCheckTest, NamesTheRankAndTensorOfAPlantedPerturbation) {
 
 TEST(ReplicaCheckTest, EqualReplicasPass) {
   const train::RunSpec spec = tiny("mlp-tiny");
+  DTW_TRACE("check_replicas on 4 equal ranks");
   dtw::testing::launch_bounded(4, [&](Comm& comm) {
     train::Replica<double> replica(spec, comm.exec(), train::ReplicaPlan::whole(spec));
     check_replicas<double>(comm, replica.layout(), replica.params(), 0);
   });
 }
 
-TEST(ReplicaFingerprintTest, RanksThatWouldTrainDifferentModelsFailAtTheStart) {
+// check_same_run stops the ranks before any training message (no lab code runs).
+DTW_TEST_STEPS(SameRunCheckTest);
+TEST(SameRunCheckTest, RanksThatWouldTrainDifferentModelsFailAtTheStart) {
   const train::RunSpec spec = tiny("gpt-tiny");
   testing::expect_error(
       [&] {
@@ -88,7 +100,7 @@ TEST(ReplicaFingerprintTest, RanksThatWouldTrainDifferentModelsFailAtTheStart) {
       {"ranks 0 and 1 would train different runs", "'mlp-tiny'", "'gpt-tiny'"});
 }
 
-TEST(ReplicaFingerprintTest, RanksWithDifferentSeedsFailAtTheStartNamingTheField) {
+TEST(SameRunCheckTest, RanksWithDifferentSeedsFailAtTheStartNamingTheField) {
   testing::expect_error(
       [&] {
         dtw::testing::launch_bounded(3, [&](Comm& comm) {
