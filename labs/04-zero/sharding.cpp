@@ -52,16 +52,11 @@ Chunks Sharding::chunks(int unit) const {
 }
 
 train::Range Sharding::shard(int unit, int rank) const {
-  const Chunks c = chunks(unit);
-  const std::int64_t begin = units_[static_cast<std::size_t>(unit)].begin + c.offset(rank);
-  return {begin, begin + c.size(rank)};
+  DTW_TODO("04.1: Return the flat range of unit `unit` that `rank` owns: its chunk, placed at the unit's start.");
 }
 
 std::vector<train::Range> Sharding::owned(int rank) const {
-  std::vector<train::Range> out;
-  for (int u = 0; u < static_cast<int>(units_.size()); ++u)
-    if (shard(u, rank).size() > 0) out.push_back(shard(u, rank));
-  return out;
+  DTW_TODO("04.1: Return every non-empty shard of `rank`, in unit order: the ranges it steps.");
 }
 
 std::int64_t Sharding::owned_elements(int rank) const {

@@ -34,6 +34,16 @@ ZeroRun<T>::ZeroRun(train::RankRun<T>& run, Comm& comm, const ZeroOptions& optio
 
 template <class T>
 train::ReplicaPlan ZeroRun<T>::plan() const {
+  // @lab 04.1: Return what this rank holds at options_.stage: its parameter, gradient and optimizer ranges (the table in zero.h).
+  // @hint 1: Each stage keeps one more kind of state only as this rank's shards:
+  // @hint 1: ZeRO-1 the optimizer state, ZeRO-2 the gradients too, ZeRO-3 the
+  // @hint 1: parameters too. What is not sharded is held whole.
+  // @hint 2: mine = this rank's shards, whole = the one range [0, Ψ); a plan is
+  // @hint 2: {params, grads, optimizer}. Trap: the optimizer ranges are the ranges
+  // @hint 2: this rank steps; the whole model there is DDP's memory (every rank
+  // @hint 2: stepping every parameter), which the values alone never show.
+  // @hint 3: mine = sharding_.owned(comm_.rank()); all = {{0, sharding_.model_size()}};
+  // @hint 3: stage 1: {all, all, mine}; 2: {all, mine, mine}; 3: {mine, mine, mine}.
   const std::vector<train::Range> mine = sharding_.owned(comm_.rank());
   const std::vector<train::Range> all = {{0, sharding_.model_size()}};
   switch (options_.stage) {
@@ -41,6 +51,7 @@ train::ReplicaPlan ZeroRun<T>::plan() const {
     case 2: return {all, mine, mine};   // ZeRO-2: full parameters
     default: return {mine, mine, mine};  // ZeRO-3: shards only
   }
+  // @end
 }
 
 template <class T>

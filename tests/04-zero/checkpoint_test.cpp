@@ -229,7 +229,7 @@ std::vector<char> read_bytes(int fd) {
 // that very file, which a reader sees change under it and a crash leaves
 // half-written. Saving twice with the same step number reuses every name,
 // so the second save must replace files that exist.
-DTW_TEST_STEPS(CheckpointWriteTest, "04.5");
+DTW_TEST_STEPS(CheckpointWriteTest, "04.1", "04.5");
 TEST(CheckpointWriteTest, ASaveReplacesEachFileWholeAndLeavesNoTemporaryFile) {
   const train::RunSpec spec = tiny("gpt-tiny", 1);
   train::HarnessOptions o = testing::on(2);
