@@ -177,7 +177,8 @@ CheckpointInfo load_checkpoint(Comm& comm, train::Replica<T>& replica, const std
   for (const train::Range& h : replica.plan().optimizer) held += h.size() * info.moments;
   DTW_CHECK_ARG(filled == held, "rank " << r << ": checkpoint " << dir << " covers " << filled
                                         << " of the " << held
-                                        << " values this rank holds (a shard file is missing?)");
+                                        << " values this rank holds: a shard file is missing, or not every overlap of a saved "
+                                           "range with a held one was copied (parameters, and each moment)");
   return info;
 }
 
