@@ -56,7 +56,10 @@ train::Range Sharding::shard(int unit, int rank) const {
 }
 
 std::vector<train::Range> Sharding::owned(int rank) const {
-  DTW_TODO("04.1: Return every non-empty shard of `rank`, in unit order: the ranges it steps.");
+  std::vector<train::Range> out;
+  for (int u = 0; u < static_cast<int>(units_.size()); ++u)
+    if (shard(u, rank).size() > 0) out.push_back(shard(u, rank));
+  return out;
 }
 
 std::int64_t Sharding::owned_elements(int rank) const {

@@ -77,10 +77,12 @@ const T* GatheredParams<T>::params(int u) {
   }
   // Let the gathers in flight move: on the threads backend only polls do.
   if (depth_ > 0) progress();
-  DTW_TODO("04.3: Make unit u whole for this caller: gather it unless some caller already holds it, and count the holder.");
-  if (depth_ > 0) {
-    DTW_TODO("04.4: First pass: record u in order_ (FSDP's recorded execution order). Later passes: start the gathers of the next depth_ units of the record.");
+  if (depth_ > 0 && !recorded_) {
+    DTW_TODO("04.4: The first pass records the order: append u to order_ (FSDP's recorded execution order).");
   }
+  DTW_TODO("04.3: Make unit u whole for this caller: gather it unless some caller already holds it, and count the holder.");
+  // Later passes start the gathers of the next units of the record (step 04.4).
+  if (depth_ > 0 && recorded_) prefetch_after(position);
   return unit.copy.data();
 }
 

@@ -67,16 +67,10 @@ train::Range Sharding::shard(int unit, int rank) const {
 }
 
 std::vector<train::Range> Sharding::owned(int rank) const {
-  // @lab 04.1: Return every non-empty shard of `rank`, in unit order: the ranges it steps.
-  // @hint 1: The ranges a rank steps are its chunks of every unit, and nothing
-  // @hint 1: else; a unit smaller than the world leaves some ranks no chunk.
-  // @hint 2: for u in units: s = shard(u, rank); keep s if it is not empty.
-  // @hint 3: out.push_back(shard(u, rank)) when shard(u, rank).size() > 0.
   std::vector<train::Range> out;
   for (int u = 0; u < static_cast<int>(units_.size()); ++u)
     if (shard(u, rank).size() > 0) out.push_back(shard(u, rank));
   return out;
-  // @end
 }
 
 std::int64_t Sharding::owned_elements(int rank) const {

@@ -77,6 +77,18 @@ const T* GatheredParams<T>::params(int u) {
   }
   // Let the gathers in flight move: on the threads backend only polls do.
   if (depth_ > 0) progress();
+  if (depth_ > 0 && !recorded_) {
+    // @lab 04.4: The first pass records the order: append u to order_ (FSDP's recorded execution order).
+    // @hint 1: The order in which the model asks for units is the same in every
+    // @hint 1: pass, so the first pass writes it down, call by call; begin_pass
+    // @hint 1: closes the record, and the later passes prefetch from it.
+    // @hint 2: append u, once per call (a unit asked for twice in a pass, like a
+    // @hint 2: tied embedding, appears twice). Trap: without the record there is
+    // @hint 2: nothing to prefetch from, and every gather stays on the critical path.
+    // @hint 3: order_.push_back(u);
+    order_.push_back(u);
+    // @end
+  }
   // @lab 04.3: Make unit u whole for this caller: gather it unless some caller already holds it, and count the holder.
   // @hint 1: Gather before use: a unit nobody holds is not here (only this
   // @hint 1: rank's chunk is), so it must be gathered now; a unit held already
@@ -88,21 +100,8 @@ const T* GatheredParams<T>::params(int u) {
   if (unit.holders == 0) take(u);  // a prefetched copy, or gather it now
   ++unit.holders;
   // @end
-  if (depth_ > 0) {
-    // @lab 04.4: First pass: record u in order_ (FSDP's recorded execution order). Later passes: start the gathers of the next depth_ units of the record.
-    // @hint 1: The order in which the model asks for units is the same in every
-    // @hint 1: pass, so the first pass writes it down and every later pass,
-    // @hint 1: at each position, gathers ahead the units the record says come next.
-    // @hint 2: if the record is not complete (recorded_ is false; begin_pass sets it
-    // @hint 2: once a pass has recorded): append u. Otherwise prefetch after this
-    // @hint 2: call's position. Trap: the first pass has no record to prefetch from.
-    // @hint 3: if (!recorded_) order_.push_back(u); else prefetch_after(position);
-    if (!recorded_)
-      order_.push_back(u);
-    else
-      prefetch_after(position);
-    // @end
-  }
+  // Later passes start the gathers of the next units of the record (step 04.4).
+  if (depth_ > 0 && recorded_) prefetch_after(position);
   return unit.copy.data();
 }
 

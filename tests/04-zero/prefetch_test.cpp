@@ -31,7 +31,7 @@ TEST(Zero3PrefetchTest, GathersAheadInTheRecordedOrder) {
       const train::RunSpec spec = tiny("mlp-tiny", 1);
       const Sharding sharding = Sharding::of(spec, comm.size());
       train::Replica<double> replica(spec, comm.exec(),
-                                     train::ReplicaPlan::ranges(sharding.owned(comm.rank())));
+                                     train::ReplicaPlan::ranges(testing::owned_ranges(spec, comm.size(), comm.rank())));
       train::Replica<double> whole(spec, comm.exec(), train::ReplicaPlan::whole(spec));
       GatheredParams<double> params(comm, sharding, replica, depth);
       // An MLP's pass: every unit forward, then backward from the last.
@@ -150,7 +150,7 @@ TEST(Zero3PrefetchTest, APassThatLeavesTheRecordedOrderIsNamed) {
       const train::RunSpec spec = tiny("mlp-tiny", 1);
       const Sharding sharding = Sharding::of(spec, comm.size());
       train::Replica<double> replica(spec, comm.exec(),
-                                     train::ReplicaPlan::ranges(sharding.owned(comm.rank())));
+                                     train::ReplicaPlan::ranges(testing::owned_ranges(spec, comm.size(), comm.rank())));
       GatheredParams<double> params(comm, sharding, replica, 1);
       params.begin_pass();
       params.params(0);

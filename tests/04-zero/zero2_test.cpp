@@ -88,7 +88,7 @@ TEST(Zero2Test, BuffersAreFreedAtTheirUnitsHook) {
     const train::RunSpec spec = tiny("mlp-tiny", 1);
     const Sharding sharding = Sharding::of(spec, comm.size());
     train::Replica<double> replica(spec, comm.exec(),
-                                   train::ReplicaPlan::ranges(sharding.owned(comm.rank())));
+                                   train::ReplicaPlan::ranges(testing::owned_ranges(spec, comm.size(), comm.rank())));
     ShardedGrads<double> grads(comm, sharding, replica);
     const model::Unit& u = sharding.units()[1];
     double* g = grads.grads(1);

@@ -97,7 +97,7 @@ TEST(Zero3Test, GathersAUnitWholeAndFreesItAtTheLastRelease) {
     const train::RunSpec spec = tiny("gpt-tiny", 1);
     const Sharding sharding = Sharding::of(spec, comm.size());
     train::Replica<double> replica(spec, comm.exec(),
-                                   train::ReplicaPlan::ranges(sharding.owned(comm.rank())));
+                                   train::ReplicaPlan::ranges(testing::owned_ranges(spec, comm.size(), comm.rank())));
     train::Replica<double> whole(spec, comm.exec(), train::ReplicaPlan::whole(spec));
     GatheredParams<double> params(comm, sharding, replica);
     const model::Unit& u = sharding.units()[2];
