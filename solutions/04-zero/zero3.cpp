@@ -80,9 +80,10 @@ const T* GatheredParams<T>::params(int u) {
   if (depth_ > 0 && !recorded_) {
     // @lab 04.4: The first pass records the order: append u to order_ (FSDP's recorded execution order).
     // @hint 1: The order in which the model asks for units is the same in every
-    // @hint 1: pass, so the first pass writes it down, call by call; begin_pass
-    // @hint 1: closes the record, and the later passes prefetch from it.
-    // @hint 2: append u, once per call (a unit asked for twice in a pass, like a
+    // @hint 1: pass, so the first pass writes it down, call by call; the start of
+    // @hint 1: the next pass closes the record, and the later passes prefetch from it.
+    // @hint 2: append u to order_ (begin_pass sets recorded_ once it is not empty),
+    // @hint 2: once per call (a unit asked for twice in a pass, like a
     // @hint 2: tied embedding, appears twice). Trap: without the record there is
     // @hint 2: nothing to prefetch from, and every gather stays on the critical path.
     // @hint 3: order_.push_back(u);
