@@ -84,7 +84,7 @@ void GatheredParams<T>::prefetch_after(int position) {
   const int r = comm_.rank();
   const int last = std::min(position + depth_, static_cast<int>(order_.size()) - 1);
   for (int next = position + 1; next <= last; ++next) {
-    const int v = order_[static_cast<std::size_t>(next)];
+    const int v = order_.at(static_cast<std::size_t>(next));
     Unit& unit = *units_[static_cast<std::size_t>(v)];
     if (unit.holders > 0 || unit.gather != nullptr) continue;  // held, or already coming
     const model::Unit& m = sharding_.units()[static_cast<std::size_t>(v)];

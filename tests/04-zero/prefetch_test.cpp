@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,7 +46,14 @@ TEST(Zero3PrefetchTest, GathersAheadInTheRecordedOrder) {
         for (int i = 0; i < len; ++i) {
           const int u = order[static_cast<std::size_t>(i)];
           const model::Unit& unit = sharding.units()[static_cast<std::size_t>(u)];
-          const double* got = params.params(u);
+          const double* got = nullptr;
+          try {
+            got = params.params(u);
+          } catch (const std::out_of_range& e) {
+            FAIL() << "depth " << depth << ", pass " << pass << ", position " << i << " of " << len
+                   << ": the prefetch window read past the end of the recorded order (" << e.what()
+                   << "); it must stop at the pass's last position";
+          }
           // Whole and right, whether it was gathered now or ahead.
           const std::span<double> expected = whole.params(unit.begin, unit.end);
           for (std::int64_t k = 0; k < unit.size(); ++k)
