@@ -16,9 +16,7 @@ dtw_add_chapter(04-zero
   MPI_SUBSET "*MatchesTheReference*:CheckpointTest.*" MPI_SUBSET_NPS 3
   MPI_TIMEOUT 300
   BENCH zero_bench.cpp
-  # One planted bug per step until this chapter's lab is reworked to the
-  # three-per-step rule (docs/adding-a-chapter.md, "Planted bugs").
-  PLANTED_PER_STEP 1)
+  PLANTED_PER_STEP 3)
 # dtw bench zero draws chapter 02's DDP beside the stages when it is built.
 if(TARGET dtw_bench_zero AND TARGET dtw_ch02_demos)
   target_link_libraries(dtw_bench_zero PRIVATE dtw_ch02_demos dtw_ch02_solution)

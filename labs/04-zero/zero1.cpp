@@ -31,7 +31,6 @@ namespace dtw::ch04 {
 
 template <TrainElement T>
 void reduce_scatter_grads(Comm& comm, const Sharding& sharding, train::Replica<T>& replica) {
-  const int r = comm.rank();
   DTW_TODO("04.1: Reduce-scatter each unit's gradient in place, leaving the sum of this rank's chunk in that chunk.");
 }
 
@@ -43,24 +42,11 @@ void allgather_params(Comm& comm, const Sharding& sharding, train::Replica<T>& r
 template <class T>
 void run_zero1(ZeroRun<T>& z) {
   const train::RunSpec& spec = z.spec();
-  // Full parameters and gradients; optimizer state for this rank's shards only.
+  // Full parameters and gradients; optimizer state for this rank's shards only
+  // (z.plan(), step 04.1).
   train::Replica<T> replica(spec, z.run().exec(), z.plan());
   replica.set_times(z.run().layer_times());
-  for (std::int64_t step = z.start(replica); step < spec.steps; ++step) {
-    // Micro-batches add into the full gradient: nothing moves until the last
-    // one (what no_sync does for DDP costs ZeRO-1 no memory it did not have).
-    double loss = 0;
-    for (int k = 0; k < z.options().micro_batches; ++k) loss += z.micro_batch(replica, step, k);
-    {
-      auto phase = z.run().phase("reduce-scatter", {.compute = false});
-      reduce_scatter_grads(z.comm(), z.sharding(), replica);
-    }
-    z.end_step(replica, step, loss);  // steps the shards only
-    {
-      auto phase = z.run().phase("allgather", {.compute = false});
-      allgather_params(z.comm(), z.sharding(), replica);
-    }
-  }
+  DTW_TODO("04.1: Train every step of the run the ZeRO-1 way, from z.start(replica) to spec.steps.");
   z.finish(replica);
 }
 

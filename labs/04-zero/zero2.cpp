@@ -38,14 +38,7 @@ ShardedGrads<T>::ShardedGrads(Comm& comm, const Sharding& sharding, train::Repli
 template <TrainElement T>
 T* ShardedGrads<T>::grads(int unit) {
   Array<T>& buffer = buffers_.at(static_cast<std::size_t>(unit));
-  // The backward may ask several times (the tied head, then the embedding):
-  // the same buffer until the unit's hook.
-  if (buffer.empty()) {
-    buffer = Array<T>(replica_.exec(), sharding_.units()[static_cast<std::size_t>(unit)].size(),
-                      MemoryCategory::kGradients);
-    buffer.fill(T(0));
-  }
-  return buffer.data();
+  DTW_TODO("04.2: Return where the backward adds unit `unit`'s gradient: its full-size buffer, made and zeroed on the first call of the pass.");
 }
 
 template <TrainElement T>
@@ -71,17 +64,7 @@ void run_zero2(ZeroRun<T>& z) {
   // Full parameters; gradients and optimizer state for this rank's shards.
   train::Replica<T> replica(spec, z.run().exec(), z.plan());
   replica.set_times(z.run().layer_times());
-  ShardedGrads<T> grads(z.comm(), z.sharding(), replica);
-  ZeroAccess<T> access(replica, grads);  // parameters: the replica's full copy
-  const model::GradReady ready = [&](std::int64_t b, std::int64_t e) { grads.ready(b, e); };
-  for (std::int64_t step = z.start(replica); step < spec.steps; ++step) {
-    double loss = 0;
-    for (int k = 0; k < z.options().micro_batches; ++k)
-      loss += z.micro_batch(replica, step, k, ready, &access);
-    z.end_step(replica, step, loss);
-    auto phase = z.run().phase("allgather", {.compute = false});
-    allgather_params(z.comm(), z.sharding(), replica);
-  }
+  DTW_TODO("04.2: Train every step the ZeRO-2 way: the backward's gradients go through a ShardedGrads whose hook reduce-scatters each unit as it becomes final.");
   z.finish(replica);
 }
 

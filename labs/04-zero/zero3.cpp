@@ -60,9 +60,6 @@ template <TrainElement T>
 const T* GatheredParams<T>::params(int u) {
   Unit& unit = *units_.at(static_cast<std::size_t>(u));
   const int position = position_++;
-  if (depth_ > 0 && !recorded_) {
-    DTW_TODO("04.4: Record the order: during the first pass append every unit asked for to order_ (FSDP's recorded execution order); later passes prefetch from it.");
-  }
   // Prefetch trusts the recorded order; a pass that departs from it would
   // leave gathers started for units it never takes (FSDP's forward prefetch
   // has the same condition: a static graph).
@@ -80,8 +77,11 @@ const T* GatheredParams<T>::params(int u) {
   }
   // Let the gathers in flight move: on the threads backend only polls do.
   if (depth_ > 0) progress();
-  if (unit.holders == 0) take(u);  // a prefetched copy, or gather it now
-  ++unit.holders;
+  if (depth_ > 0 && !recorded_) {
+    DTW_TODO("04.4: The first pass records the order: append u to order_ (FSDP's recorded execution order).");
+  }
+  DTW_TODO("04.3: Make unit u whole for this caller: gather it unless some caller already holds it, and count the holder.");
+  // Later passes start the gathers of the next units of the record (step 04.4).
   if (depth_ > 0 && recorded_) prefetch_after(position);
   return unit.copy.data();
 }
@@ -106,7 +106,7 @@ void GatheredParams<T>::release(int u) {
                                           << sharding_.units()[static_cast<std::size_t>(u)].name
                                           << ", which no pass holds");
   if (depth_ > 0) progress();
-  DTW_TODO("04.3: When the last holder releases the unit, free its copy.");
+  DTW_TODO("04.3: One holder less; when the last holder releases the unit, free its copy.");
 }
 
 template <TrainElement T>
@@ -122,16 +122,7 @@ void run_zero3(ZeroRun<T>& z) {
   // Shards only: parameters, gradients and optimizer state of this rank's chunks.
   train::Replica<T> replica(spec, z.run().exec(), z.plan());
   replica.set_times(z.run().layer_times());
-  ShardedGrads<T> grads(z.comm(), z.sharding(), replica);
-  GatheredParams<T> params(z.comm(), z.sharding(), replica, z.options().prefetch);
-  ZeroAccess<T> access(replica, params, grads);
-  const model::GradReady ready = [&](std::int64_t b, std::int64_t e) { grads.ready(b, e); };
-  for (std::int64_t step = z.start(replica); step < spec.steps; ++step) {
-    double loss = 0;
-    for (int k = 0; k < z.options().micro_batches; ++k)
-      loss += z.micro_batch(replica, step, k, ready, &access);
-    z.end_step(replica, step, loss);  // no allgather: parameters stay sharded
-  }
+  DTW_TODO("04.3: Train every step the ZeRO-3 way: ZeRO-2's gradients, and parameters gathered unit by unit through a GatheredParams.");
   z.finish(replica);
 }
 

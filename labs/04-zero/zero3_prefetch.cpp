@@ -59,9 +59,7 @@ void GatheredParams<T>::progress() {
 
 template <TrainElement T>
 void GatheredParams<T>::prefetch_after(int position) {
-  const int r = comm_.rank();
-  const int last = std::min(position + depth_, static_cast<int>(order_.size()) - 1);
-  DTW_TODO("04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way: a new copy with this rank's shard in its chunk, then chapter 01's non-blocking allgather in place over it.");
+  DTW_TODO("04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way.");
 }
 
 template void GatheredParams<float>::take(int);

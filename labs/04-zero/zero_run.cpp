@@ -34,13 +34,7 @@ ZeroRun<T>::ZeroRun(train::RankRun<T>& run, Comm& comm, const ZeroOptions& optio
 
 template <class T>
 train::ReplicaPlan ZeroRun<T>::plan() const {
-  const std::vector<train::Range> mine = sharding_.owned(comm_.rank());
-  const std::vector<train::Range> all = {{0, sharding_.model_size()}};
-  switch (options_.stage) {
-    case 1: return {all, all, mine};    // ZeRO-1: full parameters and gradients
-    case 2: return {all, mine, mine};   // ZeRO-2: full parameters
-    default: return {mine, mine, mine};  // ZeRO-3: shards only
-  }
+  DTW_TODO("04.1: Return what this rank holds at options_.stage: its parameter, gradient and optimizer ranges (the table in zero.h).");
 }
 
 template <class T>
@@ -84,11 +78,8 @@ double ZeroRun<T>::micro_batch(train::Replica<T>& replica, std::int64_t step, in
 
 template <class T>
 void ZeroRun<T>::end_step(train::Replica<T>& replica, std::int64_t step, double loss) {
-  std::array<double, 2> global = {loss, replica.local_sum_of_squares()};
-  {
-    auto phase = run_.phase("allreduce loss and norm", {.compute = false});
-    ch01::allreduce(comm(), std::span<double>(global), ReduceOp::kSum);
-  }
+  std::array<double, 2> global = {0, 0};  // the step's mean loss, the global Σ g²
+  DTW_TODO("04.1: Fill `global` with the step's loss and the gradient's sum of squares, both summed over the ranks, in one collective.");
   {
     const train::Cost cost = replica.optimizer_cost();
     auto phase = run_.phase("optimizer", {.flops = cost.flops, .bytes = cost.bytes});

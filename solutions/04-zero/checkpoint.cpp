@@ -39,10 +39,16 @@ namespace {
 // the whole new file, never a part of it.
 void write_atomically(const std::string& path, const char* bytes, std::size_t n, int rank) {
   // @lab 04.5: Write to a temporary file next to `path`, close it, then rename it onto `path`.
-  // @hint 1: std::ofstream out(path + ".tmp", std::ios::binary); out.write(bytes, n);
-  // @hint 1: out.close(); check out.good() (a full disk is an error to report, with
-  // @hint 1: the rank and the path), then std::filesystem::rename(tmp, path): a rename
-  // @hint 1: within one folder replaces the old file in one step.
+  // @hint 1: Atomic: a reader, or a run resumed after a crash, sees the old file
+  // @hint 1: or the whole new one, never half of it. Writing in place can't
+  // @hint 1: promise that; replacing a finished file in one step can.
+  // @hint 2: write all the bytes to a temporary name in the same folder; close;
+  // @hint 2: fail with the rank and the path if the write did not succeed (a full
+  // @hint 2: disk); rename the temporary onto `path`. Trap: the temporary must
+  // @hint 2: differ from `path` (a rename of a path onto itself does nothing).
+  // @hint 3: std::ofstream out(path + ".tmp", std::ios::binary | std::ios::trunc);
+  // @hint 3: out.write(bytes, n); out.close(); DTW_CHECK_ARG(out.good(), ...);
+  // @hint 3: std::filesystem::rename(tmp, path, ec), and DTW_CHECK(!ec, Error, ...).
   const std::string tmp = path + ".tmp";
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   out.write(bytes, static_cast<std::streamsize>(n));
@@ -71,6 +77,19 @@ void save_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& 
                       << (ec ? ec.message() : "it exists and is not a folder"));
   }
   ch01::barrier(comm);  // the folder exists before anyone writes into it
+  // @lab 04.5: Write this rank's shard file atomically, then let rank 0 write the index of every rank's file, last; nobody returns before the index exists.
+  // @hint 1: Each rank writes what it owns; one small index, written after every
+  // @hint 1: shard file, says which file holds which ranges, so a checkpoint
+  // @hint 1: exists only once all of it does.
+  // @hint 2: bytes = this rank's shard encoded; write it atomically under its name;
+  // @hint 2: gather every rank's file entry on rank 0; rank 0 builds the index
+  // @hint 2: (info + entries) and writes it atomically; a barrier at the end.
+  // @hint 2: Trap: the index before a shard file is a checkpoint naming a file
+  // @hint 2: that may not exist yet.
+  // @hint 3: ckpt::encode_shard(replica, r, p, steps_done); ckpt::FileEntry{ckpt::shard_name(r,
+  // @hint 3: p, steps_done), size, ckpt::checksum(bytes), replica.plan().optimizer};
+  // @hint 3: write_atomically; gather_results(comm, ckpt::format_entry(mine)); on rank 0
+  // @hint 3: ckpt::Index with parse_entry of each, ckpt::format_index; ch01::barrier(comm).
   const std::vector<char> bytes = ckpt::encode_shard(replica, r, p, steps_done);
   const ckpt::FileEntry mine{ckpt::shard_name(r, p, steps_done),
                              static_cast<std::int64_t>(bytes.size()), ckpt::checksum(bytes),
@@ -89,6 +108,7 @@ void save_checkpoint(Comm& comm, train::Replica<T>& replica, const std::string& 
     write_atomically(dir + "/index", text.data(), text.size(), r);
   }
   ch01::barrier(comm);  // nobody goes on (or loads) before the index is there
+  // @end
 }
 
 template <TrainElement T>
@@ -121,12 +141,17 @@ CheckpointInfo load_checkpoint(Comm& comm, train::Replica<T>& replica, const std
     const std::vector<ckpt::SavedRange> saved =
         ckpt::decode_shard(bytes, info.element_bytes, info.moments, path, r);
     // @lab 04.5: Copy the overlap of every saved range with every range this replica holds: parameters into its parameter ranges, moments into its optimizer ranges; count the elements in `filled`.
-    // @hint 1: For a saved range s and a held range h the overlap is [max(s.begin,
-    // @hint 1: h.begin), min(s.end, h.end)) when that is not empty. Its values sit at
-    // @hint 1: bytes.data() + s.params + (lo − s.range.begin)·sizeof(T) in the file, and go
-    // @hint 1: to replica.params(lo, hi) (moments: s.moments[k], replica.optimizer_state(k, lo, hi)).
-    // @hint 2: Loop over replica.plan().params for parameters and over
-    // @hint 2: replica.plan().optimizer for the moments; std::memcpy is fine (host memory).
+    // @hint 1: Resharding: every range this rank holds now is assembled from the
+    // @hint 1: pieces of the saved shards that overlap it, whatever the world and
+    // @hint 1: the stage that saved them; a moment is the same number whoever owns it.
+    // @hint 2: for each saved range s, each held range h: lo = max of the begins,
+    // @hint 2: hi = min of the ends; if lo < hi copy [lo, hi). Its values sit in the
+    // @hint 2: file at s's offset + (lo − s.begin) elements (not lo − h.begin). Do it
+    // @hint 2: for the parameters (held: plan().params) and for EVERY moment (held:
+    // @hint 2: plan().optimizer); filled += hi − lo per copy.
+    // @hint 3: std::memcpy(replica.params(lo, hi).data(), bytes.data() + s.params +
+    // @hint 3: (lo − s.range.begin)·sizeof(T), (hi − lo)·sizeof(T)); moments: s.moments[k]
+    // @hint 3: into replica.optimizer_state(k, lo, hi) for k < info.moments.
     auto copy = [&](std::int64_t from, const train::Range& s, std::int64_t lo, std::int64_t hi,
                     std::span<T> to) {
       std::memcpy(to.data(), bytes.data() + from + (lo - s.begin) * sizeof(T),
@@ -152,7 +177,8 @@ CheckpointInfo load_checkpoint(Comm& comm, train::Replica<T>& replica, const std
   for (const train::Range& h : replica.plan().optimizer) held += h.size() * info.moments;
   DTW_CHECK_ARG(filled == held, "rank " << r << ": checkpoint " << dir << " covers " << filled
                                         << " of the " << held
-                                        << " values this rank holds (a shard file is missing?)");
+                                        << " values this rank holds: a shard file is missing, or not every overlap of a saved "
+                                           "range with a held one was copied (parameters, and each moment)");
   return info;
 }
 

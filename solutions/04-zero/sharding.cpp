@@ -52,9 +52,18 @@ Chunks Sharding::chunks(int unit) const {
 }
 
 train::Range Sharding::shard(int unit, int rank) const {
+  // @lab 04.1: Return the flat range of unit `unit` that `rank` owns: its chunk, placed at the unit's start.
+  // @hint 1: Rank r owns chunk r of every unit, cut the way chapter 01's ring
+  // @hint 1: cuts a buffer: the first n % p ranks get one element more.
+  // @hint 2: begin = the unit's first element + where chunk r starts inside the
+  // @hint 2: unit; end = begin + the chunk's size. Trap: with uneven chunks,
+  // @hint 2: chunk r does not start at r times its own size.
+  // @hint 3: const Chunks c = chunks(unit); begin = units_[unit].begin + c.offset(rank);
+  // @hint 3: return {begin, begin + c.size(rank)}.
   const Chunks c = chunks(unit);
   const std::int64_t begin = units_[static_cast<std::size_t>(unit)].begin + c.offset(rank);
   return {begin, begin + c.size(rank)};
+  // @end
 }
 
 std::vector<train::Range> Sharding::owned(int rank) const {

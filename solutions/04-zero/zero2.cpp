@@ -38,14 +38,22 @@ ShardedGrads<T>::ShardedGrads(Comm& comm, const Sharding& sharding, train::Repli
 template <TrainElement T>
 T* ShardedGrads<T>::grads(int unit) {
   Array<T>& buffer = buffers_.at(static_cast<std::size_t>(unit));
-  // The backward may ask several times (the tied head, then the embedding):
-  // the same buffer until the unit's hook.
+  // @lab 04.2: Return where the backward adds unit `unit`'s gradient: its full-size buffer, made and zeroed on the first call of the pass.
+  // @hint 1: A unit's gradient lives in a temporary buffer from the moment the
+  // @hint 1: backward starts writing it until its hook; the backward may ask
+  // @hint 1: several times (the tied head, then the embedding).
+  // @hint 2: if the unit has no buffer: make one of the unit's size, counted as
+  // @hint 2: gradients, and fill it with zeros (the backward adds into it).
+  // @hint 2: Return the same buffer on every later call until the hook frees it.
+  // @hint 3: if (buffer.empty()) { buffer = Array<T>(replica_.exec(), sharding_.units()[unit].size(),
+  // @hint 3: MemoryCategory::kGradients); buffer.fill(T(0)); } return buffer.data();
   if (buffer.empty()) {
     buffer = Array<T>(replica_.exec(), sharding_.units()[static_cast<std::size_t>(unit)].size(),
                       MemoryCategory::kGradients);
     buffer.fill(T(0));
   }
   return buffer.data();
+  // @end
 }
 
 template <TrainElement T>
@@ -56,12 +64,19 @@ void ShardedGrads<T>::ready(std::int64_t begin, std::int64_t end) {
                 "rank " << r << ": ZeRO: unit " << sharding_.units()[static_cast<std::size_t>(u)].name
                         << " is ready, but the backward never wrote its gradient");
   // @lab 04.2: Reduce-scatter the unit's buffer in place, add this rank's chunk to its gradient shard, free the buffer.
-  // @hint 1: ch01::reduce_scatter(comm_, all, chunk, ReduceOp::kSum) with all =
-  // @hint 1: buffer.span() and chunk = sharding_.chunks(u).of(all, r); then the
-  // @hint 1: shard is replica_.grads(sharding_.shard(u, r)): add the chunk into it
-  // @hint 1: (kernels::add_into), do not overwrite: micro-batches accumulate there.
-  // @hint 2: Free the buffer by assigning an empty Array<T>(): the ledger then
-  // @hint 2: counts only the shard and the units still in flight.
+  // @hint 1: The unit's gradient of this pass is final: sum it over the ranks
+  // @hint 1: into the owners' chunks (ZeRO-1's reduce-scatter, for one unit, now,
+  // @hint 1: while the backward goes on), keep only this rank's chunk, and let
+  // @hint 1: the full buffer go.
+  // @hint 2: reduce-scatter the buffer (sum) so that this rank's chunk holds the
+  // @hint 2: sum; shard += chunk (ADD: the micro-batches of a step accumulate in
+  // @hint 2: the shard, so overwriting keeps only the last one); free the buffer.
+  // @hint 2: Trap: a unit smaller than p leaves this rank an empty chunk and no
+  // @hint 2: shard to add to, but it still takes part in the reduce-scatter.
+  // @hint 3: all = buffer.span(); mine = sharding_.chunks(u).of(all, r);
+  // @hint 3: ch01::reduce_scatter(comm_, all, mine, ReduceOp::kSum); shard =
+  // @hint 3: replica_.grads(sharding_.shard(u, r)); kernels::add_into(shard.data(),
+  // @hint 3: mine.data(), mine.size()) if mine is not empty; buffer = Array<T>().
   const std::span<T> all = buffer.span();
   const std::span<T> mine = sharding_.chunks(u).of(all, r);
   ch01::reduce_scatter(comm_, all, mine, ReduceOp::kSum);
@@ -86,6 +101,19 @@ void run_zero2(ZeroRun<T>& z) {
   // Full parameters; gradients and optimizer state for this rank's shards.
   train::Replica<T> replica(spec, z.run().exec(), z.plan());
   replica.set_times(z.run().layer_times());
+  // @lab 04.2: Train every step the ZeRO-2 way: the backward's gradients go through a ShardedGrads whose hook reduce-scatters each unit as it becomes final.
+  // @hint 1: The step is ZeRO-1's, except that the reduce-scatter moves into the
+  // @hint 1: backward: unit by unit, from the gradient-ready hook, and no full
+  // @hint 1: gradient of the model is ever held.
+  // @hint 2: grads = a ShardedGrads of the replica; access = a ZeroAccess over the
+  // @hint 2: replica's parameters and those grads (the model writes gradients
+  // @hint 2: through it); ready = a hook calling grads.ready. Then per step: the
+  // @hint 2: micro-batches with the hook and the access, end the step, allgather.
+  // @hint 2: Trap: no reduce-scatter after the backward: the hook did it.
+  // @hint 3: ShardedGrads<T> grads(z.comm(), z.sharding(), replica); ZeroAccess<T>
+  // @hint 3: access(replica, grads); model::GradReady ready = [&](b, e) { grads.ready(b, e); };
+  // @hint 3: loss += z.micro_batch(replica, step, k, ready, &access); z.end_step(...);
+  // @hint 3: z.communicate("allgather", [&] { allgather_params(...); }).
   ShardedGrads<T> grads(z.comm(), z.sharding(), replica);
   ZeroAccess<T> access(replica, grads);  // parameters: the replica's full copy
   const model::GradReady ready = [&](std::int64_t b, std::int64_t e) { grads.ready(b, e); };
@@ -94,9 +122,9 @@ void run_zero2(ZeroRun<T>& z) {
     for (int k = 0; k < z.options().micro_batches; ++k)
       loss += z.micro_batch(replica, step, k, ready, &access);
     z.end_step(replica, step, loss);
-    auto phase = z.run().phase("allgather", {.compute = false});
-    allgather_params(z.comm(), z.sharding(), replica);
+    z.communicate("allgather", [&] { allgather_params(z.comm(), z.sharding(), replica); });
   }
+  // @end
   z.finish(replica);
 }
 

@@ -60,12 +60,6 @@ template <TrainElement T>
 const T* GatheredParams<T>::params(int u) {
   Unit& unit = *units_.at(static_cast<std::size_t>(u));
   const int position = position_++;
-  if (depth_ > 0 && !recorded_) {
-    // @lab 04.4: Record the order: during the first pass append every unit asked for to order_ (FSDP's recorded execution order); later passes prefetch from it.
-    // @hint 1: order_.push_back(u); begin_pass() marks it complete when the next pass begins.
-    order_.push_back(u);
-    // @end
-  }
   // Prefetch trusts the recorded order; a pass that departs from it would
   // leave gathers started for units it never takes (FSDP's forward prefetch
   // has the same condition: a static graph).
@@ -83,8 +77,31 @@ const T* GatheredParams<T>::params(int u) {
   }
   // Let the gathers in flight move: on the threads backend only polls do.
   if (depth_ > 0) progress();
+  if (depth_ > 0 && !recorded_) {
+    // @lab 04.4: The first pass records the order: append u to order_ (FSDP's recorded execution order).
+    // @hint 1: The order in which the model asks for units is the same in every
+    // @hint 1: pass, so the first pass writes it down, call by call; the start of
+    // @hint 1: the next pass closes the record, and the later passes prefetch from it.
+    // @hint 2: append u to order_ (begin_pass sets recorded_ once it is not empty),
+    // @hint 2: once per call (a unit asked for twice in a pass, like a
+    // @hint 2: tied embedding, appears twice). Trap: without the record there is
+    // @hint 2: nothing to prefetch from, and every gather stays on the critical path.
+    // @hint 3: order_.push_back(u);
+    order_.push_back(u);
+    // @end
+  }
+  // @lab 04.3: Make unit u whole for this caller: gather it unless some caller already holds it, and count the holder.
+  // @hint 1: Gather before use: a unit nobody holds is not here (only this
+  // @hint 1: rank's chunk is), so it must be gathered now; a unit held already
+  // @hint 1: (the tied embedding the head borrows) is used as it is.
+  // @hint 2: if nobody holds it: take it (its prefetched copy, or a gather now);
+  // @hint 2: then one holder more. Trap: gathering again a unit that is held
+  // @hint 2: costs bytes and memory ZeRO-3 does not spend.
+  // @hint 3: if (unit.holders == 0) take(u); ++unit.holders;
   if (unit.holders == 0) take(u);  // a prefetched copy, or gather it now
   ++unit.holders;
+  // @end
+  // Later passes start the gathers of the next units of the record (step 04.4).
   if (depth_ > 0 && recorded_) prefetch_after(position);
   return unit.copy.data();
 }
@@ -100,13 +117,18 @@ void GatheredParams<T>::gather_now(int u) {
   comm_.verify_collective({.name = what.c_str(), .count = m.size(), .type = data_type_of<T>()});
   Unit& unit = *units_[static_cast<std::size_t>(u)];
   // @lab 04.3: Gather unit u whole: a new Array (kParameters) of the unit's size, this rank's shard copied into its chunk, then an in-place allgather.
-  // @hint 1: unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
-  // @hint 1: the chunk is sharding_.chunks(u).of(all, r) of all = unit.copy.span(),
-  // @hint 1: and the shard replica_.params(sharding_.shard(u, r)): comm_.copy_local
-  // @hint 1: one into the other, then ch01::allgather_in_place(comm_, all).
-  // @hint 2: A unit smaller than p leaves some ranks an empty chunk: skip the copy
-  // @hint 2: there (the replica holds no empty range), but still take part in the
-  // @hint 2: allgather.
+  // @hint 1: Each rank holds only its chunk of the unit; the whole unit exists
+  // @hint 1: only for as long as it is used: a temporary copy, counted as
+  // @hint 1: parameters, which every rank fills with its own chunk and then
+  // @hint 1: completes from all the others.
+  // @hint 2: copy = new parameters buffer of the unit's size; put this rank's shard
+  // @hint 2: at its chunk of the copy; allgather the copy in place. Trap: a unit
+  // @hint 2: smaller than p leaves some ranks an empty chunk: skip the copy there
+  // @hint 2: (the replica holds no empty range), but still take part in the allgather.
+  // @hint 3: unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
+  // @hint 3: all = unit.copy.span(); mine = sharding_.chunks(u).of(all, r); if not empty
+  // @hint 3: comm_.copy_local(mine, replica_.params(sharding_.shard(u, r)));
+  // @hint 3: ch01::allgather_in_place(comm_, all).
   unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
   const std::span<T> all = unit.copy.span();
   const std::span<T> mine = sharding_.chunks(u).of(all, r);
@@ -122,9 +144,14 @@ void GatheredParams<T>::release(int u) {
                                           << sharding_.units()[static_cast<std::size_t>(u)].name
                                           << ", which no pass holds");
   if (depth_ > 0) progress();
-  // @lab 04.3: When the last holder releases the unit, free its copy.
-  // @hint 1: --unit.holders; at zero assign an empty Array<T>() to unit.copy:
-  // @hint 1: the ledger's parameter count drops back to the shard.
+  // @lab 04.3: One holder less; when the last holder releases the unit, free its copy.
+  // @hint 1: Free after use: once no one uses the unit, its whole copy goes, and
+  // @hint 1: this rank holds only its chunk again. The backward asks for the unit
+  // @hint 1: again and gathers it again: that is ZeRO-3's third Ψ of bytes.
+  // @hint 2: holders − 1; at zero free the copy. Trap: keeping the copies of the
+  // @hint 2: forward for the backward gives the right values but holds the whole
+  // @hint 2: model, which is what ZeRO-3 was for (the ledger's peak shows it).
+  // @hint 3: if (--unit.holders == 0) unit.copy = Array<T>();
   if (--unit.holders == 0) unit.copy = Array<T>();
   // @end
 }
@@ -142,6 +169,18 @@ void run_zero3(ZeroRun<T>& z) {
   // Shards only: parameters, gradients and optimizer state of this rank's chunks.
   train::Replica<T> replica(spec, z.run().exec(), z.plan());
   replica.set_times(z.run().layer_times());
+  // @lab 04.3: Train every step the ZeRO-3 way: ZeRO-2's gradients, and parameters gathered unit by unit through a GatheredParams.
+  // @hint 1: The step is ZeRO-2's, but the model reads its parameters through
+  // @hint 1: gathers of one unit at a time, and the step leaves each rank with
+  // @hint 1: its stepped chunks, which is all it keeps.
+  // @hint 2: grads = ShardedGrads; params = GatheredParams with the prefetch depth
+  // @hint 2: of the options; access = a ZeroAccess over both; the hook as in
+  // @hint 2: ZeRO-2; per step: micro-batches, end the step. Trap: no allgather
+  // @hint 2: after the step: the replica holds only shards, and the next pass
+  // @hint 2: gathers the stepped chunks anyway.
+  // @hint 3: GatheredParams<T> params(z.comm(), z.sharding(), replica, z.options().prefetch);
+  // @hint 3: ZeroAccess<T> access(replica, params, grads); then ZeRO-2's loop without
+  // @hint 3: its allgather.
   ShardedGrads<T> grads(z.comm(), z.sharding(), replica);
   GatheredParams<T> params(z.comm(), z.sharding(), replica, z.options().prefetch);
   ZeroAccess<T> access(replica, params, grads);
@@ -150,8 +189,9 @@ void run_zero3(ZeroRun<T>& z) {
     double loss = 0;
     for (int k = 0; k < z.options().micro_batches; ++k)
       loss += z.micro_batch(replica, step, k, ready, &access);
-    z.end_step(replica, step, loss);  // no allgather: parameters stay sharded
+    z.end_step(replica, step, loss);
   }
+  // @end
   z.finish(replica);
 }
 

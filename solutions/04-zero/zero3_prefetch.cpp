@@ -45,8 +45,12 @@ void GatheredParams<T>::take(int u) {
   Unit& unit = *units_[static_cast<std::size_t>(u)];
   if (unit.gather != nullptr) {
     // @lab 04.4: Unit u was gathered ahead: wait for its gather to finish, then drop the handle (its copy is the unit, whole).
-    // @hint 1: unit.gather->wait(); then unit.gather.reset(): a unit without a
-    // @hint 1: gather in flight is one this rank holds or does not have.
+    // @hint 1: A unit gathered ahead may still be on its way: it is whole only
+    // @hint 1: once its gather is finished, and then it is an ordinary held unit.
+    // @hint 2: wait for the gather; forget it (a unit without a gather in flight is
+    // @hint 2: one this rank holds or does not have). Trap: using the copy before
+    // @hint 2: the wait reads other ranks' chunks that have not arrived.
+    // @hint 3: unit.gather->wait(); unit.gather.reset();
     unit.gather->wait();
     unit.gather.reset();
     // @end
@@ -64,17 +68,23 @@ void GatheredParams<T>::progress() {
 
 template <TrainElement T>
 void GatheredParams<T>::prefetch_after(int position) {
+  // @lab 04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way.
+  // @hint 1: While unit i computes, the next d units of the recorded order move:
+  // @hint 1: at most d gathers ahead, never past the end of the pass (the next
+  // @hint 1: step's parameters do not exist yet), and never a second gather of
+  // @hint 1: a unit that is held or already coming.
+  // @hint 2: for next in position+1 .. min(position + depth_, last position of
+  // @hint 2: order_): v = order_[next]; skip v if held or in flight; else make its
+  // @hint 2: copy, put this rank's shard in its chunk (as gather_now does) and start
+  // @hint 2: a non-blocking allgather in place over the copy. Traps: depth_ units,
+  // @hint 2: not depth_ + 1; no wrap-around to the start of the order.
+  // @hint 3: unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
+  // @hint 3: comm_.copy_local(sharding_.chunks(v).of(all, r), replica_.params(sharding_.shard(v, r)));
+  // @hint 3: unit.gather = std::make_unique<ch01::PendingCollective>(ch01::iallgather_in_place(comm_, all)).
   const int r = comm_.rank();
   const int last = std::min(position + depth_, static_cast<int>(order_.size()) - 1);
-  // @lab 04.4: For each of the next depth_ positions of order_ (not past the pass's end), start the gather of its unit unless it is held or already on its way: a new copy with this rank's shard in its chunk, then chapter 01's non-blocking allgather in place over it.
-  // @hint 1: Skip a unit whose holders > 0 (the pass has it; if it is released
-  // @hint 1: before its turn, take() gathers it then) or whose gather != nullptr.
-  // @hint 2: unit.copy = Array<T>(replica_.exec(), m.size(), MemoryCategory::kParameters);
-  // @hint 2: copy the shard into sharding_.chunks(v).of(all, r) as gather_now does, then
-  // @hint 2: unit.gather = std::make_unique<ch01::PendingCollective>(...) holding
-  // @hint 2: ch01::iallgather_in_place(comm_, all), which starts the ring at once.
   for (int next = position + 1; next <= last; ++next) {
-    const int v = order_[static_cast<std::size_t>(next)];
+    const int v = order_.at(static_cast<std::size_t>(next));
     Unit& unit = *units_[static_cast<std::size_t>(v)];
     if (unit.holders > 0 || unit.gather != nullptr) continue;  // held, or already coming
     const model::Unit& m = sharding_.units()[static_cast<std::size_t>(v)];

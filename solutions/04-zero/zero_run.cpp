@@ -34,6 +34,16 @@ ZeroRun<T>::ZeroRun(train::RankRun<T>& run, Comm& comm, const ZeroOptions& optio
 
 template <class T>
 train::ReplicaPlan ZeroRun<T>::plan() const {
+  // @lab 04.1: Return what this rank holds at options_.stage: its parameter, gradient and optimizer ranges (the table in zero.h).
+  // @hint 1: Each stage keeps one more kind of state only as this rank's shards:
+  // @hint 1: ZeRO-1 the optimizer state, ZeRO-2 the gradients too, ZeRO-3 the
+  // @hint 1: parameters too. What is not sharded is held whole.
+  // @hint 2: mine = this rank's shards, whole = the one range [0, Ψ); a plan is
+  // @hint 2: {params, grads, optimizer}. Trap: the optimizer ranges are the ranges
+  // @hint 2: this rank steps; the whole model there is DDP's memory (every rank
+  // @hint 2: stepping every parameter), which the values alone never show.
+  // @hint 3: mine = sharding_.owned(comm_.rank()); all = {{0, sharding_.model_size()}};
+  // @hint 3: stage 1: {all, all, mine}; 2: {all, mine, mine}; 3: {mine, mine, mine}.
   const std::vector<train::Range> mine = sharding_.owned(comm_.rank());
   const std::vector<train::Range> all = {{0, sharding_.model_size()}};
   switch (options_.stage) {
@@ -41,6 +51,7 @@ train::ReplicaPlan ZeroRun<T>::plan() const {
     case 2: return {all, mine, mine};   // ZeRO-2: full parameters
     default: return {mine, mine, mine};  // ZeRO-3: shards only
   }
+  // @end
 }
 
 template <class T>
@@ -84,11 +95,23 @@ double ZeroRun<T>::micro_batch(train::Replica<T>& replica, std::int64_t step, in
 
 template <class T>
 void ZeroRun<T>::end_step(train::Replica<T>& replica, std::int64_t step, double loss) {
-  std::array<double, 2> global = {loss, replica.local_sum_of_squares()};
-  {
-    auto phase = run_.phase("allreduce loss and norm", {.compute = false});
-    ch01::allreduce(comm(), std::span<double>(global), ReduceOp::kSum);
-  }
+  std::array<double, 2> global = {0, 0};  // the step's mean loss, the global Σ g²
+  // @lab 04.1: Fill `global` with the step's loss and the gradient's sum of squares, both summed over the ranks, in one collective.
+  // @hint 1: After the reduce-scatter each rank holds the final gradient of its
+  // @hint 1: own shards only, so no rank can compute the clipping norm alone:
+  // @hint 1: the global sum of squares is the sum of the shards' sums. The mean
+  // @hint 1: loss is a sum too (each rank's loss is already weighted).
+  // @hint 2: global = {loss, this rank's Σ g² over its optimizer ranges}; sum both
+  // @hint 2: over the ranks in one allreduce of two values (inside a communication
+  // @hint 2: phase named "allreduce loss and norm"). Trap: the local Σ g² alone
+  // @hint 2: clips every rank by a different norm.
+  // @hint 3: global = {loss, replica.local_sum_of_squares()}; communicate("allreduce
+  // @hint 3: loss and norm", [&] { ch01::allreduce(comm(), std::span<double>(global),
+  // @hint 3: ReduceOp::kSum); }).
+  global = {loss, replica.local_sum_of_squares()};
+  communicate("allreduce loss and norm",
+              [&] { ch01::allreduce(comm(), std::span<double>(global), ReduceOp::kSum); });
+  // @end
   {
     const train::Cost cost = replica.optimizer_cost();
     auto phase = run_.phase("optimizer", {.flops = cost.flops, .bytes = cost.bytes});

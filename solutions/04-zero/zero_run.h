@@ -52,6 +52,13 @@ class ZeroRun {
   void end_step(train::Replica<T>& replica, std::int64_t step, double loss);
   /// Reports the parameters this rank holds to the harness.
   void finish(train::Replica<T>& replica);
+  /// Runs f() as a communication phase `name` of the timeline (tracing only:
+  /// what f does is the stage's business).
+  template <class F>
+  void communicate(const char* name, F&& f) {
+    auto phase = run_.phase(name, {.compute = false});
+    f();
+  }
 
  private:
   train::RankRun<T>& run_;

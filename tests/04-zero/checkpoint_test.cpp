@@ -102,7 +102,7 @@ TEST(CheckpointTest, SaveThenLoadReshardsExactly) {
     whole.step(0);
     const std::int64_t psi = whole.model_size();
     const Sharding four = Sharding::of(spec, 4);
-    train::Replica<double> mine(spec, comm.exec(), {{{0, psi}}, {{0, psi}}, four.owned(comm.rank())});
+    train::Replica<double> mine(spec, comm.exec(), {{{0, psi}}, {{0, psi}}, testing::owned_ranges(spec, 4, comm.rank())});
     mine.forward_backward(0, 0, 1);
     mine.step(0);
     const std::vector<double> losses = {1.5};
@@ -111,12 +111,12 @@ TEST(CheckpointTest, SaveThenLoadReshardsExactly) {
     if (three) {
       const Sharding sharding = Sharding::of(spec, 3);
       train::Replica<double> loaded(spec, comm.exec(),
-                                    train::ReplicaPlan::ranges(sharding.owned(three->rank())));
+                                    train::ReplicaPlan::ranges(testing::owned_ranges(spec, 3, three->rank())));
       const CheckpointInfo info = load_checkpoint(*three, loaded, dir);
       EXPECT_EQ(info.ranks, 4);
       EXPECT_EQ(info.steps_done, 1);
       EXPECT_EQ(info.losses, losses);
-      for (const train::Range& r : sharding.owned(three->rank())) {
+      for (const train::Range& r : testing::owned_ranges(spec, 3, three->rank())) {
         const auto same = [&](std::span<double> want, std::span<double> got, const char* what) {
           for (std::size_t i = 0; i < want.size(); ++i)
             ASSERT_EQ(want[i], got[i]) << what << " at flat index " << r.begin + static_cast<std::int64_t>(i)
@@ -229,7 +229,7 @@ std::vector<char> read_bytes(int fd) {
 // that very file, which a reader sees change under it and a crash leaves
 // half-written. Saving twice with the same step number reuses every name,
 // so the second save must replace files that exist.
-DTW_TEST_STEPS(CheckpointWriteTest, "04.5");
+DTW_TEST_STEPS(CheckpointWriteTest, "04.1", "04.5");
 TEST(CheckpointWriteTest, ASaveReplacesEachFileWholeAndLeavesNoTemporaryFile) {
   const train::RunSpec spec = tiny("gpt-tiny", 1);
   train::HarnessOptions o = testing::on(2);
@@ -241,7 +241,7 @@ TEST(CheckpointWriteTest, ASaveReplacesEachFileWholeAndLeavesNoTemporaryFile) {
     const std::string dir = shared_temp_dir(comm);
     const std::int64_t psi = testing::units_of(spec).back().end;
     train::Replica<double> replica(spec, comm.exec(),
-                                   {{{0, psi}}, {{0, psi}}, Sharding::of(spec, p).owned(r)});
+                                   {{{0, psi}}, {{0, psi}}, testing::owned_ranges(spec, p, r)});
     replica.forward_backward(0, 0, 1);
     replica.step(0);
     save_checkpoint(comm, replica, dir, 1, std::vector<double>{1.5});

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,7 +23,61 @@ train::RunOutcome run_prefetch(const train::RunSpec& spec, int p, std::vector<st
                                   [](train::RankRun<double>& run) { zero3_prefetch(run); });
 }
 
-DTW_TEST_STEPS(Zero3PrefetchTest, "04.2", "04.3", "04.4");
+DTW_TEST_STEPS(Zero3PrefetchTest, "04.1", "04.2", "04.3", "04.4");
+TEST(Zero3PrefetchTest, GathersAheadInTheRecordedOrder) {
+  for (int depth : {1, 2}) {
+    DTW_TRACE("zero3 prefetch=" << depth << " by hand on 3 ranks (mlp-tiny): the next units of "
+                                 "the recorded order gathered ahead, never past the pass's end");
+    dtw::testing::launch_bounded(3, [depth](Comm& comm) {
+      const train::RunSpec spec = tiny("mlp-tiny", 1);
+      const Sharding sharding = Sharding::of(spec, comm.size());
+      train::Replica<double> replica(spec, comm.exec(),
+                                     train::ReplicaPlan::ranges(testing::owned_ranges(spec, comm.size(), comm.rank())));
+      train::Replica<double> whole(spec, comm.exec(), train::ReplicaPlan::whole(spec));
+      GatheredParams<double> params(comm, sharding, replica, depth);
+      // An MLP's pass: every unit forward, then backward from the last.
+      const int n = static_cast<int>(sharding.units().size());
+      std::vector<int> order;
+      for (int u = 0; u < n; ++u) order.push_back(u);
+      for (int u = n - 1; u >= 0; --u) order.push_back(u);
+      const int len = static_cast<int>(order.size());
+      for (int pass = 0; pass < 3; ++pass) {
+        params.begin_pass();
+        for (int i = 0; i < len; ++i) {
+          const int u = order[static_cast<std::size_t>(i)];
+          const model::Unit& unit = sharding.units()[static_cast<std::size_t>(u)];
+          const double* got = nullptr;
+          try {
+            got = params.params(u);
+          } catch (const std::out_of_range& e) {
+            FAIL() << "depth " << depth << ", pass " << pass << ", position " << i << " of " << len
+                   << ": the prefetch window read past the end of the recorded order (" << e.what()
+                   << "); it must stop at the pass's last position";
+          }
+          // Whole and right, whether it was gathered now or ahead.
+          const std::span<double> expected = whole.params(unit.begin, unit.end);
+          for (std::int64_t k = 0; k < unit.size(); ++k)
+            ASSERT_EQ(got[k], expected[static_cast<std::size_t>(k)])
+                << "pass " << pass << ", " << unit.name << "[" << k << "]";
+          // The first pass only records. Later, the units of the next `depth`
+          // positions (not past the pass's end) are on their way, except the
+          // one held now: at the turn the next position is this same unit.
+          std::set<int> ahead;
+          for (int j = i + 1; pass > 0 && j <= std::min(i + depth, len - 1); ++j)
+            if (order[static_cast<std::size_t>(j)] != u)
+              ahead.insert(order[static_cast<std::size_t>(j)]);
+          EXPECT_EQ(params.live_units(), 1 + static_cast<int>(ahead.size()))
+              << "depth " << depth << ", pass " << pass << ", position " << i
+              << ": units whole or on their way = the one held + the distinct units of positions "
+                 "i+1 .. min(i+depth, end of the pass) not held now (the first pass only records)";
+          params.release(u);
+        }
+      }
+      EXPECT_EQ(params.live_units(), 0);
+    });
+  }
+}
+
 TEST(Zero3PrefetchTest, MatchesTheReferenceOnOneToFiveRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int p = 1; p <= 5; ++p) {
@@ -97,56 +152,13 @@ TEST(Zero3PrefetchTest, HoldsAtMostTheShardPlusTheUnitsInFlight) {
   }
 }
 
-TEST(Zero3PrefetchTest, GathersAheadInTheRecordedOrder) {
-  for (int depth : {1, 2}) {
-    dtw::testing::launch_bounded(3, [depth](Comm& comm) {
-      const train::RunSpec spec = tiny("mlp-tiny", 1);
-      const Sharding sharding = Sharding::of(spec, comm.size());
-      train::Replica<double> replica(spec, comm.exec(),
-                                     train::ReplicaPlan::ranges(sharding.owned(comm.rank())));
-      train::Replica<double> whole(spec, comm.exec(), train::ReplicaPlan::whole(spec));
-      GatheredParams<double> params(comm, sharding, replica, depth);
-      // An MLP's pass: every unit forward, then backward from the last.
-      const int n = static_cast<int>(sharding.units().size());
-      std::vector<int> order;
-      for (int u = 0; u < n; ++u) order.push_back(u);
-      for (int u = n - 1; u >= 0; --u) order.push_back(u);
-      const int len = static_cast<int>(order.size());
-      for (int pass = 0; pass < 3; ++pass) {
-        params.begin_pass();
-        for (int i = 0; i < len; ++i) {
-          const int u = order[static_cast<std::size_t>(i)];
-          const model::Unit& unit = sharding.units()[static_cast<std::size_t>(u)];
-          const double* got = params.params(u);
-          // Whole and right, whether it was gathered now or ahead.
-          const std::span<double> expected = whole.params(unit.begin, unit.end);
-          for (std::int64_t k = 0; k < unit.size(); ++k)
-            ASSERT_EQ(got[k], expected[static_cast<std::size_t>(k)])
-                << "pass " << pass << ", " << unit.name << "[" << k << "]";
-          // The first pass only records. Later, the units of the next `depth`
-          // positions (not past the pass's end) are on their way, except the
-          // one held now: at the turn the next position is this same unit.
-          std::set<int> ahead;
-          for (int j = i + 1; pass > 0 && j <= std::min(i + depth, len - 1); ++j)
-            if (order[static_cast<std::size_t>(j)] != u)
-              ahead.insert(order[static_cast<std::size_t>(j)]);
-          EXPECT_EQ(params.live_units(), 1 + static_cast<int>(ahead.size()))
-              << "depth " << depth << ", pass " << pass << ", position " << i;
-          params.release(u);
-        }
-      }
-      EXPECT_EQ(params.live_units(), 0);
-    });
-  }
-}
-
 TEST(Zero3PrefetchTest, APassThatLeavesTheRecordedOrderIsNamed) {
   try {
     dtw::testing::launch_bounded(2, [](Comm& comm) {
       const train::RunSpec spec = tiny("mlp-tiny", 1);
       const Sharding sharding = Sharding::of(spec, comm.size());
       train::Replica<double> replica(spec, comm.exec(),
-                                     train::ReplicaPlan::ranges(sharding.owned(comm.rank())));
+                                     train::ReplicaPlan::ranges(testing::owned_ranges(spec, comm.size(), comm.rank())));
       GatheredParams<double> params(comm, sharding, replica, 1);
       params.begin_pass();
       params.params(0);
@@ -164,7 +176,7 @@ TEST(Zero3PrefetchTest, APassThatLeavesTheRecordedOrderIsNamed) {
   }
 }
 
-DTW_TEST_STEPS(Zero3PrefetchArgumentsTest, "04.2", "04.3");
+DTW_TEST_STEPS(Zero3PrefetchArgumentsTest, "04.1", "04.2", "04.3");
 TEST(Zero3PrefetchArgumentsTest, ANegativeDepthIsRefusedNamingTheRankAndValue) {
   try {
     run_prefetch(tiny("gpt-tiny", 1), 3, {"prefetch=-2"});

@@ -13,6 +13,28 @@ using testing::on;
 using testing::tiny;
 
 DTW_TEST_STEPS(Zero1Test, "04.1");
+TEST(Zero1Test, OnlyTheOptimizerStateIsSharded) {
+  for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
+    const train::RunSpec spec = tiny(model, 1);
+    const int p = 4;
+    DTW_TRACE("zero1 memory: optimizer state for this rank's shards only, " << model << " on "
+                                                                           << p << " ranks");
+    const train::RunOutcome out = testing::run_stage(1, spec, on(p));
+    const std::int64_t psi = static_cast<std::int64_t>(testing::units_of(spec).back().end);
+    for (int r = 0; r < p; ++r) {
+      const MemorySnapshot& m = out.report.memory[static_cast<std::size_t>(r)];
+      EXPECT_EQ(m.peak_of(MemoryCategory::kParameters), 8 * psi) << model << " rank " << r;
+      EXPECT_EQ(m.peak_of(MemoryCategory::kGradients), 8 * psi) << model << " rank " << r;
+      // AdamW's two moments, for this rank's chunks of every unit only.
+      EXPECT_EQ(m.peak_of(MemoryCategory::kOptimizerState), 2 * 8 * testing::owned(spec, p, r))
+          << model << " rank " << r
+          << ": ZeRO-1 keeps Adam's moments for this rank's shards only (the plan's optimizer "
+             "ranges are Sharding::owned(r)); moments for the whole model is DDP's memory";
+      EXPECT_EQ(m.peak_of(MemoryCategory::kCommBuffers), 0) << model << " rank " << r;
+    }
+  }
+}
+
 TEST(Zero1Test, MatchesTheReferenceOnOneToFiveRanks) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int p = 1; p <= 5; ++p) {
@@ -33,24 +55,6 @@ TEST(Zero1Test, MicroBatchesAccumulateBeforeTheReduceScatter) {
   for (int r = 0; r < 3; ++r)
     EXPECT_EQ(testing::bytes_sent(out.report, r), 2 * testing::bytes_per_step(spec, 1, 3, r))
         << "rank " << r << ": one reduce-scatter per step, whatever m";
-}
-
-TEST(Zero1Test, OnlyTheOptimizerStateIsSharded) {
-  for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
-    const train::RunSpec spec = tiny(model, 1);
-    const int p = 4;
-    const train::RunOutcome out = testing::run_stage(1, spec, on(p));
-    const std::int64_t psi = static_cast<std::int64_t>(testing::units_of(spec).back().end);
-    for (int r = 0; r < p; ++r) {
-      const MemorySnapshot& m = out.report.memory[static_cast<std::size_t>(r)];
-      EXPECT_EQ(m.peak_of(MemoryCategory::kParameters), 8 * psi) << model << " rank " << r;
-      EXPECT_EQ(m.peak_of(MemoryCategory::kGradients), 8 * psi) << model << " rank " << r;
-      // AdamW's two moments, for this rank's chunks of every unit only.
-      EXPECT_EQ(m.peak_of(MemoryCategory::kOptimizerState), 2 * 8 * testing::owned(spec, p, r))
-          << model << " rank " << r;
-      EXPECT_EQ(m.peak_of(MemoryCategory::kCommBuffers), 0) << model << " rank " << r;
-    }
-  }
 }
 
 TEST(Zero1Test, SendsTheRingsBytesExactly) {

@@ -22,7 +22,31 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-DTW_TEST_STEPS(ShardingTest);
+DTW_TEST_STEPS(ShardingTest, "04.1");  // Sharding::shard and owned are 04.1
+TEST(ShardingTest, ShardsTileEveryUnitInRankOrderWhateverItsSize) {
+  // Rank r's shard starts where rank r-1's ends (chunk r starts at
+  // Chunks::offset(r), which is not r times its own size when the unit does
+  // not divide), and the shards together are the unit, once.
+  DTW_TRACE("shards of units of 0 to 11 elements over 1 to 5 ranks");
+  for (std::int64_t n = 0; n <= 11; ++n) {
+    for (int p = 1; p <= 5; ++p) {
+      const Sharding s({{"a", 0, 3}, {"b", 3, 3 + n}}, 3 + n, p);
+      const Chunks c(n, p);
+      std::int64_t next = 3;
+      for (int r = 0; r < p; ++r) {
+        const train::Range got = s.shard(1, r);
+        ASSERT_EQ(got.begin, next)
+            << "unit b = [3, " << 3 + n << ") over " << p << " ranks: rank " << r
+            << "'s shard must start where rank " << r - 1 << "'s ends (the unit's begin + "
+            << "Chunks::offset(r); the first n % p chunks are one longer)";
+        ASSERT_EQ(got.size(), c.size(r)) << "unit b of " << n << " over " << p << " ranks, rank " << r;
+        next = got.end;
+      }
+      ASSERT_EQ(next, 3 + n) << "unit b of " << n << " over " << p << " ranks: the shards must end at the unit's end";
+    }
+  }
+}
+
 TEST(ShardingTest, EveryUnitIsCutIntoChunksTheFirstRanksLonger) {
   const Sharding s({{"a", 0, 10}, {"b", 10, 16}}, 16, 4);
   // a: 3 3 2 2; b: 2 2 1 1.
@@ -46,7 +70,8 @@ TEST(ShardingTest, AUnitSmallerThanTheWorldLeavesRanksEmpty) {
   EXPECT_EQ(s.owned_elements(4), 0);
 }
 
-TEST(ShardingTest, AUnitPlanThatLeavesParametersUnownedIsRefused) {
+DTW_TEST_STEPS(ShardingArgumentsTest);  // the constructor's checks run no lab code
+TEST(ShardingArgumentsTest, AUnitPlanThatLeavesParametersUnownedIsRefused) {
   EXPECT_NE(error_of([] { Sharding({{"a", 0, 10}, {"b", 12, 20}}, 20, 2); })
                 .find("the unit plan leaves [10, 12) unowned (before unit b)"),
             std::string::npos);

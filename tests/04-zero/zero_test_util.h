@@ -62,6 +62,19 @@ inline std::int64_t owned(const train::RunSpec& spec, int p, int r) {
   return n;
 }
 
+/// Rank r's shards of every unit (its non-empty chunks, in unit order),
+/// computed here from Chunks and not by Sharding::owned: the tests of a later
+/// step that build a replica by hand then do not run step 04.1's code first
+/// (so the untouched lab reaches every step's DTW_TODO).
+inline std::vector<train::Range> owned_ranges(const train::RunSpec& spec, int p, int r) {
+  std::vector<train::Range> out;
+  for (const model::Unit& u : units_of(spec)) {
+    const Chunks c(u.size(), p);
+    if (c.size(r) > 0) out.push_back({u.begin + c.offset(r), u.begin + c.offset(r) + c.size(r)});
+  }
+  return out;
+}
+
 /// The most unit gradient buffers (elements) ZeRO-2/3 hold at once: one
 /// unit's, except that a GPT's tied embedding is first written by the head's
 /// backward and final only after the embedding's, so its buffer lives through
