@@ -211,7 +211,25 @@ function(dtw_add_chapter name)
     list(APPEND dep_libs dtw_ch${dep}_solution)
   endforeach()
   _dtw_chapter_files(solution_sources ${name} "${solution_dir}" solution ${ARG_SOURCES})
-  _dtw_chapter_files(lab_sources ${name} "${lab_dir}" lab ${ARG_SOURCES})
+  # A source whose first line starts with "// @given" is not the learner's
+  # and would give the lesson away if copied (a pitfall's broken variant of
+  # a loop the learner writes): tools/gen-labs leaves it out of labs/, and
+  # the lab library compiles it from solutions/.
+  set(lab_files "")
+  set(given_sources "")
+  foreach(file IN LISTS ARG_SOURCES)
+    set(first "")
+    if(EXISTS "${solution_dir}/${file}")
+      file(STRINGS "${solution_dir}/${file}" first LIMIT_COUNT 1)
+    endif()
+    if(first MATCHES "^// @given")
+      list(APPEND given_sources "${solution_dir}/${file}")
+    else()
+      list(APPEND lab_files "${file}")
+    endif()
+  endforeach()
+  _dtw_chapter_files(lab_sources ${name} "${lab_dir}" lab ${lab_files})
+  list(APPEND lab_sources ${given_sources})
   _dtw_chapter_files(demo_sources ${name} "${solution_dir}" demo ${ARG_DEMOS})
   _dtw_chapter_files(test_sources ${name} "${tests_dir}" test ${ARG_TESTS})
 

@@ -18,6 +18,8 @@ dtw_add_chapter(04-zero
   BENCH zero_bench.cpp
   PLANTED_PER_STEP 3)
 # dtw bench zero draws chapter 02's DDP beside the stages when it is built.
-if(TARGET dtw_bench_zero AND TARGET dtw_ch02_demos)
-  target_link_libraries(dtw_bench_zero PRIVATE dtw_ch02_demos dtw_ch02_solution)
-endif()
+foreach(program dtw_bench_zero dtw_lab_bench_zero)
+  if(TARGET ${program} AND TARGET dtw_ch02_demos)
+    target_link_libraries(${program} PRIVATE dtw_ch02_demos dtw_ch02_solution)
+  endif()
+endforeach()

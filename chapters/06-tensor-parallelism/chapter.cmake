@@ -15,6 +15,8 @@ dtw_add_chapter(06-tensor-parallelism
   MPI_SUBSET "*MatchesTheReference*:CostTest.*" MPI_SUBSET_NPS 3
   BENCH tp_fabric_bench.cpp)
 # The benchmark draws chapter 02's DDP beside tensor parallelism when it is built.
-if(TARGET dtw_bench_tensor-parallelism AND TARGET dtw_ch02_demos)
-  target_link_libraries(dtw_bench_tensor-parallelism PRIVATE dtw_ch02_demos dtw_ch02_solution)
-endif()
+foreach(program dtw_bench_tensor-parallelism dtw_lab_bench_tensor-parallelism)
+  if(TARGET ${program} AND TARGET dtw_ch02_demos)
+    target_link_libraries(${program} PRIVATE dtw_ch02_demos dtw_ch02_solution)
+  endif()
+endforeach()

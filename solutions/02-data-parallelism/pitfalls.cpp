@@ -1,3 +1,6 @@
+// @given: not copied to labs/ (tools/gen-labs): its broken copies of this chapter's
+// strategies would show the learner the loops the lab asks for.
+//
 // Broken on purpose: bugs from the field, each one of this chapter's
 // strategies with one thing done wrong, and what catches it. `dtw run pitfall
 // NAME` runs them; tests/02-data-parallelism/pitfalls_test.cpp checks that

@@ -1,3 +1,6 @@
+// @given: not copied to labs/ (tools/gen-labs): its broken copies of this chapter's
+// strategies would show the learner the loops the lab asks for.
+//
 // Two ZeRO bugs from the field, rebuilt on this chapter's pieces, broken on
 // purpose. `dtw run pitfall NAME` runs them and the tests check that the
 // workbench stops each one with a message that says what went wrong.

@@ -132,7 +132,7 @@ int diff_command(const Context& context, const std::string& chapter_query) {
                                                chapter.id)));
   const std::string lab = "labs/" + chapter.name, solution = "solutions/" + chapter.name;
   // demos.cpp exists only in solutions/ (demos always run the solution).
-  std::vector<std::string> argv{"diff", "-ru", "--exclude=demos.cpp", lab, solution};
+  std::vector<std::string> argv{"diff", "-ru", "--exclude=demos.cpp", "--exclude=pitfalls.cpp", lab, solution};
   if (color_enabled()) argv.insert(argv.begin() + 2, "--color=always");
   const ProcessResult diff = run_process(argv, {.working_dir = chapter.source_dir.string()});
   // diff: 0 same, 1 different, 2 trouble.
