@@ -106,30 +106,26 @@ PsLog ps_async(train::RankRun<T>& run) {
     pulled[i] = version;
     if (version < goal) script.released(w);  // else it stops: no push to expect
   };
-  DTW_TODO("03.2: Serve every worker version 0.");
-
   // Each worker's share of a batch (rows/B): a round's mean loss weighs its pushes by it.
   std::vector<double> weight(static_cast<std::size_t>(W));
   for (int w = 0; w < W; ++w)
     weight[static_cast<std::size_t>(w)] =
         static_cast<double>(train::shard_rows(spec, w, W).size()) / static_cast<double>(spec.batch);
   double round_loss = 0, round_weight = 0;  // Σ loss shares and Σ weights of this round's pushes
-  int stopped = 0;                          // workers that said they stop
-  while (stopped < W) {
-    int w = 0;     // the worker whose header this is
-    PushHeader h;  // a copy of it (serving w posts its next receive into headers[w])
-    DTW_TODO("03.2: Take the next ready worker's header, in turn, and apply its push as one optimizer step, then serve that worker again.");
-
-    // Every W updates, the round's mean loss (pushes weighed by their rows),
-    // for the first spec.steps rounds (pushes in flight at the end are extra).
-    if (version > goal) continue;
+  // Call after applying worker w's push h (version already counts it): every W
+  // updates, the round's mean loss (pushes weighed by their rows), for the
+  // first spec.steps rounds (pushes in flight at the end are extra).
+  const auto record_round = [&](int w, const PushHeader& h) {
+    if (version > goal) return;
     round_loss += h.loss();
     round_weight += weight[static_cast<std::size_t>(w)];
     if (version % W == 0) {
       run.record_loss(version / W - 1, round_loss / round_weight);
       round_loss = round_weight = 0;
     }
-  }
+  };
+
+  DTW_TODO("03.2: Serve every worker; until all have stopped, apply each ready worker's push in turn as one optimizer step and serve that worker again.");
   run.report(replica);
   return log;
 }

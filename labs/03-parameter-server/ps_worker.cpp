@@ -78,13 +78,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
   std::vector<std::int64_t> versions(static_cast<std::size_t>(layout.servers));
   std::vector<Request> pulls;
   const auto post_pull = [&] {
-    pulls.clear();
-    for (int s = 0; s < layout.servers; ++s) {
-      pulls.push_back(comm.irecv(std::span<std::int64_t>(&versions[static_cast<std::size_t>(s)], 1),
-                                 layout.server_rank(s), kTagVersion));
-      pulls.push_back(comm.irecv(replica.params(layout.shards[static_cast<std::size_t>(s)]),
-                                 layout.server_rank(s), kTagParams));
-    }
+    DTW_TODO("03.1: Post the pull: from every server, a receive of its version and one of its shard of the parameters, straight into our copy.");
   };
   post_pull();
   for (std::int64_t step = 0;; ++step) {
@@ -113,7 +107,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       auto phase = run.phase("straggling", {.flops = (slowdown - 1) * pass.flops,
                                             .bytes = (slowdown - 1) * pass.bytes});
       if (!options.scripted) {
-        DTW_TODO("03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and record how long you really slept.");
+        DTW_TODO("03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and add how long you really slept to the log.");
       }
     }
     // crash=w:k counts steps from 1, as the progress line does.
@@ -132,7 +126,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
     std::vector<Request> pushes;
     {
       auto phase = run.phase("push", {.compute = false});
-      DTW_TODO("03.1: Push the header and the gradient to every server, and post the next pull before waiting.");
+      DTW_TODO("03.1: Push the header and this server's shard of the gradient to every server; post the next pull before waiting for the pushes.");
     }
     replica.zero_grads();  // forward_backward adds: start the next step from zero
     if (!more) break;

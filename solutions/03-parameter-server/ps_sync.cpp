@@ -71,17 +71,24 @@ PsLog ps_sync(train::RankRun<T>& run) {
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
     // @lab 03.1: Serve every worker this step's parameters, then take every worker's push and add it into the shard's gradients.
-    // @hint 1: Serve: post a send of the version `step` and one of the shard's parameters to every
-    // @hint 1: worker, then wait for them all. Gather, in worker order: receive the worker's
-    // @hint 1: header, add its gradient into replica.grads() as it arrives, add its loss share to
-    // @hint 1: `loss`, and log the push.
-    // @hint 2: Tags: kTagVersion (one std::int64_t), kTagParams, kTagHeader (into
-    // @hint 2: headers[w].values), kTagGrads (comm.recv_reduce with ReduceOp::kSum);
-    // @hint 2: layout.worker_rank(w) is worker w's rank. The log entry is {.worker = w, .clock =
-    // @hint 2: step, .pulled = step, .applied = step}: the tests read it. Taking the workers in
-    // @hint 2: worker order, not in arrival order, makes every run add the gradients in the same
-    // @hint 2: order, bit for bit. The phases "serve" and "gather" ({.compute = false}) put the two
-    // @hint 2: halves on the timeline.
+    // @hint 1: Serve: every worker gets this step's version and this server's shard of the
+    // @hint 1: parameters, all sent at once, and the server waits until they are delivered. Gather:
+    // @hint 1: every worker's push, one worker after the other in worker order: its header (its
+    // @hint 1: share of the loss) and its gradient shard, added into the shard's gradients as it
+    // @hint 1: arrives, so that they end up holding the sum over all workers, the whole batch's
+    // @hint 1: gradient. Log each push: taken at this step, computed on this step's parameters.
+    // @hint 2: serve: for w in 0 … W−1: post a send of `step` (kTagVersion, one std::int64_t) and
+    // @hint 2: one of the shard's parameters (kTagParams) to worker w's rank; wait for them all.
+    // @hint 2: gather: for w in 0 … W−1: receive the header into headers[w] (kTagHeader); receive
+    // @hint 2: the gradient (kTagGrads) *adding* it into the gradients; loss += its loss share; log
+    // @hint 2: {.worker = w, .clock = step, .pulled = step, .applied = step}. Traps: a plain
+    // @hint 2: receive overwrites the sum with the last worker's gradient; arrival order is just as
+    // @hint 2: correct but not bit for bit the same from run to run. The phases "serve" and
+    // @hint 2: "gather" ({.compute = false}) put the two halves on the timeline.
+    // @hint 3: comm.isend(std::span<const std::int64_t>(&step, 1), layout.worker_rank(w),
+    // @hint 3: kTagVersion); comm.isend(replica.params(), layout.worker_rank(w), kTagParams);
+    // @hint 3: comm.wait_all(serves); comm.recv(h.values, layout.worker_rank(w), kTagHeader);
+    // @hint 3: comm.recv_reduce(replica.grads(), layout.worker_rank(w), ReduceOp::kSum, kTagGrads).
     {
       auto phase = run.phase("serve", {.compute = false});
       std::vector<Request> serves;

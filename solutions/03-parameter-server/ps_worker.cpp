@@ -78,6 +78,19 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
   std::vector<std::int64_t> versions(static_cast<std::size_t>(layout.servers));
   std::vector<Request> pulls;
   const auto post_pull = [&] {
+    // @lab 03.1: Post the pull: from every server, a receive of its version and one of its shard of the parameters, straight into our copy.
+    // @hint 1: The parameters live on the servers, a shard each, and the worker needs all of
+    // @hint 1: them to compute. A pull asks every server for its version and for its shard, and
+    // @hint 1: each shard lands in its own place in the worker's full copy. The receives are only
+    // @hint 1: posted here: the worker waits for them at the top of its next step.
+    // @hint 2: Forget the last pull's requests; then for every server s, in server order: post a
+    // @hint 2: receive of one version (tag kTagVersion) into versions[s], and one of the
+    // @hint 2: parameters of shard s (tag kTagParams) into the replica's parameters of that
+    // @hint 2: range, both from server s's rank. Trap: receive the shard into its range of the
+    // @hint 2: copy, not into the whole buffer: with two servers the second would overwrite the first.
+    // @hint 3: pulls.clear(); pulls.push_back(comm.irecv(std::span<std::int64_t>(&versions[s], 1),
+    // @hint 3: layout.server_rank(s), kTagVersion)); pulls.push_back(comm.irecv(
+    // @hint 3: replica.params(layout.shards[s]), layout.server_rank(s), kTagParams)).
     pulls.clear();
     for (int s = 0; s < layout.servers; ++s) {
       pulls.push_back(comm.irecv(std::span<std::int64_t>(&versions[static_cast<std::size_t>(s)], 1),
@@ -85,6 +98,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       pulls.push_back(comm.irecv(replica.params(layout.shards[static_cast<std::size_t>(s)]),
                                  layout.server_rank(s), kTagParams));
     }
+    // @end
   };
   post_pull();
   for (std::int64_t step = 0;; ++step) {
@@ -113,13 +127,18 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       auto phase = run.phase("straggling", {.flops = (slowdown - 1) * pass.flops,
                                             .bytes = (slowdown - 1) * pass.bytes});
       if (!options.scripted) {
-        // @lab 03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and record how long you really slept.
-        // @hint 1: Read std::chrono::steady_clock::now() before and after
-        // @hint 1: std::this_thread::sleep_for((slowdown - 1) * took), and add the difference in
-        // @hint 1: seconds to the log's straggle_seconds.
-        // @hint 2: Measure around the sleep instead of adding what you asked for: sleep_for may
-        // @hint 2: overshoot, never undershoot. And add to the total: a worker may straggle at many
-        // @hint 2: steps.
+        // @lab 03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and add how long you really slept to the log.
+        // @hint 1: A worker f times slower takes f times its compute time per step: it has already
+        // @hint 1: computed once, so it waits the other f − 1 times, after computing and before
+        // @hint 1: pushing. The log keeps the time it really waited, in its own field, summed over
+        // @hint 1: all its steps: measure the wait itself rather than trusting what was asked for.
+        // @hint 2: asleep = now; sleep for (slowdown − 1) × took (this step's compute time, not the
+        // @hint 2: total so far); straggle_seconds += now − asleep. Traps: slowdown × took waits one
+        // @hint 2: compute time too many; `=` instead of `+=` keeps only the last step's wait; the
+        // @hint 2: wait is not compute time. The sleep may overshoot, never undershoot.
+        // @hint 3: std::chrono::steady_clock::now(); std::this_thread::sleep_for((slowdown - 1) *
+        // @hint 3: took); log.straggle_seconds += std::chrono::duration<double>(now -
+        // @hint 3: asleep).count().
         const auto asleep = std::chrono::steady_clock::now();
         std::this_thread::sleep_for((slowdown - 1) * took);
         log.straggle_seconds +=
@@ -143,13 +162,20 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
     std::vector<Request> pushes;
     {
       auto phase = run.phase("push", {.compute = false});
-      // @lab 03.1: Push the header and the gradient to every server, and post the next pull before waiting.
-      // @hint 1: For every server s, isend header.values (kTagHeader) and the gradient of that
-      // @hint 1: server's shard, replica.grads(layout.shards[s]) (kTagGrads), to
-      // @hint 1: layout.server_rank(s). Then, if `more`, post_pull(); then wait_all on the pushes.
-      // @hint 2: The order avoids a deadlock: an asynchronous server answers a push at once with a
-      // @hint 2: blocking send of parameters, so the worker's receive must be posted before it
-      // @hint 2: waits on its own pushes (chapter text, 'The protocol').
+      // @lab 03.1: Push the header and this server's shard of the gradient to every server; post the next pull before waiting for the pushes.
+      // @hint 1: Every server gets the header (the loss share, the sum of squares, "a gradient
+      // @hint 1: follows") and the part of the gradient that belongs to its shard, nothing more.
+      // @hint 1: The pushes are posted, not waited for one by one, and the next pull is posted
+      // @hint 1: before the worker waits for them (when there is a next step): a server may answer
+      // @hint 1: a push with the next parameters before it has taken the whole push, and its answer
+      // @hint 1: must never wait for us (the text's "The protocol").
+      // @hint 2: for every server s: post a send of the header's three values (kTagHeader) and one
+      // @hint 2: of the gradient of shard s (kTagGrads) to server s's rank; then, if `more`, post
+      // @hint 2: the pull; then wait for all the pushes. Trap: waiting for the pushes first and
+      // @hint 2: posting the pull after them deadlocks against a server that answers early.
+      // @hint 3: pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
+      // @hint 3: pushes.push_back(comm.isend(replica.grads(layout.shards[s]),
+      // @hint 3: layout.server_rank(s), kTagGrads)); if (more) post_pull(); comm.wait_all(pushes).
       for (int s = 0; s < layout.servers; ++s) {
         pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
         pushes.push_back(comm.isend(replica.grads(layout.shards[static_cast<std::size_t>(s)]),
