@@ -51,6 +51,10 @@
 
 namespace dtw::ch03 {
 
+double ps_straggle(double slowdown, std::chrono::duration<double> compute) {
+  DTW_TODO("03.5: Straggle: wait (slowdown − 1) times this step's compute time, and return how long you really waited.");
+}
+
 template <TrainElement T>
 PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions& options,
                 WorkerMode mode) {
@@ -106,9 +110,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       // except under the scripted order, which has the factors already.
       auto phase = run.phase("straggling", {.flops = (slowdown - 1) * pass.flops,
                                             .bytes = (slowdown - 1) * pass.bytes});
-      if (!options.scripted) {
-        DTW_TODO("03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and add how long you really slept to the log.");
-      }
+      if (!options.scripted) log.straggle_seconds += ps_straggle(slowdown, took);
     }
     // crash=w:k counts steps from 1, as the progress line does.
     DTW_CHECK(!(w == options.crash_worker && step + 1 == options.crash_step), Error,

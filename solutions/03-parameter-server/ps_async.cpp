@@ -151,7 +151,7 @@ PsLog ps_async(train::RankRun<T>& run) {
   // @hint 3: announced[v].pending() && comm.test(announced[v]); else comm.wait_any(announced);
   // @hint 3: h.has_gradient(); comm.recv(replica.grads(), layout.worker_rank(w), kTagGrads);
   // @hint 3: DTW_CHECK(std::isfinite(h.loss()) && std::isfinite(h.sum_of_squares()), Error, ...);
-  // @hint 3: replica.clip(h.sum_of_squares()); replica.step(version); ++version; ++clock[w].
+  // @hint 3: replica.clip(h.sum_of_squares()), replica.step(version), ++version, ++clock[w].
   for (int w = 0; w < W; ++w) serve(w);
   int last = W - 1;  // the worker served last: the next search starts after it
   int stopped = 0;   // workers that said they stop

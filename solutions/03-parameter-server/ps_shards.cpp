@@ -23,6 +23,7 @@
 // global norm, exactly as the single device does.
 //
 // (The chapter text's "Check yourself" asks about both halves of this file.)
+#include <cmath>
 #include <span>
 #include <string>
 

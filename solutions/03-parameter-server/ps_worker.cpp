@@ -51,6 +51,26 @@
 
 namespace dtw::ch03 {
 
+double ps_straggle(double slowdown, std::chrono::duration<double> compute) {
+  // @lab 03.5: Straggle: wait (slowdown − 1) times this step's compute time, and return how long you really waited.
+  // @hint 1: A worker f times slower takes f times its compute time per step: it has already
+  // @hint 1: computed once, so it waits the other f − 1 times, after computing and before
+  // @hint 1: pushing. What it reports is the time it really waited, measured around the wait
+  // @hint 1: itself, not the time it asked for: a wait may run over, never short.
+  // @hint 2: start = now; sleep for (slowdown − 1) × compute, in the clock's own fractional
+  // @hint 2: units; return now − start in seconds. Traps: slowdown × compute waits one compute
+  // @hint 2: time too many; a wait rounded to whole milliseconds is no wait at all for a step
+  // @hint 2: of half a millisecond; returning (slowdown − 1) × compute without waiting reports a
+  // @hint 2: straggler that never straggled.
+  // @hint 3: std::chrono::steady_clock::now() before and after std::this_thread::sleep_for of
+  // @hint 3: (slowdown - 1) * compute; return std::chrono::duration<double>(after -
+  // @hint 3: start).count().
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for((slowdown - 1) * compute);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // @end
+}
+
 template <TrainElement T>
 PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions& options,
                 WorkerMode mode) {
@@ -126,25 +146,7 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       // except under the scripted order, which has the factors already.
       auto phase = run.phase("straggling", {.flops = (slowdown - 1) * pass.flops,
                                             .bytes = (slowdown - 1) * pass.bytes});
-      if (!options.scripted) {
-        // @lab 03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and add how long you really slept to the log.
-        // @hint 1: A worker f times slower takes f times its compute time per step: it has already
-        // @hint 1: computed once, so it waits the other f − 1 times, after computing and before
-        // @hint 1: pushing. The log keeps the time it really waited, in its own field, summed over
-        // @hint 1: all its steps: measure the wait itself rather than trusting what was asked for.
-        // @hint 2: asleep = now; sleep for (slowdown − 1) × took (this step's compute time, not the
-        // @hint 2: total so far); straggle_seconds += now − asleep. Traps: slowdown × took waits one
-        // @hint 2: compute time too many; `=` instead of `+=` keeps only the last step's wait; the
-        // @hint 2: wait is not compute time. The sleep may overshoot, never undershoot.
-        // @hint 3: std::chrono::steady_clock::now(); std::this_thread::sleep_for((slowdown - 1) *
-        // @hint 3: took); log.straggle_seconds += std::chrono::duration<double>(now -
-        // @hint 3: asleep).count().
-        const auto asleep = std::chrono::steady_clock::now();
-        std::this_thread::sleep_for((slowdown - 1) * took);
-        log.straggle_seconds +=
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - asleep).count();
-        // @end
-      }
+      if (!options.scripted) log.straggle_seconds += ps_straggle(slowdown, took);
     }
     // crash=w:k counts steps from 1, as the progress line does.
     DTW_CHECK(!(w == options.crash_worker && step + 1 == options.crash_step), Error,
@@ -175,7 +177,8 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       // @hint 2: posting the pull after them deadlocks against a server that answers early.
       // @hint 3: pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
       // @hint 3: pushes.push_back(comm.isend(replica.grads(layout.shards[s]),
-      // @hint 3: layout.server_rank(s), kTagGrads)); if (more) post_pull(); comm.wait_all(pushes).
+      // @hint 3: layout.server_rank(s), kTagGrads)); post_pull() when `more`, and only then
+      // @hint 3: comm.wait_all(pushes).
       for (int s = 0; s < layout.servers; ++s) {
         pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
         pushes.push_back(comm.isend(replica.grads(layout.shards[static_cast<std::size_t>(s)]),

@@ -162,6 +162,8 @@ TEST(PsAsyncTest, TwoServersGiveTheSameTrainingAsOne) {
   const train::RunSpec spec = tiny("mlp-tiny", 4, 6);
   const std::int64_t psi = train::reference_run<double>(spec)->layout.size();
   const std::string half = std::to_string(psi / 2);
+  DTW_TRACE("ps-async, mlp-tiny, 2 servers on halves given by hand against 1 server, 2 workers, "
+            "worker 1 three times slower, scripted order");
   const auto one = run_ps<double>(async_fn<double>(), spec, 3,
                                   knobs({"straggler=1:3", "order=scripted"}), false);
   const auto two = run_ps<double>(
@@ -173,7 +175,9 @@ TEST(PsAsyncTest, TwoServersGiveTheSameTrainingAsOne) {
   expect_same_updates(one.updates[0], two.updates[1], "server 1 of 2 against the only server");
   ASSERT_EQ(two.params.size(), one.params.size());
   for (std::size_t i = 0; i < one.params.size(); ++i)
-    ASSERT_EQ(two.params[i], one.params[i]) << "parameter " << i;
+    ASSERT_EQ(two.params[i], one.params[i])
+        << "parameter " << i << ": each server clips its shard of a push by the norm of the "
+        << "whole push, the Σ g² its worker sent in the header, not by its own shard's";
   // In arrival order the two servers serve different workers at once: a
   // worker blocked on its push to one server while the other sends it a
   // version is the cycle the protocol's order avoids.
