@@ -52,18 +52,7 @@
 // straggler's (what the benchmark's tokens/s shows). Only the first
 // spec.steps rounds are recorded; the pushes in flight at the end are extra.
 //
-// Check yourself:
-// - Why wait on headers and not on the gradients themselves? Posting W
-//   gradient receives at once would need W shard buffers; a 24-byte header per
-//   worker is enough to learn who is ready, and the gradient then goes
-//   straight into the replica.
-// - W = 1: staleness is always 0, the rate is η, the warm-up unchanged; the
-//   run is the reference's, bit for bit (the tests check it).
-// - `order=scripted`: the same loop with the ArrivalScript deciding who comes
-//   next instead of the ready headers, so a test can predict every staleness.
-// - Why take turns and not simply the first header to complete? Several are
-//   often complete at once (the server is the busiest rank); "first" is then
-//   whatever order the search looks in, and a fixed order starves the end of it.
+// Check yourself: the questions at the end of the chapter text's lab section.
 #include <cmath>
 #include <vector>
 

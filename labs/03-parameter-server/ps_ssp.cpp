@@ -37,13 +37,7 @@
 // workers: about f compute times for the straggler's clock, but the fast
 // workers fill the wait with up to s clocks of their own.
 //
-// Check yourself:
-// - Why a separate sum per clock and not one running sum? A fast worker's
-//   clock c + 1 push may arrive before clock c is complete; added to clock
-//   c's sum it would be applied a step early, twice as strong.
-// - With s = 0, why is the result bitwise that of ps_sync under
-//   `order=scripted`? Equal factors make the pushes arrive in worker order,
-//   so the sums are added in the same order.
+// Check yourself: the questions at the end of the chapter text's lab section.
 #include <algorithm>
 #include <cmath>
 #include <map>

@@ -37,11 +37,7 @@
 //   an error naming it — the runtime cancels our blocked receive when any
 //   rank fails, so this loop never waits forever (try `--set crash=1:3`).
 //
-// Check yourself:
-// - Why does the server record the loss, not the worker? Only the server
-//   sees every worker's share of it.
-// - S = 1, W = 3, Ψ = 1 M floats: bytes on the server's link per step?
-//   3·4 MB each way (plus 96 bytes of versions and headers); a worker's: 4 MB.
+// Check yourself: the questions at the end of the chapter text's lab section.
 #include <cmath>
 #include <memory>
 #include <vector>
