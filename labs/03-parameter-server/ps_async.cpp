@@ -73,8 +73,7 @@ PsLog ps_async(train::RankRun<T>& run) {
   const int W = layout.workers;
   // Each update is one worker's B/W rows: the rate and the warm-up follow.
   train::RunSpec own = spec;
-  own.set_lr(spec.lr() * (options.lr_scale > 0 ? options.lr_scale : 1.0 / W));
-  own.warmup_steps = spec.warmup_steps * W;
+  DTW_TODO("03.2: Give the server the learning rate and warm-up of updates that each hold one worker's rows.");
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(own, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
   const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric

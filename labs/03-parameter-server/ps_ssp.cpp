@@ -95,25 +95,6 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     held[i] = 0;
     script.released(w);
   };
-  // Steps a complete clock's sum: the servers' global norm, one optimizer
-  // step, the clock's loss. (The global norm is step 03.4's.)
-  const auto step_clock = [&](Clock<T>& k) {
-    DTW_CHECK(std::isfinite(k.loss), Error,
-              "ps-ssp: step " << version + 1 << " of " << spec.steps
-                               << ": the loss is " << k.loss << " (not finite): diverged");
-    auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
-    comm.copy_local(replica.grads(), k.sum.span());
-    replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
-    replica.step(version);
-    run.record_loss(version, k.loss);
-  };
-  // A new clock's sum: zeros of the shard's size, counted as a communication buffer.
-  const auto new_clock = [&] {
-    Clock<T> k{Array<T>(run.exec(), shard.size(), MemoryCategory::kCommBuffers)};
-    k.sum.fill(T(0));
-    return k;
-  };
-
   DTW_TODO("03.3: Serve every worker; until every clock is stepped, add each push into its own clock's sum, step each complete clock in order, and serve the workers the bound lets go on.");
   run.report(replica);
   return log;

@@ -87,13 +87,8 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
   post_pull();
   for (std::int64_t step = 0;; ++step) {
     comm.wait_all(pulls);  // the parameters of the version the servers gave us
-    if (async && versions[0] >= W * spec.steps) {
-      // Asynchronous training ends when the servers have applied W·steps
-      // pushes, whoever sent them: a fast worker pushes more than a slow one.
-      // Tell every server we stop (a header without a gradient).
-      const PushHeader done{{0, 0, 0}};
-      for (int s = 0; s < layout.servers; ++s) comm.send(done.values, layout.server_rank(s), kTagHeader);
-      break;
+    if (async) {
+      DTW_TODO("03.2: Stop once the servers have applied W·steps pushes in all, and tell every server so.");
     }
 
     const auto start = std::chrono::steady_clock::now();
@@ -117,11 +112,6 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
               "ps: worker " << w << " (rank " << comm.rank() << ") crashed before its push of step "
                             << step + 1 << " (crash=" << w << ":" << step + 1 << ", a fault drill)");
 
-    // Σ g² of our whole gradient: an asynchronous server clips our push by
-    // it alone (it holds only a shard, and no other push shares this step).
-    const std::span<T> g = replica.grads();
-    const PushHeader header{
-        {weight * loss, kernels::sum_of_squares(g.data(), static_cast<std::int64_t>(g.size())), 1}};
     // Synchronous servers take exactly spec.steps pushes; an asynchronous one
     // answers every push with a pull, and we decide after it whether to go on.
     const bool more = async || step + 1 < spec.steps;

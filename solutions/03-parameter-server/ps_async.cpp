@@ -73,8 +73,17 @@ PsLog ps_async(train::RankRun<T>& run) {
   const int W = layout.workers;
   // Each update is one worker's B/W rows: the rate and the warm-up follow.
   train::RunSpec own = spec;
+  // @lab 03.2: Give the server the learning rate and warm-up of updates that each hold one worker's rows.
+  // @hint 1: Each push is one worker's mean gradient on B/W rows, applied alone: at the
+  // @hint 1: synchronous rate W of them per round move the parameters W times as far as one
+  // @hint 1: synchronous step. So the rate comes down by W (or by the lr_scale knob when it is
+  // @hint 1: given), and the warm-up lasts W times as many updates.
+  // @hint 2: own's rate = spec's × (lr_scale if > 0, else 1/W); own's warm-up = spec's × W.
+  // @hint 3: own.set_lr(spec.lr() * (options.lr_scale > 0 ? options.lr_scale : 1.0 / W));
+  // @hint 3: own.warmup_steps = spec.warmup_steps * W.
   own.set_lr(spec.lr() * (options.lr_scale > 0 ? options.lr_scale : 1.0 / W));
   own.warmup_steps = spec.warmup_steps * W;
+  // @end
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(own, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
   const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric

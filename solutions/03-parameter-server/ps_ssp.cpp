@@ -95,25 +95,6 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     held[i] = 0;
     script.released(w);
   };
-  // Steps a complete clock's sum: the servers' global norm, one optimizer
-  // step, the clock's loss. (The global norm is step 03.4's.)
-  const auto step_clock = [&](Clock<T>& k) {
-    DTW_CHECK(std::isfinite(k.loss), Error,
-              "ps-ssp: step " << version + 1 << " of " << spec.steps
-                               << ": the loss is " << k.loss << " (not finite): diverged");
-    auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
-    comm.copy_local(replica.grads(), k.sum.span());
-    replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
-    replica.step(version);
-    run.record_loss(version, k.loss);
-  };
-  // A new clock's sum: zeros of the shard's size, counted as a communication buffer.
-  const auto new_clock = [&] {
-    Clock<T> k{Array<T>(run.exec(), shard.size(), MemoryCategory::kCommBuffers)};
-    k.sum.fill(T(0));
-    return k;
-  };
-
   // @lab 03.3: Serve every worker; until every clock is stepped, add each push into its own clock's sum, step each complete clock in order, and serve the workers the bound lets go on.
   // @hint 1: The server still takes one optimizer step per clock, on the sum of that clock's W
   // @hint 1: pushes, but a worker that pushed does not wait for its clock to be stepped: it is
@@ -126,15 +107,21 @@ PsLog ps_ssp(train::RankRun<T>& run) {
   // @hint 2: options.scripted, else the first to arrive); c = clock[w]; the sum of clock c (made
   // @hint 2: by its first push) += w's gradient; its loss += the header's; count the push; log
   // @hint 2: {.worker = w, .clock = c, .pulled = pulled[w], .applied = c}; clock[w] += 1; w is held
-  // @hint 2: if it has clocks left. While clock `version` has all W pushes: step it, drop it,
-  // @hint 2: version += 1. Then serve every held worker v with clock[v] − s ≤ version: its next
+  // @hint 2: if it has clocks left. While clock `version` has all W pushes: copy its sum into the
+  // @hint 2: gradients, clip by the servers' global norm, step(version), record its loss, drop
+  // @hint 2: it, version += 1. Then serve every held worker v with clock[v] − s ≤ version: its next
   // @hint 2: clock is then at most s ahead, so every staleness is ≤ s and s = 0 is synchronous.
   // @hint 2: Traps: `<` instead of `≤` never reaches the bound (s = 0 deadlocks); one running sum
   // @hint 2: applies a fast worker's next clock a step early.
   // @hint 3: serve(w); script.next(), comm.wait(announced[w]) or comm.wait_any(announced);
-  // @hint 3: open.find(c), open.emplace(c, new_clock()); comm.recv_reduce(it->second.sum.span(),
-  // @hint 3: layout.worker_rank(w), ReduceOp::kSum, kTagGrads); headers[w].loss(); step_clock(k);
-  // @hint 3: open.erase(it).
+  // @hint 3: open.find(c), open.emplace(c, Clock<T>{Array<T>(run.exec(), shard.size(),
+  // @hint 3: MemoryCategory::kCommBuffers)}), sum.fill(T(0)); comm.recv_reduce(sum.span(),
+  // @hint 3: layout.worker_rank(w), ReduceOp::kSum, kTagGrads); headers[w].loss(). Stepping:
+  // @hint 3: comm.copy_local(replica.grads(), k.sum.span()), replica.clip(global_sum_of_squares(
+  // @hint 3: *servers, replica.local_sum_of_squares())), replica.step(version),
+  // @hint 3: run.record_loss(version, k.loss), open.erase(it); DTW_CHECK(std::isfinite(k.loss),
+  // @hint 3: Error, "ps-ssp: step <version + 1> of <steps>: the loss is ... (not finite):
+  // @hint 3: diverged") before it; the phase "optimizer" around it.
   for (int w = 0; w < W; ++w) serve(w);
   while (version < spec.steps) {
     int w = 0;
@@ -147,7 +134,11 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     const auto i = static_cast<std::size_t>(w);
     const std::int64_t c = clock[i];
     auto it = open.find(c);
-    if (it == open.end()) it = open.emplace(c, new_clock()).first;
+    if (it == open.end()) {  // the clock's first push: a zeroed sum, a counted buffer
+      it = open.emplace(c, Clock<T>{Array<T>(run.exec(), shard.size(), MemoryCategory::kCommBuffers)})
+               .first;
+      it->second.sum.fill(T(0));
+    }
     comm.recv_reduce(it->second.sum.span(), layout.worker_rank(w), ReduceOp::kSum, kTagGrads);
     it->second.loss += headers[i].loss();
     ++it->second.pushes;
@@ -157,7 +148,15 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     // Step every complete clock, oldest first.
     for (auto done = open.find(version); done != open.end() && done->second.pushes == W;
          done = open.find(version)) {
-      step_clock(done->second);
+      Clock<T>& k = done->second;
+      DTW_CHECK(std::isfinite(k.loss), Error,
+                "ps-ssp: step " << version + 1 << " of " << spec.steps
+                                 << ": the loss is " << k.loss << " (not finite): diverged");
+      auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
+      comm.copy_local(replica.grads(), k.sum.span());
+      replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
+      replica.step(version);
+      run.record_loss(version, k.loss);
       open.erase(done);
       ++version;
     }

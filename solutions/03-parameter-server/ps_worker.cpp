@@ -123,13 +123,23 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
   post_pull();
   for (std::int64_t step = 0;; ++step) {
     comm.wait_all(pulls);  // the parameters of the version the servers gave us
-    if (async && versions[0] >= W * spec.steps) {
-      // Asynchronous training ends when the servers have applied W·steps
-      // pushes, whoever sent them: a fast worker pushes more than a slow one.
-      // Tell every server we stop (a header without a gradient).
-      const PushHeader done{{0, 0, 0}};
-      for (int s = 0; s < layout.servers; ++s) comm.send(done.values, layout.server_rank(s), kTagHeader);
-      break;
+    if (async) {
+      // @lab 03.2: Stop once the servers have applied W·steps pushes in all, and tell every server so.
+      // @hint 1: Asynchronous training ends when the servers have applied W·steps pushes, whoever
+      // @hint 1: sent them (a fast worker pushes more often than a slow one): the version a pull
+      // @hint 1: brings says how many. A worker that sees the goal reached computes nothing more
+      // @hint 1: and tells every server it stops, with a header that carries no gradient.
+      // @hint 2: if server 0's version ≥ W × steps: for every server, send the header {0, 0, 0}
+      // @hint 2: (tag kTagHeader), and leave the loop. Trap: `>` computes one push past the goal.
+      // @hint 3: versions[0] >= W * spec.steps; const PushHeader done{{0, 0, 0}};
+      // @hint 3: comm.send(done.values, layout.server_rank(s), kTagHeader); break.
+      if (versions[0] >= W * spec.steps) {
+        const PushHeader done{{0, 0, 0}};
+        for (int s = 0; s < layout.servers; ++s)
+          comm.send(done.values, layout.server_rank(s), kTagHeader);
+        break;
+      }
+      // @end
     }
 
     const auto start = std::chrono::steady_clock::now();
@@ -153,11 +163,6 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
               "ps: worker " << w << " (rank " << comm.rank() << ") crashed before its push of step "
                             << step + 1 << " (crash=" << w << ":" << step + 1 << ", a fault drill)");
 
-    // Σ g² of our whole gradient: an asynchronous server clips our push by
-    // it alone (it holds only a shard, and no other push shares this step).
-    const std::span<T> g = replica.grads();
-    const PushHeader header{
-        {weight * loss, kernels::sum_of_squares(g.data(), static_cast<std::int64_t>(g.size())), 1}};
     // Synchronous servers take exactly spec.steps pushes; an asynchronous one
     // answers every push with a pull, and we decide after it whether to go on.
     const bool more = async || step + 1 < spec.steps;
@@ -170,15 +175,23 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       // @hint 1: The pushes are posted, not waited for one by one, and the next pull is posted
       // @hint 1: before the worker waits for them (when there is a next step): a server may answer
       // @hint 1: a push with the next parameters before it has taken the whole push, and its answer
-      // @hint 1: must never wait for us (the text's "The protocol").
-      // @hint 2: for every server s: post a send of the header's three values (kTagHeader) and one
+      // @hint 1: must never wait for us (the text's "The protocol"). The header's sum of squares
+      // @hint 1: is that of the whole gradient: an asynchronous server clips our push by it alone,
+      // @hint 1: and holds only a shard of it. Its loss is our rows' share of the batch's loss.
+      // @hint 2: header = {weight × loss, Σ g² over the whole gradient, 1}. For every server s:
+      // @hint 2: post a send of the header's three values (kTagHeader) and one
       // @hint 2: of the gradient of shard s (kTagGrads) to server s's rank; then, if `more`, post
       // @hint 2: the pull; then wait for all the pushes. Trap: waiting for the pushes first and
       // @hint 2: posting the pull after them deadlocks against a server that answers early.
+      // @hint 3: kernels::sum_of_squares(g.data(), g.size()) of g = replica.grads(); const
+      // @hint 3: PushHeader header{{weight * loss, that, 1}};
       // @hint 3: pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
       // @hint 3: pushes.push_back(comm.isend(replica.grads(layout.shards[s]),
       // @hint 3: layout.server_rank(s), kTagGrads)); post_pull() when `more`, and only then
       // @hint 3: comm.wait_all(pushes).
+      const std::span<T> g = replica.grads();
+      const PushHeader header{
+          {weight * loss, kernels::sum_of_squares(g.data(), static_cast<std::int64_t>(g.size())), 1}};
       for (int s = 0; s < layout.servers; ++s) {
         pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
         pushes.push_back(comm.isend(replica.grads(layout.shards[static_cast<std::size_t>(s)]),

@@ -41,6 +41,8 @@ TEST(AsyncAtSyncLrPitfallTest, DivergesAndStopsAtTheFirstNonFiniteLoss) {
 }
 
 TEST(AsyncAtSyncLrPitfallTest, TheSameRunAtTheRateOverWTrains) {
+  DTW_TRACE("ps-async at the rate over W: gpt-tiny, SGD with momentum at 0.1, 4 workers, scripted "
+            "order (each update is one worker's rows: the server's rate is η/W, its warm-up W× as long)");
   const auto sync = testing::run_ps<float>(testing::sync_fn<float>(), sgd_run(), 5, knobs({}), false);
   const auto async = testing::run_ps<float>(testing::async_fn<float>(), sgd_run(), 5,
                                             knobs({"order=scripted"}), false);
