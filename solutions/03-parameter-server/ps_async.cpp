@@ -143,8 +143,8 @@ PsLog ps_async(train::RankRun<T>& run) {
   // @hint 2: loss or Σ g² with an Error 'ps-async: update <version>: worker <w> (rank <its rank>)
   // @hint 2: ...' saying it was computed on parameters '<version − pulled[w]> updates stale:
   // @hint 2: diverged', clip, step(version), advance version and clock[w], serve(w), last = w,
-  // @hint 2: record_round(w, h). Trap: serve after stepping, or the worker computes on old
-  // @hint 2: parameters and its staleness is logged wrong.
+  // @hint 2: record_round(w, h). Traps: serve only after stepping (served before, the worker
+  // @hint 2: computes on parameters one update old); never start the search at worker 0.
   // @hint 3: serve(w); script.computing(), script.next(), comm.wait(announced[w]); the sweep:
   // @hint 3: announced[v].pending() && comm.test(announced[v]); else comm.wait_any(announced);
   // @hint 3: h.has_gradient(); comm.recv(replica.grads(), layout.worker_rank(w), kTagGrads);
