@@ -5,6 +5,7 @@
 // run with an error naming it on every rank, instead of a server that waits.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "dtw/errors.h"
@@ -66,6 +67,10 @@ TEST(DyingWorkerPitfallTest, EveryRankLearnsWhichRankFailed) {
     train::RankRun<double> run(comm, spec, k);
     pitfalls::dying_worker(run);
   });
+  // An unwritten step (a DTW_TODO) is not the failure expected here: let it
+  // through, so that dtw check counts the test as waiting on that step.
+  for (const RankError& e : report.errors)
+    if (e.message.find("(NotImplemented)") != std::string::npos) throw std::runtime_error(e.message);
   ASSERT_EQ(report.errors.size(), 4u) << "every rank ends with an error, none waits";
   for (const RankError& e : report.errors) {
     if (e.rank == 2) {

@@ -129,6 +129,9 @@ void expect_error(const PsFn<T>& fn, const train::RunSpec& spec, int ranks, cons
     run_ps<T>(fn, spec, ranks, k, false);
     ADD_FAILURE() << "no error; expected one containing: " << text;
   } catch (const E& e) {
+    // An unwritten step (a DTW_TODO) is not the error expected here: let it
+    // through, so that dtw check counts the test as waiting on that step.
+    if (std::string(e.what()).find("(NotImplemented)") != std::string::npos) throw;
     EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
   }
 }
