@@ -92,7 +92,7 @@ DTW_TEST_STEPS(StraggleTest, "03.5");
 TEST(StraggleTest, WaitsTheFactorMinusOneTimesTheComputeTimeAndSaysHowLong) {
   using Seconds = std::chrono::duration<double>;
   for (const double f : {1.5, 3.0}) {
-    for (const double c : {0.0007, 0.004, 0.02}) {
+    for (const double c : {0.0007, 0.004, 0.02, 0.1}) {
       DTW_TRACE("ps_straggle(" << f << ", " << c * 1000 << " ms of compute)");
       const auto start = std::chrono::steady_clock::now();
       const double got = ps_straggle(f, Seconds(c));
@@ -106,10 +106,14 @@ TEST(StraggleTest, WaitsTheFactorMinusOneTimesTheComputeTimeAndSaysHowLong) {
       EXPECT_LE(got, took * 1.0001 + 1e-6)
           << "returned " << got * 1000 << " ms but the call took " << took * 1000
           << " ms: return the time measured around the wait, not the time asked for";
-      EXPECT_LE(got, 1.3 * (f - 1) * c + 0.004)
-          << "returned " << got * 1000 << " ms for (f − 1) × compute = " << (f - 1) * c * 1000
-          << " ms: the worker has already computed once, so it waits f − 1 times, not f, and "
-          << "the return is in seconds";
+      // Nor much longer: half a compute time of slack for what a loaded
+      // machine's sleep overshoots, checked where that is 50 ms.
+      if (c >= 0.1) {
+        EXPECT_LE(got, (f - 1) * c + 0.5 * c)
+            << "returned " << got * 1000 << " ms for (f − 1) × compute = " << (f - 1) * c * 1000
+            << " ms: the worker has already computed once, so it waits f − 1 times, not f, and "
+            << "the return is in seconds";
+      }
     }
   }
   EXPECT_LT(ps_straggle(1.0, Seconds(0.01)), 0.004) << "slowdown 1: no wait";
@@ -132,17 +136,6 @@ TEST(PsStragglerTest, EveryStragglerSleepsItsFactorMinusOneTimesItsComputeTime) 
   EXPECT_GE(logs[1].straggle_seconds, 0.5 * logs[1].compute_seconds * 0.999)
       << "worker 1 computed " << logs[1].compute_seconds << " s and slept "
       << logs[1].straggle_seconds << " s";
-  // Nor much longer: (f − 1)·c plus what sleep_for overshoots (a few ms per
-  // step on a loaded machine). Worker 1 at 1.5× must sleep about half its
-  // compute time; f·c (three times that) or the total compute so far is too much.
-  const int steps = 8;
-  for (int w : {0, 1}) {
-    const double f = w == 0 ? 3 : 1.5;
-    EXPECT_LE(logs[w].straggle_seconds, 1.3 * (f - 1) * logs[w].compute_seconds + 0.005 * steps)
-        << "worker " << w << " (f = " << f << ") computed " << logs[w].compute_seconds
-        << " s and slept " << logs[w].straggle_seconds << " s: a straggler waits (f − 1) times "
-        << "this step's compute time after computing (it already spent one), not f times";
-  }
 }
 
 TEST(PsStragglerTest, OnlyStragglersSleepAndNeverUnderScriptedOrder) {
