@@ -38,6 +38,10 @@
 //   rank fails, so this loop never waits forever (try `--set crash=1:3`).
 //
 // Check yourself: the questions at the end of the chapter text's lab section.
+//
+// Given below: the layout and the servers' own communicator, the shard's
+// replica, the loop over steps. Yours (step 03.1): each step's serve, gather
+// and optimizer step.
 #include <cmath>
 #include <memory>
 #include <vector>
