@@ -13,6 +13,4 @@ dtw_add_chapter(03-parameter-server
   BACKENDS threads mpi
   MPI_TIMEOUT 300
   BENCH parameter_server_bench.cpp server_link_bench.cpp
-  # One planted bug per step until this chapter's lab is reworked to the
-  # three-per-step rule (docs/adding-a-chapter.md, "Planted bugs").
-  PLANTED_PER_STEP 1)
+  PLANTED_PER_STEP 3)

@@ -41,6 +41,7 @@
 /// dtw::InvalidArgument naming the values, on every rank, before any message.
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -178,6 +179,16 @@ class ArrivalScript {
 /// server communicator with chapter 01's allreduce (one server: `local`).
 /// Step 03.4.
 double global_sum_of_squares(Comm& servers, double local);
+
+/// The straggler's injected delay (step 03.5). A worker `slowdown` times
+/// slower has just spent `compute` on this step's forward and backward; it
+/// now waits the other (slowdown − 1) × compute, so that the step takes
+/// slowdown × compute, as on a slower device. Returns the seconds it really
+/// waited, measured around the wait (a sleep may overshoot, never undershoot).
+/// slowdown ≥ 1; at 1 it returns at once. ps_worker calls it after computing
+/// a step whose factor is above 1, except under `order=scripted`, and adds
+/// what it returns to PsLog::straggle_seconds.
+double ps_straggle(double slowdown, std::chrono::duration<double> compute);
 
 /// Which kind of server a worker works for.
 enum class WorkerMode {

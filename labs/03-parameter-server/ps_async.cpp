@@ -52,18 +52,7 @@
 // straggler's (what the benchmark's tokens/s shows). Only the first
 // spec.steps rounds are recorded; the pushes in flight at the end are extra.
 //
-// Check yourself:
-// - Why wait on headers and not on the gradients themselves? Posting W
-//   gradient receives at once would need W shard buffers; a 24-byte header per
-//   worker is enough to learn who is ready, and the gradient then goes
-//   straight into the replica.
-// - W = 1: staleness is always 0, the rate is η, the warm-up unchanged; the
-//   run is the reference's, bit for bit (the tests check it).
-// - `order=scripted`: the same loop with the ArrivalScript deciding who comes
-//   next instead of the ready headers, so a test can predict every staleness.
-// - Why take turns and not simply the first header to complete? Several are
-//   often complete at once (the server is the busiest rank); "first" is then
-//   whatever order the search looks in, and a fixed order starves the end of it.
+// Check yourself: the questions at the end of the chapter text's lab section.
 #include <cmath>
 #include <vector>
 
@@ -84,8 +73,7 @@ PsLog ps_async(train::RankRun<T>& run) {
   const int W = layout.workers;
   // Each update is one worker's B/W rows: the rate and the warm-up follow.
   train::RunSpec own = spec;
-  own.set_lr(spec.lr() * (options.lr_scale > 0 ? options.lr_scale : 1.0 / W));
-  own.warmup_steps = spec.warmup_steps * W;
+  DTW_TODO("03.2: Give the server the learning rate and warm-up of updates that each hold one worker's rows.");
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(own, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
   const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric
@@ -106,30 +94,26 @@ PsLog ps_async(train::RankRun<T>& run) {
     pulled[i] = version;
     if (version < goal) script.released(w);  // else it stops: no push to expect
   };
-  DTW_TODO("03.2: Serve every worker version 0.");
-
   // Each worker's share of a batch (rows/B): a round's mean loss weighs its pushes by it.
   std::vector<double> weight(static_cast<std::size_t>(W));
   for (int w = 0; w < W; ++w)
     weight[static_cast<std::size_t>(w)] =
         static_cast<double>(train::shard_rows(spec, w, W).size()) / static_cast<double>(spec.batch);
   double round_loss = 0, round_weight = 0;  // Σ loss shares and Σ weights of this round's pushes
-  int stopped = 0;                          // workers that said they stop
-  while (stopped < W) {
-    int w = 0;     // the worker whose header this is
-    PushHeader h;  // a copy of it (serving w posts its next receive into headers[w])
-    DTW_TODO("03.2: Take the next ready worker's header, in turn, and apply its push as one optimizer step, then serve that worker again.");
-
-    // Every W updates, the round's mean loss (pushes weighed by their rows),
-    // for the first spec.steps rounds (pushes in flight at the end are extra).
-    if (version > goal) continue;
+  // Call after applying worker w's push h (version already counts it): every W
+  // updates, the round's mean loss (pushes weighed by their rows), for the
+  // first spec.steps rounds (pushes in flight at the end are extra).
+  const auto record_round = [&](int w, const PushHeader& h) {
+    if (version > goal) return;
     round_loss += h.loss();
     round_weight += weight[static_cast<std::size_t>(w)];
     if (version % W == 0) {
       run.record_loss(version / W - 1, round_loss / round_weight);
       round_loss = round_weight = 0;
     }
-  }
+  };
+
+  DTW_TODO("03.2: Serve every worker; until all have stopped, apply each ready worker's push in turn as one optimizer step and serve that worker again.");
   run.report(replica);
   return log;
 }

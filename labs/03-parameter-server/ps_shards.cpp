@@ -22,15 +22,12 @@
 // (8 bytes, off the workers' links) and then each clips its shard by the same
 // global norm, exactly as the single device does.
 //
-// Check yourself:
-// - Ψ = 10, S = 3: which ranges? [0, 4), [4, 7), [7, 10) (dtw::Chunks).
-// - Why contiguous ranges and not every S-th element? A worker's pull and
-//   push of a shard is then one message of one span of its replica.
+// (The chapter text's "Check yourself" asks about both halves of this file.)
+#include <cmath>
 #include <span>
 #include <string>
 
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
-#include "dtw/chunks.h"
 #include "dtw/errors.h"
 #include "parameter_server.h"
 
@@ -86,20 +83,18 @@ PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options)
   }
 
   if (layout.servers == 1) {
-    layout.shards.push_back({0, model_size});
+    layout.shards.push_back({0, model_size});  // one server holds the whole model
   } else {
     DTW_CHECK_ARG(model_size >= layout.servers,
                   "ps: " << layout.servers << " servers for " << model_size << " parameters");
-    DTW_TODO("03.4: Split [0, model_size) into one contiguous, nearly equal shard per server.");
+    DTW_TODO("03.4: Split [0, model_size) into one contiguous, nearly equal shard per server, the longer ones first.");
   }
   return layout;
 }
 
 double global_sum_of_squares(Comm& servers, double local) {
   if (servers.size() == 1) return local;  // one server holds the whole gradient
-  double sum = local;
-  DTW_TODO("03.4: Add up the servers' sums of squares, so that every server clips by the whole gradient's norm.");
-  return sum;
+  DTW_TODO("03.4: Return the whole gradient's sum of squares, from every server's sum over its shard.");
 }
 
 }  // namespace dtw::ch03

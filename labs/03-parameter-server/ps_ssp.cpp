@@ -37,13 +37,7 @@
 // workers: about f compute times for the straggler's clock, but the fast
 // workers fill the wait with up to s clocks of their own.
 //
-// Check yourself:
-// - Why a separate sum per clock and not one running sum? A fast worker's
-//   clock c + 1 push may arrive before clock c is complete; added to clock
-//   c's sum it would be applied a step early, twice as strong.
-// - With s = 0, why is the result bitwise that of ps_sync under
-//   `order=scripted`? Equal factors make the pushes arrive in worker order,
-//   so the sums are added in the same order.
+// Check yourself: the questions at the end of the chapter text's lab section.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -101,11 +95,7 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     held[i] = 0;
     script.released(w);
   };
-  DTW_TODO("03.3: Serve every worker version 0.");
-
-  while (version < spec.steps) {
-    DTW_TODO("03.3: Add the next push into the sum of its clock, step every complete clock, and serve the workers the bound lets go on.");
-  }
+  DTW_TODO("03.3: Serve every worker; until every clock is stepped, add each push into its own clock's sum, step each complete clock in order, and serve the workers the bound lets go on.");
   run.report(replica);
   return log;
 }

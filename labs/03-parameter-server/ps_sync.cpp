@@ -37,11 +37,11 @@
 //   an error naming it — the runtime cancels our blocked receive when any
 //   rank fails, so this loop never waits forever (try `--set crash=1:3`).
 //
-// Check yourself:
-// - Why does the server record the loss, not the worker? Only the server
-//   sees every worker's share of it.
-// - S = 1, W = 3, Ψ = 1 M floats: bytes on the server's link per step?
-//   3·4 MB each way (plus 96 bytes of versions and headers); a worker's: 4 MB.
+// Check yourself: the questions at the end of the chapter text's lab section.
+//
+// Given below: the layout and the servers' own communicator, the shard's
+// replica, the loop over steps. Yours (step 03.1): each step's serve, gather
+// and optimizer step.
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -70,17 +70,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
   std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    DTW_TODO("03.1: Serve every worker this step's parameters, then take every worker's push and add it into the shard's gradients.");
-    DTW_CHECK(std::isfinite(loss), Error,
-              "ps-sync: step " << step + 1 << " of " << spec.steps << ": the loss is " << loss << " (not finite): diverged");
-    {
-      auto phase = run.phase("optimizer", {.flops = step_cost.flops, .bytes = step_cost.bytes});
-      // Without clipping the servers need no norm, and no exchange between them.
-      if (spec.clip_norm > 0)
-        replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
-      replica.step(step);
-    }
-    run.record_loss(step, loss);
+    DTW_TODO("03.1: Serve every worker this step's parameters, add up every worker's push into the shard's gradients, and take the step.");
   }
   run.report(replica);
   return log;

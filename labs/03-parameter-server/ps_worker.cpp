@@ -51,6 +51,10 @@
 
 namespace dtw::ch03 {
 
+double ps_straggle(double slowdown, std::chrono::duration<double> compute) {
+  DTW_TODO("03.5: Straggle: wait (slowdown − 1) times this step's compute time, and return how long you really waited.");
+}
+
 template <TrainElement T>
 PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions& options,
                 WorkerMode mode) {
@@ -78,24 +82,13 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
   std::vector<std::int64_t> versions(static_cast<std::size_t>(layout.servers));
   std::vector<Request> pulls;
   const auto post_pull = [&] {
-    pulls.clear();
-    for (int s = 0; s < layout.servers; ++s) {
-      pulls.push_back(comm.irecv(std::span<std::int64_t>(&versions[static_cast<std::size_t>(s)], 1),
-                                 layout.server_rank(s), kTagVersion));
-      pulls.push_back(comm.irecv(replica.params(layout.shards[static_cast<std::size_t>(s)]),
-                                 layout.server_rank(s), kTagParams));
-    }
+    DTW_TODO("03.1: Post the pull: from every server, a receive of its version and one of its shard of the parameters, straight into our copy.");
   };
   post_pull();
   for (std::int64_t step = 0;; ++step) {
     comm.wait_all(pulls);  // the parameters of the version the servers gave us
-    if (async && versions[0] >= W * spec.steps) {
-      // Asynchronous training ends when the servers have applied W·steps
-      // pushes, whoever sent them: a fast worker pushes more than a slow one.
-      // Tell every server we stop (a header without a gradient).
-      const PushHeader done{{0, 0, 0}};
-      for (int s = 0; s < layout.servers; ++s) comm.send(done.values, layout.server_rank(s), kTagHeader);
-      break;
+    if (async) {
+      DTW_TODO("03.2: Stop once the servers have applied W·steps pushes in all, and tell every server so.");
     }
 
     const auto start = std::chrono::steady_clock::now();
@@ -112,27 +105,20 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       // except under the scripted order, which has the factors already.
       auto phase = run.phase("straggling", {.flops = (slowdown - 1) * pass.flops,
                                             .bytes = (slowdown - 1) * pass.bytes});
-      if (!options.scripted) {
-        DTW_TODO("03.5: Straggle: sleep (slowdown − 1) times this step's compute time, and record how long you really slept.");
-      }
+      if (!options.scripted) log.straggle_seconds += ps_straggle(slowdown, took);
     }
     // crash=w:k counts steps from 1, as the progress line does.
     DTW_CHECK(!(w == options.crash_worker && step + 1 == options.crash_step), Error,
               "ps: worker " << w << " (rank " << comm.rank() << ") crashed before its push of step "
                             << step + 1 << " (crash=" << w << ":" << step + 1 << ", a fault drill)");
 
-    // Σ g² of our whole gradient: an asynchronous server clips our push by
-    // it alone (it holds only a shard, and no other push shares this step).
-    const std::span<T> g = replica.grads();
-    const PushHeader header{
-        {weight * loss, kernels::sum_of_squares(g.data(), static_cast<std::int64_t>(g.size())), 1}};
     // Synchronous servers take exactly spec.steps pushes; an asynchronous one
     // answers every push with a pull, and we decide after it whether to go on.
     const bool more = async || step + 1 < spec.steps;
     std::vector<Request> pushes;
     {
       auto phase = run.phase("push", {.compute = false});
-      DTW_TODO("03.1: Push the header and the gradient to every server, and post the next pull before waiting.");
+      DTW_TODO("03.1: Push the header and this server's shard of the gradient to every server; post the next pull before waiting for the pushes.");
     }
     replica.zero_grads();  // forward_backward adds: start the next step from zero
     if (!more) break;

@@ -52,18 +52,7 @@
 // straggler's (what the benchmark's tokens/s shows). Only the first
 // spec.steps rounds are recorded; the pushes in flight at the end are extra.
 //
-// Check yourself:
-// - Why wait on headers and not on the gradients themselves? Posting W
-//   gradient receives at once would need W shard buffers; a 24-byte header per
-//   worker is enough to learn who is ready, and the gradient then goes
-//   straight into the replica.
-// - W = 1: staleness is always 0, the rate is η, the warm-up unchanged; the
-//   run is the reference's, bit for bit (the tests check it).
-// - `order=scripted`: the same loop with the ArrivalScript deciding who comes
-//   next instead of the ready headers, so a test can predict every staleness.
-// - Why take turns and not simply the first header to complete? Several are
-//   often complete at once (the server is the busiest rank); "first" is then
-//   whatever order the search looks in, and a fixed order starves the end of it.
+// Check yourself: the questions at the end of the chapter text's lab section.
 #include <cmath>
 #include <vector>
 
@@ -84,8 +73,17 @@ PsLog ps_async(train::RankRun<T>& run) {
   const int W = layout.workers;
   // Each update is one worker's B/W rows: the rate and the warm-up follow.
   train::RunSpec own = spec;
+  // @lab 03.2: Give the server the learning rate and warm-up of updates that each hold one worker's rows.
+  // @hint 1: Each push is one worker's mean gradient on B/W rows, applied alone: at the
+  // @hint 1: synchronous rate W of them per round move the parameters W times as far as one
+  // @hint 1: synchronous step. So the rate comes down by W (or by the lr_scale knob when it is
+  // @hint 1: given), and the warm-up lasts W times as many updates.
+  // @hint 2: own's rate = spec's × (lr_scale if > 0, else 1/W); own's warm-up = spec's × W.
+  // @hint 3: own.set_lr(spec.lr() * (options.lr_scale > 0 ? options.lr_scale : 1.0 / W));
+  // @hint 3: own.warmup_steps = spec.warmup_steps * W.
   own.set_lr(spec.lr() * (options.lr_scale > 0 ? options.lr_scale : 1.0 / W));
   own.warmup_steps = spec.warmup_steps * W;
+  // @end
   const train::Range shard = layout.shards[static_cast<std::size_t>(comm.rank())];
   train::Replica<T> replica(own, run.exec(), train::ReplicaPlan::range(shard.begin, shard.end));
   const train::Cost step_cost = replica.optimizer_cost();  // for the modeled fabric
@@ -106,54 +104,63 @@ PsLog ps_async(train::RankRun<T>& run) {
     pulled[i] = version;
     if (version < goal) script.released(w);  // else it stops: no push to expect
   };
-  // @lab 03.2: Serve every worker version 0.
-  // @hint 1: Until a worker has its parameters it cannot compute, and no header would ever
-  // @hint 1: arrive: every worker gets version 0 first. Remember who was served last: the
-  // @hint 1: workers take turns from there.
-  // @hint 2: Serve workers 0 … W−1 in order; the last of them is the worker served last.
-  // @hint 3: serve(w) for every worker w, then int last = W - 1.
-  for (int w = 0; w < W; ++w) serve(w);
-  int last = W - 1;  // the worker served last: the next search starts after it
-  // @end
-
   // Each worker's share of a batch (rows/B): a round's mean loss weighs its pushes by it.
   std::vector<double> weight(static_cast<std::size_t>(W));
   for (int w = 0; w < W; ++w)
     weight[static_cast<std::size_t>(w)] =
         static_cast<double>(train::shard_rows(spec, w, W).size()) / static_cast<double>(spec.batch);
   double round_loss = 0, round_weight = 0;  // Σ loss shares and Σ weights of this round's pushes
-  int stopped = 0;                          // workers that said they stop
+  // Call after applying worker w's push h (version already counts it): every W
+  // updates, the round's mean loss (pushes weighed by their rows), for the
+  // first spec.steps rounds (pushes in flight at the end are extra).
+  const auto record_round = [&](int w, const PushHeader& h) {
+    if (version > goal) return;
+    round_loss += h.loss();
+    round_weight += weight[static_cast<std::size_t>(w)];
+    if (version % W == 0) {
+      run.record_loss(version / W - 1, round_loss / round_weight);
+      round_loss = round_weight = 0;
+    }
+  };
+
+  // @lab 03.2: Serve every worker; until all have stopped, apply each ready worker's push in turn as one optimizer step and serve that worker again.
+  // @hint 1: Until a worker has its parameters it cannot compute, so every worker is served
+  // @hint 1: version 0 first. Then the server serves whoever is ready, but fairly: of the workers
+  // @hint 1: whose headers have come, it takes the first after the worker it served last, round
+  // @hint 1: the circle, and blocks for any header only when none has come. Always taking the
+  // @hint 1: lowest ready worker starves the others: their pushes grow stale while they wait. A
+  // @hint 1: header without a gradient means that worker stops. Otherwise the push is applied at
+  // @hint 1: once as one optimizer step, clipped by its own norm, the version goes up by one, and
+  // @hint 1: that worker alone gets the newest parameters. The log records which version the push
+  // @hint 1: was computed on and which it was applied to: their difference is its staleness.
+  // @hint 2: serve 0 … W−1, last = W − 1; while stopped < W: pick w (under options.scripted,
+  // @hint 2: while the script has workers computing, the script picks w and you wait for that
+  // @hint 2: worker's header; else try w = last + 1, last + 2, … mod W and take the first whose
+  // @hint 2: header has completed; none: block until any does). Copy headers[w] into h at once
+  // @hint 2: (serving w posts its next receive there). No gradient: count w stopped, next. Else
+  // @hint 2: receive the gradient into the shard's gradients, log {.worker = w, .clock = clock[w],
+  // @hint 2: .pulled = pulled[w], .applied = version} before version moves, stop on a non-finite
+  // @hint 2: loss or Σ g² with an Error 'ps-async: update <version>: worker <w> (rank <its rank>)
+  // @hint 2: ...' saying it was computed on parameters '<version − pulled[w]> updates stale:
+  // @hint 2: diverged', clip, step(version), advance version and clock[w], serve(w), last = w,
+  // @hint 2: record_round(w, h). Traps: serve only after stepping (served before, the worker
+  // @hint 2: computes on parameters one update old); never start the search at worker 0.
+  // @hint 3: serve(w); script.computing(), script.next(), comm.wait(announced[w]); the sweep:
+  // @hint 3: announced[v].pending() && comm.test(announced[v]); else comm.wait_any(announced);
+  // @hint 3: h.has_gradient(); comm.recv(replica.grads(), layout.worker_rank(w), kTagGrads);
+  // @hint 3: DTW_CHECK(std::isfinite(h.loss()) && std::isfinite(h.sum_of_squares()), Error, ...);
+  // @hint 3: replica.clip(h.sum_of_squares()), replica.step(version), ++version, ++clock[w].
+  for (int w = 0; w < W; ++w) serve(w);
+  int last = W - 1;  // the worker served last: the next search starts after it
+  int stopped = 0;   // workers that said they stop
   while (stopped < W) {
-    int w = 0;     // the worker whose header this is
-    PushHeader h;  // a copy of it (serving w posts its next receive into headers[w])
-    // @lab 03.2: Take the next ready worker's header, in turn, and apply its push as one optimizer step, then serve that worker again.
-    // @hint 1: Serve whoever is ready, but fairly: of the workers whose headers have come, take
-    // @hint 1: the first after the one served last, round the circle. Always taking the lowest
-    // @hint 1: ready worker starves the others: their pushes grow stale and they wait. Apply the
-    // @hint 1: push as one optimizer step at once, clipped by its own norm; a worker whose header
-    // @hint 1: carries no gradient stops. Then give that worker the newest parameters.
-    // @hint 2: Under options.scripted, while script.computing(), the script picks w and you wait
-    // @hint 2: for that worker's header. Otherwise look at w = last + 1, last + 2, ... (mod W) and
-    // @hint 2: take the first whose header has completed; only if none has, block until any does.
-    // @hint 2: Copy headers[w] into h at once (serving w posts its next receive there). No
-    // @hint 2: gradient: count w as stopped, next. Else receive it, log {.worker = w, .clock =
-    // @hint 2: clock[w], .pulled = pulled[w], .applied = version} before version moves, stop on a
-    // @hint 2: non-finite loss or Σ g² with an Error 'ps-async: update <version>: worker <w> (rank
-    // @hint 2: <its rank>) ...' saying it was computed on parameters '<version - pulled[w]> updates
-    // @hint 2: stale: diverged', clip, step(version), advance version and clock[w], serve(w).
-    // @hint 3: script.next() and comm.wait(announced[w]); the sweep: announced[v].pending() &&
-    // @hint 3: comm.test(announced[v]) (test is true for a completed request too), else
-    // @hint 3: comm.wait_any(announced); then h.has_gradient(), comm.recv(replica.grads(),
-    // @hint 3: layout.worker_rank(w), kTagGrads), DTW_CHECK(std::isfinite(h.loss()) &&
-    // @hint 3: std::isfinite(h.sum_of_squares()), Error, ...), replica.clip(h.sum_of_squares()),
-    // @hint 3: replica.step(version), ++version, ++clock[w], serve(w), last = w.
+    int w = -1;  // the worker whose header this is
     if (options.scripted && script.computing()) {
       w = script.next();
       comm.wait(announced[static_cast<std::size_t>(w)]);
     } else {
       // Fair: the first ready worker after the one served last, round the
       // circle; wait_any alone returns the lowest ready index every time.
-      w = -1;
       for (int k = 1; k <= W && w < 0; ++k) {
         const int v = (last + k) % W;
         Request& next = announced[static_cast<std::size_t>(v)];
@@ -162,7 +169,7 @@ PsLog ps_async(train::RankRun<T>& run) {
       if (w < 0) w = static_cast<int>(comm.wait_any(announced));
     }
     const auto i = static_cast<std::size_t>(w);
-    h = headers[i];
+    const PushHeader h = headers[i];  // a copy: serving w posts its next receive into headers[w]
     if (!h.has_gradient()) {
       ++stopped;
       continue;
@@ -186,18 +193,9 @@ PsLog ps_async(train::RankRun<T>& run) {
     ++clock[i];
     serve(w);
     last = w;
-    // @end
-
-    // Every W updates, the round's mean loss (pushes weighed by their rows),
-    // for the first spec.steps rounds (pushes in flight at the end are extra).
-    if (version > goal) continue;
-    round_loss += h.loss();
-    round_weight += weight[static_cast<std::size_t>(w)];
-    if (version % W == 0) {
-      run.record_loss(version / W - 1, round_loss / round_weight);
-      round_loss = round_weight = 0;
-    }
+    record_round(w, h);
   }
+  // @end
   run.report(replica);
   return log;
 }

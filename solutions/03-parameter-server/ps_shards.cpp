@@ -22,15 +22,12 @@
 // (8 bytes, off the workers' links) and then each clips its shard by the same
 // global norm, exactly as the single device does.
 //
-// Check yourself:
-// - Ψ = 10, S = 3: which ranges? [0, 4), [4, 7), [7, 10) (dtw::Chunks).
-// - Why contiguous ranges and not every S-th element? A worker's pull and
-//   push of a shard is then one message of one span of its replica.
+// (The chapter text's "Check yourself" asks about both halves of this file.)
+#include <cmath>
 #include <span>
 #include <string>
 
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
-#include "dtw/chunks.h"
 #include "dtw/errors.h"
 #include "parameter_server.h"
 
@@ -86,17 +83,30 @@ PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options)
   }
 
   if (layout.servers == 1) {
-    layout.shards.push_back({0, model_size});
+    layout.shards.push_back({0, model_size});  // one server holds the whole model
   } else {
     DTW_CHECK_ARG(model_size >= layout.servers,
                   "ps: " << layout.servers << " servers for " << model_size << " parameters");
-    // @lab 03.4: Split [0, model_size) into one contiguous, nearly equal shard per server.
-    // @hint 1: dtw::Chunks chunks(model_size, layout.servers) cuts it (the first model_size mod S
-    // @hint 1: pieces one element longer); shard s is [chunks.offset(s), chunks.offset(s) +
-    // @hint 1: chunks.size(s)), pushed onto layout.shards in server order.
-    const Chunks chunks(model_size, layout.servers);
-    for (int s = 0; s < layout.servers; ++s)
-      layout.shards.push_back({chunks.offset(s), chunks.offset(s) + chunks.size(s)});
+    // @lab 03.4: Split [0, model_size) into one contiguous, nearly equal shard per server, the longer ones first.
+    // @hint 1: Every parameter belongs to exactly one server, and the servers' shares differ by at
+    // @hint 1: most one parameter, so that no server's link carries more than its share. When the
+    // @hint 1: parameters do not divide evenly, the first servers take one more each; the shards
+    // @hint 1: follow one another in server order, with no gap and no overlap.
+    // @hint 2: base = n / S parameters each, and the first n mod S servers one more. Walk a
+    // @hint 2: running begin from 0: shard s is [begin, begin + its size), then begin moves to its
+    // @hint 2: end. Trap: n / S alone loses the n mod S parameters at the end (no server owns them),
+    // @hint 2: and giving the extra ones to the last servers is not the layout the contract names.
+    // @hint 3: const std::int64_t base = model_size / layout.servers, longer = model_size %
+    // @hint 3: layout.servers; for s in 0 … S−1: size = base + (s < longer ? 1 : 0);
+    // @hint 3: layout.shards.push_back({begin, begin + size}); begin += size. (dtw::Chunks(n, S)
+    // @hint 3: computes the same offsets and sizes.)
+    const std::int64_t base = model_size / layout.servers, longer = model_size % layout.servers;
+    std::int64_t begin = 0;
+    for (int s = 0; s < layout.servers; ++s) {
+      const std::int64_t size = base + (s < longer ? 1 : 0);
+      layout.shards.push_back({begin, begin + size});
+      begin += size;
+    }
     // @end
   }
   return layout;
@@ -104,14 +114,20 @@ PsLayout ps_layout(int world, std::int64_t model_size, const PsOptions& options)
 
 double global_sum_of_squares(Comm& servers, double local) {
   if (servers.size() == 1) return local;  // one server holds the whole gradient
+  // @lab 03.4: Return the whole gradient's sum of squares, from every server's sum over its shard.
+  // @hint 1: A server holds only its shard's gradient, but clipping scales by the norm of the
+  // @hint 1: whole gradient: the servers add up their shards' sums of squares among themselves
+  // @hint 1: (nothing crosses the workers' links), and every server gets the same total, so every
+  // @hint 1: shard is scaled by the same factor, as on the single device.
+  // @hint 2: Squares add over disjoint shards; norms do not. Sum the sums of squares (not the
+  // @hint 2: norms, not the largest one, not a mean), over the servers' own communicator, and
+  // @hint 2: return the sum of squares itself: the caller's clip takes its square root.
+  // @hint 3: double sum = local; ch01::allreduce(servers, std::span<double>(&sum, 1),
+  // @hint 3: ReduceOp::kSum); return sum.
   double sum = local;
-  // @lab 03.4: Add up the servers' sums of squares, so that every server clips by the whole gradient's norm.
-  // @hint 1: One ch01::allreduce with ReduceOp::kSum of the one-element span over `sum`, on the
-  // @hint 1: `servers` communicator, not the world's: the workers take no part, and nothing crosses
-  // @hint 1: their links.
   ch01::allreduce(servers, std::span<double>(&sum, 1), ReduceOp::kSum);
-  // @end
   return sum;
+  // @end
 }
 
 }  // namespace dtw::ch03

@@ -37,13 +37,7 @@
 // workers: about f compute times for the straggler's clock, but the fast
 // workers fill the wait with up to s clocks of their own.
 //
-// Check yourself:
-// - Why a separate sum per clock and not one running sum? A fast worker's
-//   clock c + 1 push may arrive before clock c is complete; added to clock
-//   c's sum it would be applied a step early, twice as strong.
-// - With s = 0, why is the result bitwise that of ps_sync under
-//   `order=scripted`? Equal factors make the pushes arrive in worker order,
-//   so the sums are added in the same order.
+// Check yourself: the questions at the end of the chapter text's lab section.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -101,27 +95,35 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     held[i] = 0;
     script.released(w);
   };
-  // @lab 03.3: Serve every worker version 0.
-  // @hint 1: serve(w) for every worker w, as in 03.2: until a worker has the parameters it cannot
-  // @hint 1: compute.
+  // @lab 03.3: Serve every worker; until every clock is stepped, add each push into its own clock's sum, step each complete clock in order, and serve the workers the bound lets go on.
+  // @hint 1: The server still takes one optimizer step per clock, on the sum of that clock's W
+  // @hint 1: pushes, but a worker that pushed does not wait for its clock to be stepped: it is
+  // @hint 1: served the newest parameters at once, unless it would then be more than s clocks
+  // @hint 1: ahead of the server's version; such a worker is held until the version catches up.
+  // @hint 1: Pushes of several clocks are in flight at once, so each clock keeps its own sum until
+  // @hint 1: all W pushes of it have come; then, oldest first, it is stepped and dropped. A worker
+  // @hint 1: that has pushed its last clock is not served again.
+  // @hint 2: serve 0 … W−1. While version < steps: w = the next push (the script under
+  // @hint 2: options.scripted, else the first to arrive); c = clock[w]; the sum of clock c (made
+  // @hint 2: by its first push) += w's gradient; its loss += the header's; count the push; log
+  // @hint 2: {.worker = w, .clock = c, .pulled = pulled[w], .applied = c}; clock[w] += 1; w is held
+  // @hint 2: if it has clocks left. While clock `version` has all W pushes: copy its sum into the
+  // @hint 2: gradients, clip by the servers' global norm, step(version), record its loss, drop
+  // @hint 2: it, version += 1. Then serve every held worker v with clock[v] − s ≤ version: its next
+  // @hint 2: clock is then at most s ahead, so every staleness is ≤ s and s = 0 is synchronous.
+  // @hint 2: Traps: `<` instead of `≤` never reaches the bound (s = 0 deadlocks); one running sum
+  // @hint 2: applies a fast worker's next clock a step early.
+  // @hint 3: serve(w); script.next(), comm.wait(announced[w]) or comm.wait_any(announced);
+  // @hint 3: open.find(c), open.emplace(c, Clock<T>{Array<T>(run.exec(), shard.size(),
+  // @hint 3: MemoryCategory::kCommBuffers)}), sum.fill(T(0)); comm.recv_reduce(sum.span(),
+  // @hint 3: layout.worker_rank(w), ReduceOp::kSum, kTagGrads); headers[w].loss(). Stepping:
+  // @hint 3: comm.copy_local(replica.grads(), k.sum.span()), replica.clip(global_sum_of_squares(
+  // @hint 3: *servers, replica.local_sum_of_squares())), replica.step(version),
+  // @hint 3: run.record_loss(version, k.loss), open.erase(it); DTW_CHECK(std::isfinite(k.loss),
+  // @hint 3: Error, "ps-ssp: step <version + 1> of <steps>: the loss is ... (not finite):
+  // @hint 3: diverged") before it; the phase "optimizer" around it.
   for (int w = 0; w < W; ++w) serve(w);
-  // @end
-
   while (version < spec.steps) {
-    // @lab 03.3: Add the next push into the sum of its clock, step every complete clock, and serve the workers the bound lets go on.
-    // @hint 1: Pick w as in 03.2 (the script under options.scripted, else comm.wait_any) and let c
-    // @hint 1: = clock[w]. open[c] holds clock c's sum, made by its first push: recv_reduce w's
-    // @hint 1: gradient into it, add the header's loss, count the push and log it. Move w's clock
-    // @hint 1: on and mark w held while it has clocks left. Then, while clock `version` has all W
-    // @hint 1: pushes, step it and drop it. Last, serve every held worker v whose clock[v] - s <=
-    // @hint 1: version.
-    // @hint 2: A clock's sum is an Array<T>(run.exec(), shard.size(), MemoryCategory::kCommBuffers)
-    // @hint 2: filled with T(0). Stepping it: comm.copy_local its sum into replica.grads(), clip by
-    // @hint 2: global_sum_of_squares(*servers, replica.local_sum_of_squares()), step(version),
-    // @hint 2: run.record_loss(version, its loss), and a non-finite loss stops the run. The log
-    // @hint 2: entry is {.worker = w, .clock = c, .pulled = pulled[w], .applied = c}. One sum per
-    // @hint 2: clock, not a running one: a fast worker's push of clock c + 1 may arrive before
-    // @hint 2: clock c is complete.
     int w = 0;
     if (options.scripted) {
       w = script.next();
@@ -132,7 +134,7 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     const auto i = static_cast<std::size_t>(w);
     const std::int64_t c = clock[i];
     auto it = open.find(c);
-    if (it == open.end()) {
+    if (it == open.end()) {  // the clock's first push: a zeroed sum, a counted buffer
       it = open.emplace(c, Clock<T>{Array<T>(run.exec(), shard.size(), MemoryCategory::kCommBuffers)})
                .first;
       it->second.sum.fill(T(0));
@@ -162,8 +164,8 @@ PsLog ps_ssp(train::RankRun<T>& run) {
     for (int v = 0; v < W; ++v)
       if (held[static_cast<std::size_t>(v)] && clock[static_cast<std::size_t>(v)] - s <= version)
         serve(v);
-    // @end
   }
+  // @end
   run.report(replica);
   return log;
 }

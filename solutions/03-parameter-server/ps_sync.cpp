@@ -37,11 +37,11 @@
 //   an error naming it — the runtime cancels our blocked receive when any
 //   rank fails, so this loop never waits forever (try `--set crash=1:3`).
 //
-// Check yourself:
-// - Why does the server record the loss, not the worker? Only the server
-//   sees every worker's share of it.
-// - S = 1, W = 3, Ψ = 1 M floats: bytes on the server's link per step?
-//   3·4 MB each way (plus 96 bytes of versions and headers); a worker's: 4 MB.
+// Check yourself: the questions at the end of the chapter text's lab section.
+//
+// Given below: the layout and the servers' own communicator, the shard's
+// replica, the loop over steps. Yours (step 03.1): each step's serve, gather
+// and optimizer step.
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -70,18 +70,32 @@ PsLog ps_sync(train::RankRun<T>& run) {
   std::vector<PushHeader> headers(static_cast<std::size_t>(layout.workers));
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     double loss = 0;
-    // @lab 03.1: Serve every worker this step's parameters, then take every worker's push and add it into the shard's gradients.
-    // @hint 1: Serve: post a send of the version `step` and one of the shard's parameters to every
-    // @hint 1: worker, then wait for them all. Gather, in worker order: receive the worker's
-    // @hint 1: header, add its gradient into replica.grads() as it arrives, add its loss share to
-    // @hint 1: `loss`, and log the push.
-    // @hint 2: Tags: kTagVersion (one std::int64_t), kTagParams, kTagHeader (into
-    // @hint 2: headers[w].values), kTagGrads (comm.recv_reduce with ReduceOp::kSum);
-    // @hint 2: layout.worker_rank(w) is worker w's rank. The log entry is {.worker = w, .clock =
-    // @hint 2: step, .pulled = step, .applied = step}: the tests read it. Taking the workers in
-    // @hint 2: worker order, not in arrival order, makes every run add the gradients in the same
-    // @hint 2: order, bit for bit. The phases "serve" and "gather" ({.compute = false}) put the two
-    // @hint 2: halves on the timeline.
+    // @lab 03.1: Serve every worker this step's parameters, add up every worker's push into the shard's gradients, and take the step.
+    // @hint 1: Serve: every worker gets this step's version and this server's shard of the
+    // @hint 1: parameters, all sent at once, and the server waits until they are delivered. Gather:
+    // @hint 1: every worker's push, one worker after the other in worker order: its header (its
+    // @hint 1: share of the loss) and its gradient shard, added into the shard's gradients as it
+    // @hint 1: arrives, so that they end up holding the sum over all workers, the whole batch's
+    // @hint 1: gradient. Log each push: taken at this step, computed on this step's parameters.
+    // @hint 1: Step: a loss that is not finite stops the run; clip by the norm of the whole
+    // @hint 1: gradient (every server's shard: the servers add their sums of squares, and only
+    // @hint 1: when clipping is on), take one optimizer step, record the step's loss.
+    // @hint 2: serve: for w in 0 … W−1: post a send of `step` (kTagVersion, one std::int64_t) and
+    // @hint 2: one of the shard's parameters (kTagParams) to worker w's rank; wait for them all.
+    // @hint 2: gather: for w in 0 … W−1: receive the header into headers[w] (kTagHeader); receive
+    // @hint 2: the gradient (kTagGrads) *adding* it into the gradients; loss += its loss share; log
+    // @hint 2: {.worker = w, .clock = step, .pulled = step, .applied = step}. Traps: a plain
+    // @hint 2: receive overwrites the sum with the last worker's gradient; arrival order is just as
+    // @hint 2: correct but not bit for bit the same from run to run. The phases "serve" and
+    // @hint 2: "gather" ({.compute = false}) put the two halves on the timeline.
+    // @hint 3: comm.isend(std::span<const std::int64_t>(&step, 1), layout.worker_rank(w),
+    // @hint 3: kTagVersion); comm.isend(replica.params(), layout.worker_rank(w), kTagParams);
+    // @hint 3: comm.wait_all(serves); comm.recv(h.values, layout.worker_rank(w), kTagHeader);
+    // @hint 3: comm.recv_reduce(replica.grads(), layout.worker_rank(w), ReduceOp::kSum, kTagGrads);
+    // @hint 3: DTW_CHECK(std::isfinite(loss), Error, "ps-sync: step <step + 1> of <steps>: the
+    // @hint 3: loss is ... (not finite): diverged"); if (spec.clip_norm > 0)
+    // @hint 3: replica.clip(global_sum_of_squares(*servers, replica.local_sum_of_squares()));
+    // @hint 3: replica.step(step); run.record_loss(step, loss), the step in the phase "optimizer".
     {
       auto phase = run.phase("serve", {.compute = false});
       std::vector<Request> serves;
@@ -102,7 +116,6 @@ PsLog ps_sync(train::RankRun<T>& run) {
         log.updates.push_back({.worker = w, .clock = step, .pulled = step, .applied = step});
       }
     }
-    // @end
     DTW_CHECK(std::isfinite(loss), Error,
               "ps-sync: step " << step + 1 << " of " << spec.steps << ": the loss is " << loss << " (not finite): diverged");
     {
@@ -113,6 +126,7 @@ PsLog ps_sync(train::RankRun<T>& run) {
       replica.step(step);
     }
     run.record_loss(step, loss);
+    // @end
   }
   run.report(replica);
   return log;

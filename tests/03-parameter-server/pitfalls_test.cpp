@@ -5,6 +5,7 @@
 // run with an error naming it on every rank, instead of a server that waits.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "dtw/errors.h"
@@ -41,6 +42,8 @@ TEST(AsyncAtSyncLrPitfallTest, DivergesAndStopsAtTheFirstNonFiniteLoss) {
 }
 
 TEST(AsyncAtSyncLrPitfallTest, TheSameRunAtTheRateOverWTrains) {
+  DTW_TRACE("ps-async at the rate over W: gpt-tiny, SGD with momentum at 0.1, 4 workers, scripted "
+            "order (each update is one worker's rows: the server's rate is η/W, its warm-up W× as long)");
   const auto sync = testing::run_ps<float>(testing::sync_fn<float>(), sgd_run(), 5, knobs({}), false);
   const auto async = testing::run_ps<float>(testing::async_fn<float>(), sgd_run(), 5,
                                             knobs({"order=scripted"}), false);
@@ -64,6 +67,10 @@ TEST(DyingWorkerPitfallTest, EveryRankLearnsWhichRankFailed) {
     train::RankRun<double> run(comm, spec, k);
     pitfalls::dying_worker(run);
   });
+  // An unwritten step (a DTW_TODO) is not the failure expected here: let it
+  // through, so that dtw check counts the test as waiting on that step.
+  for (const RankError& e : report.errors)
+    if (e.message.find("(NotImplemented)") != std::string::npos) throw std::runtime_error(e.message);
   ASSERT_EQ(report.errors.size(), 4u) << "every rank ends with an error, none waits";
   for (const RankError& e : report.errors) {
     if (e.rank == 2) {

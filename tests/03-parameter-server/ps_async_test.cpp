@@ -60,6 +60,19 @@ void expect_same_updates(const std::vector<PsUpdate>& want, const std::vector<Ps
   }
 }
 
+DTW_TEST_STEPS(PsAsyncServerTest, "03.2");
+TEST(PsAsyncServerTest, AgainstStubWorkersEveryPushLandsWhereTheScriptPutsIt) {
+  // The server alone, against workers written in the test (so this runs
+  // before step 03.1's worker is written): W = 2, worker 1 three times
+  // slower, 3 steps, scripted order: the log is the simulation's.
+  DTW_TRACE("ps-async server against 2 stub workers, worker 1 three times slower, 3 steps, "
+            "scripted order");
+  const auto log = testing::server_against_stub_workers(
+      async_fn<double>(), tiny("mlp-tiny", 3, 6), 2, knobs({"straggler=1:3", "order=scripted"}),
+      true, false);
+  expect_same_updates(simulate_async(2, constant({1, 3}), 3), log, "the server");
+}
+
 DTW_TEST_STEPS(PsAsyncTest, "03.1", "03.2");
 TEST(PsAsyncTest, OneWorkerIsTheReference) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
@@ -162,6 +175,8 @@ TEST(PsAsyncTest, TwoServersGiveTheSameTrainingAsOne) {
   const train::RunSpec spec = tiny("mlp-tiny", 4, 6);
   const std::int64_t psi = train::reference_run<double>(spec)->layout.size();
   const std::string half = std::to_string(psi / 2);
+  DTW_TRACE("ps-async, mlp-tiny, 2 servers on halves given by hand against 1 server, 2 workers, "
+            "worker 1 three times slower, scripted order");
   const auto one = run_ps<double>(async_fn<double>(), spec, 3,
                                   knobs({"straggler=1:3", "order=scripted"}), false);
   const auto two = run_ps<double>(
@@ -173,7 +188,9 @@ TEST(PsAsyncTest, TwoServersGiveTheSameTrainingAsOne) {
   expect_same_updates(one.updates[0], two.updates[1], "server 1 of 2 against the only server");
   ASSERT_EQ(two.params.size(), one.params.size());
   for (std::size_t i = 0; i < one.params.size(); ++i)
-    ASSERT_EQ(two.params[i], one.params[i]) << "parameter " << i;
+    ASSERT_EQ(two.params[i], one.params[i])
+        << "parameter " << i << ": each server clips its shard of a push by the norm of the "
+        << "whole push, the Σ g² its worker sent in the header, not by its own shard's";
   // In arrival order the two servers serve different workers at once: a
   // worker blocked on its push to one server while the other sends it a
   // version is the cycle the protocol's order avoids.
@@ -189,6 +206,7 @@ TEST(PsAsyncTest, TwoServersGiveTheSameTrainingAsOne) {
 TEST(PsAsyncTest, TheLossOfGptTinyFallsWithFourWorkers) {
   train::RunSpec spec = train::standard_run("gpt-tiny");
   spec.steps = 100;
+  DTW_TRACE("ps-async at the rate over W: gpt-tiny, AdamW, 4 workers, 100 steps: the loss falls");
   const auto r = run_ps<float>(async_fn<float>(), spec, 5, knobs({}), false);
   ASSERT_EQ(r.out.losses.size(), 100u);
   const double start = r.out.losses.front();

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "dtw/memory.h"
 #include "dtw/model/params.h"
@@ -20,26 +22,67 @@ using testing::knobs;
 using testing::run_ps;
 using testing::tiny;
 
-DTW_TEST_STEPS(PsShardTest, "03.1", "03.2", "03.3", "03.4");
-TEST(PsShardTest, ShardsTileTheModelInNearlyEqualContiguousRanges) {
+DTW_TEST_STEPS(ShardLayoutTest, "03.4");
+TEST(ShardLayoutTest, ShardsTileTheModelInNearlyEqualContiguousRanges) {
   for (std::int64_t psi : {7, 10, 1000003}) {
-    for (int S : {1, 2, 3, 7}) {
+    for (int S : {2, 3, 7}) {
+      DTW_TRACE("ps_layout, " << psi << " parameters over " << S << " servers");
       const PsLayout l = ps_layout(S + 2, psi, ps_options(knobs({"servers=" + std::to_string(S)})));
-      ASSERT_EQ(l.shards.size(), static_cast<std::size_t>(S));
+      ASSERT_EQ(l.shards.size(), static_cast<std::size_t>(S)) << "one shard per server";
       EXPECT_EQ(l.workers, 2);
       std::int64_t next = 0;
       for (int s = 0; s < S; ++s) {
         const train::Range r = l.shards[s];
-        EXPECT_EQ(r.begin, next) << "psi " << psi << ", S " << S << ", shard " << s;
+        EXPECT_EQ(r.begin, next) << psi << " parameters, S " << S << ": shard " << s
+                                 << " must start where shard " << s - 1 << " ends";
         EXPECT_TRUE(r.size() == psi / S || r.size() == psi / S + 1)
-            << "psi " << psi << ", S " << S << ", shard " << s << " holds " << r.size();
+            << psi << " parameters, S " << S << ": shard " << s << " holds " << r.size()
+            << "; every shard holds Ψ/S or Ψ/S + 1";
         next = r.end;
       }
-      EXPECT_EQ(next, psi);
+      EXPECT_EQ(next, psi) << "the shards end at " << next << ", so parameters [" << next << ", "
+                           << psi << ") are owned by no server: the Ψ mod S left over must go to "
+                           << "the first servers, one each";
     }
   }
 }
 
+TEST(ShardLayoutTest, TheFirstPsiModSShardsAreTheLongerOnes) {
+  // The contract's layout, the one the cost model and dtw::Chunks use.
+  const std::vector<std::tuple<std::int64_t, int, std::vector<train::Range>>> cases = {
+      {10, 3, {{0, 4}, {4, 7}, {7, 10}}},
+      {11, 4, {{0, 3}, {3, 6}, {6, 9}, {9, 11}}},
+      {9, 3, {{0, 3}, {3, 6}, {6, 9}}},
+      {5, 5, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}}};
+  for (const auto& [psi, S, want] : cases) {
+    DTW_TRACE("ps_layout, " << psi << " parameters over " << S
+                            << " servers: the first Ψ mod S shards one longer");
+    const PsLayout l = ps_layout(S + 1, psi, ps_options(knobs({"servers=" + std::to_string(S)})));
+    ASSERT_EQ(l.shards.size(), want.size());
+    for (std::size_t s = 0; s < want.size(); ++s)
+      EXPECT_TRUE(l.shards[s].begin == want[s].begin && l.shards[s].end == want[s].end)
+          << psi << " parameters over " << S << " servers: shard " << s << " is ["
+          << l.shards[s].begin << ", " << l.shards[s].end << "), expected [" << want[s].begin
+          << ", " << want[s].end << "): the first Ψ mod S servers hold one parameter more";
+  }
+}
+
+TEST(ShardLayoutTest, TheServersAddTheirSumsOfSquares) {
+  // Server s's shard has Σ g² = s + 1: every server gets the whole sum of
+  // squares (not a norm, not the largest, not a mean), the same on each.
+  for (int S : {2, 3, 4}) {
+    DTW_TRACE("global_sum_of_squares over " << S << " servers, server s's sum s + 1");
+    dtw::testing::launch_bounded(S, [&](Comm& servers) {
+      const double got = global_sum_of_squares(servers, servers.rank() + 1.0);
+      const double want = S * (S + 1) / 2.0;
+      EXPECT_EQ(got, want) << "server " << servers.rank() << " of " << S
+                           << ": the servers' sums of squares add up (over disjoint shards, "
+                              "squares add; norms do not), and each server returns that sum";
+    });
+  }
+}
+
+DTW_TEST_STEPS(PsShardTest, "03.1", "03.2", "03.3", "03.4");
 TEST(PsShardTest, ShardedSynchronousServersMatchTheReference) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (auto [S, W] : {std::pair{2, 3}, std::pair{3, 4}}) {

@@ -82,6 +82,27 @@ TEST(PsSspStragglerTest, StalenessZeroIsTheSynchronousServer) {
   EXPECT_EQ(max_staleness(arrival.updates[0]), 0);
 }
 
+DTW_TEST_STEPS(PsSspServerTest, "03.3");
+TEST(PsSspServerTest, AgainstStubWorkersEveryPushLandsWhereTheBoundPutsIt) {
+  // The server alone, against workers written in the test (so this runs
+  // before step 03.1's worker is written): W = 2, worker 0 three times
+  // slower, s = 1, 4 clocks, scripted order: the log is the simulation's.
+  DTW_TRACE("ps-ssp server against 2 stub workers, staleness 1, worker 0 three times slower, "
+            "scripted order");
+  const auto log = testing::server_against_stub_workers(
+      ssp_fn<double>(), tiny("mlp-tiny", 4, 6), 2,
+      knobs({"staleness=1", "straggler=0:3", "order=scripted"}), false, true);
+  const std::vector<PsUpdate> want = simulate_ssp({3, 1}, 4, 1);
+  ASSERT_EQ(log.size(), want.size()) << "every worker pushes every clock once";
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_TRUE(log[i] == want[i])
+        << "push " << i << ": got worker " << log[i].worker << ", clock " << log[i].clock
+        << ", pulled " << log[i].pulled << ", applied " << log[i].applied << "; expected worker "
+        << want[i].worker << ", clock " << want[i].clock << ", pulled " << want[i].pulled
+        << ", applied " << want[i].applied << " (a sum per clock, applied at its step; a worker "
+        << "served once clock[v] − s ≤ version)";
+}
+
 DTW_TEST_STEPS(PsSspTest, "03.1", "03.3");
 TEST(PsSspTest, ScriptedStalenessIsWhereTheScriptPutsItAndReachesTheBound) {
   const std::vector<double> f = {3, 1, 1};  // worker 0 is three times slower

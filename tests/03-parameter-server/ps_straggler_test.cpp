@@ -8,6 +8,7 @@
 // its own.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <mutex>
 #include <vector>
 
@@ -23,8 +24,12 @@ using testing::tiny;
 // Rank 0 serves every step's parameters and takes every push (the protocol of
 // the contract, nothing learned from it); ranks 1 … W run ps_worker.
 // Returns each worker's log, by worker.
+// With `early`, the stub answers each push with the next step's parameters
+// as soon as the header has come, before it takes the gradient: legal for a
+// server, since the worker posts its next pull before it waits for its pushes.
 std::vector<PsLog> workers_against_a_stub(int W, const train::Knobs& k,
-                                          const train::RunSpec& spec = tiny("mlp-tiny", 3, 6)) {
+                                          const train::RunSpec& spec = tiny("mlp-tiny", 3, 6),
+                                          bool early = false) {
   const std::int64_t psi = model::param_layout(spec.config()).size();
   train::HarnessOptions o;
   o.ranks = 1 + W;
@@ -42,11 +47,17 @@ std::vector<PsLog> workers_against_a_stub(int W, const train::Knobs& k,
     if (comm.rank() == 0) {
       std::vector<double> params(static_cast<std::size_t>(psi), 0.01), grads(params.size());
       std::vector<double> header(3);
+      const auto serve = [&](std::int64_t version, int w) {
+        comm.send(std::span<const std::int64_t>(&version, 1), layout.worker_rank(w), kTagVersion);
+        comm.send(params, layout.worker_rank(w), kTagParams);
+      };
+      if (early)
+        for (int w = 0; w < W; ++w) serve(0, w);
       for (std::int64_t step = 0; step < spec.steps; ++step)
         for (int w = 0; w < W; ++w) {
-          comm.send(std::span<const std::int64_t>(&step, 1), layout.worker_rank(w), kTagVersion);
-          comm.send(params, layout.worker_rank(w), kTagParams);
+          if (!early) serve(step, w);
           comm.recv(header, layout.worker_rank(w), kTagHeader);
+          if (early && step + 1 < spec.steps) serve(step + 1, w);
           comm.recv(grads, layout.worker_rank(w), kTagGrads);
         }
     } else {
@@ -65,6 +76,47 @@ std::vector<PsLog> workers_against_a_stub(int W, const train::Knobs& k,
     logs[static_cast<std::size_t>(w)].straggle_seconds = seconds[static_cast<std::size_t>(w) + 1][1];
   }
   return logs;
+}
+
+DTW_TEST_STEPS(PsWorkerTest, "03.1");
+TEST(PsWorkerTest, TheNextPullIsPostedBeforeWaitingForThePushes) {
+  DTW_TRACE("2 workers against a stub server that answers each push with the next parameters "
+            "before it takes the gradient (the pull must be posted before waiting for the pushes)");
+  const std::vector<PsLog> logs = workers_against_a_stub(2, knobs({}), tiny("mlp-tiny", 3, 6), true);
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_GT(logs[0].compute_seconds, 0.0);
+  EXPECT_GT(logs[1].compute_seconds, 0.0);
+}
+
+DTW_TEST_STEPS(StraggleTest, "03.5");
+TEST(StraggleTest, WaitsTheFactorMinusOneTimesTheComputeTimeAndSaysHowLong) {
+  using Seconds = std::chrono::duration<double>;
+  for (const double f : {1.5, 3.0}) {
+    for (const double c : {0.0007, 0.004, 0.02, 0.1}) {
+      DTW_TRACE("ps_straggle(" << f << ", " << c * 1000 << " ms of compute)");
+      const auto start = std::chrono::steady_clock::now();
+      const double got = ps_straggle(f, Seconds(c));
+      const double took = Seconds(std::chrono::steady_clock::now() - start).count();
+      EXPECT_GE(got, (f - 1) * c * 0.999)
+          << "returned " << got * 1000 << " ms: a worker " << f << " times slower waits (f − 1) × "
+          << c * 1000 << " ms = " << (f - 1) * c * 1000 << " ms (a wait may run over, never "
+          << "short; a wait in whole milliseconds is none for a short step)";
+      EXPECT_GE(took, (f - 1) * c * 0.999)
+          << "the call took " << took * 1000 << " ms: it must really wait (f − 1) × compute";
+      EXPECT_LE(got, took * 1.0001 + 1e-6)
+          << "returned " << got * 1000 << " ms but the call took " << took * 1000
+          << " ms: return the time measured around the wait, not the time asked for";
+      // Nor much longer: half a compute time of slack for what a loaded
+      // machine's sleep overshoots, checked where that is 50 ms.
+      if (c >= 0.1) {
+        EXPECT_LE(got, (f - 1) * c + 0.5 * c)
+            << "returned " << got * 1000 << " ms for (f − 1) × compute = " << (f - 1) * c * 1000
+            << " ms: the worker has already computed once, so it waits f − 1 times, not f, and "
+            << "the return is in seconds";
+      }
+    }
+  }
+  EXPECT_LT(ps_straggle(1.0, Seconds(0.01)), 0.004) << "slowdown 1: no wait";
 }
 
 DTW_TEST_STEPS(PsStragglerTest, "03.1", "03.5");
@@ -87,6 +139,7 @@ TEST(PsStragglerTest, EveryStragglerSleepsItsFactorMinusOneTimesItsComputeTime) 
 }
 
 TEST(PsStragglerTest, OnlyStragglersSleepAndNeverUnderScriptedOrder) {
+  DTW_TRACE("3 workers against a stub server, straggler=1:2, then scripted order");
   std::vector<PsLog> logs = workers_against_a_stub(3, knobs({"straggler=1:2"}));
   EXPECT_EQ(logs[0].straggle_seconds, 0.0);
   EXPECT_GT(logs[1].straggle_seconds, 0.0);

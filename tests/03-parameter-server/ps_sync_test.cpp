@@ -40,6 +40,9 @@ TEST(PsSyncTest, TwoServersOnRangesGivenByHandMatchTheReference) {
   spec.clip_norm = 0;
   const std::int64_t psi = train::reference_run<double>(spec)->layout.size();
   const std::string cut = std::to_string(psi / 3);
+  DTW_TRACE("ps-sync, gpt-tiny, 2 servers on ranges given by hand [0, " << cut << ") and [" << cut
+                                                                       << ", " << psi
+                                                                       << "), 3 workers, no clipping");
   const auto r = run_ps<double>(
       sync_fn<double>(), spec, 5,
       knobs({"servers=2", "ranges=0-" + cut + "," + cut + "-" + std::to_string(psi)}));
@@ -48,12 +51,14 @@ TEST(PsSyncTest, TwoServersOnRangesGivenByHandMatchTheReference) {
 }
 
 TEST(PsSyncTest, UnevenShardsOfTheBatchAreWeightedByTheirRows) {
+  DTW_TRACE("ps-sync, gpt-tiny, 1 server, 3 workers, 7 rows (3, 2, 2)");
   // 7 rows over 3 workers: 3, 2, 2.
   const auto r = run_ps<double>(sync_fn<double>(), tiny("gpt-tiny", 2, 7), 4, knobs({}));
   EXPECT_TRUE(r.out.matches) << r.out.mismatch;
 }
 
 TEST(PsSyncTest, EveryPushIsTakenInWorkerOrderAtItsOwnStep) {
+  DTW_TRACE("ps-sync, mlp-tiny, 1 server, 3 workers: the server's log");
   const auto r = run_ps<double>(sync_fn<double>(), tiny("mlp-tiny", 3, 6), 4, knobs({}));
   ASSERT_EQ(r.updates.size(), 4u);
   const std::vector<PsUpdate>& log = r.updates[0];  // the server's

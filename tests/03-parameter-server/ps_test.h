@@ -4,9 +4,11 @@
 // to the test on every process (threads or the MPI twin).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -121,6 +123,55 @@ PsFn<T> async_fn() { return [](train::RankRun<T>& r) { return ps_async(r); }; }
 template <class T>
 PsFn<T> ssp_fn() { return [](train::RankRun<T>& r) { return ps_ssp(r); }; }
 
+/// Runs the server `fn` on rank 0 against W stub workers written here (ranks
+/// 1 … W): each pulls (a version, then the parameters), and pushes a header
+/// {0.5/W, 1, 1} and a gradient of 10⁻³ everywhere; a synchronous stub
+/// pushes spec.steps times, an asynchronous one until it pulls version
+/// W·steps, then sends the stop header {0, 0, 0}. `split`: the stubs take
+/// part in the server's comm.split (ps_sync, ps_ssp). The server's log.
+inline std::vector<PsUpdate> server_against_stub_workers(const PsFn<double>& fn,
+                                                         const train::RunSpec& spec, int W,
+                                                         const train::Knobs& k, bool async,
+                                                         bool split) {
+  const std::int64_t psi = train::reference_run<double>(spec)->layout.size();
+  train::HarnessOptions o;
+  o.ranks = 1 + W;
+  o.knobs = k;
+  o.compare = false;
+  o.timeout = std::chrono::seconds(30);
+  std::vector<PsUpdate> log;
+  std::mutex mutex;
+  bool filled = false;
+  const train::RunOutcome out = train::run_ranks<double>(spec, o, [&](train::RankRun<double>& run) {
+    Comm& comm = run.comm();
+    std::vector<PsUpdate> mine;
+    if (comm.rank() == 0) {
+      mine = fn(run).updates;
+    } else {
+      const std::unique_ptr<Comm> group = split ? comm.split(1, comm.rank()) : nullptr;
+      std::vector<double> params(static_cast<std::size_t>(psi)), grads(params.size(), 1e-3);
+      const std::array<double, 3> push{0.5 / W, 1, 1}, stop{0, 0, 0};
+      for (std::int64_t step = 0; async || step < spec.steps; ++step) {
+        std::int64_t version = 0;
+        comm.recv(std::span<std::int64_t>(&version, 1), 0, kTagVersion);
+        comm.recv(params, 0, kTagParams);
+        if (async && version >= W * spec.steps) {
+          comm.send(stop, 0, kTagHeader);
+          break;
+        }
+        comm.send(push, 0, kTagHeader);
+        comm.send(grads, 0, kTagGrads);
+      }
+    }
+    auto all = allgather_results(comm, mine);
+    std::lock_guard<std::mutex> lock(mutex);
+    log = all[0];
+    filled = true;
+  });
+  share_with_idle_processes(out.report, filled, log);
+  return log;
+}
+
 /// Expects that running `fn` raises E whose message contains `text`.
 template <class E, class T>
 void expect_error(const PsFn<T>& fn, const train::RunSpec& spec, int ranks, const train::Knobs& k,
@@ -129,6 +180,9 @@ void expect_error(const PsFn<T>& fn, const train::RunSpec& spec, int ranks, cons
     run_ps<T>(fn, spec, ranks, k, false);
     ADD_FAILURE() << "no error; expected one containing: " << text;
   } catch (const E& e) {
+    // An unwritten step (a DTW_TODO) is not the error expected here: let it
+    // through, so that dtw check counts the test as waiting on that step.
+    if (std::string(e.what()).find("(NotImplemented)") != std::string::npos) throw;
     EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
   }
 }
