@@ -9,8 +9,8 @@
 ///   - 00.2 `token_ring` passes one value around all ranks;
 ///   - 00.3 `exchange_with_neighbors` swaps halos with both ring neighbours
 ///     in an order that cannot deadlock.
-/// The chapter text says how each works ("How each piece works"); this file
-/// says what each must do.
+/// This file says what each must do; the chapter text says what each must
+/// get right and why ("What each piece must get right").
 ///
 /// Every function here is called by every rank of the communicator with the
 /// same arguments (except the per-rank data), as SPMD code is.

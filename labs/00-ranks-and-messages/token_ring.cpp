@@ -1,6 +1,6 @@
 // Step 00.2: token_ring passes one value around the ring of ranks
 // 0 → 1 → … → p−1 → 0, `laps` times, then hands the result to every rank
-// (the chapter text, "How each piece works").
+// (the chapter text, "What each piece must get right").
 //
 // Contract (ranks_and_messages.h): rank 0 starts with `token`; every rank
 // adds (its rank + 1) each time it holds the token, so after the laps rank 0

@@ -1,6 +1,6 @@
 // Step 00.3: exchange_with_neighbors, the halo swap of every stencil code (and
 // of sequence-parallel attention later in this workbench), on a periodic ring
-// (the chapter text, "Safe patterns" and "How each piece works").
+// (the chapter text, "Safe patterns" and "What each piece must get right").
 //
 //      rank r-1                 rank r                  rank r+1
 //   [ ... | to_right ] --> [ from_left | ... | from_right ] <-- [ to_left | ... ]

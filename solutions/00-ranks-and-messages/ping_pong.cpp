@@ -1,6 +1,6 @@
 // Step 00.1: ping_pong measures round trips between two ranks, and
 // fit_alpha_beta turns them into the α-β model T(n) = α + n·β (the chapter
-// text, "The α-β model" and "How each piece works").
+// text, "The α-β model" and "What each piece must get right").
 //
 // Contract (ranks_and_messages.h): every rank calls ping_pong with the same
 // arguments, which are checked before your code runs. peer_a returns one
