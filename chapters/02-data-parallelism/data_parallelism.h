@@ -170,7 +170,8 @@ class BucketReducer {
   void ready(std::int64_t begin, std::int64_t end);
   /// Waits for every bucket's allreduce; afterwards gradients are summed and
   /// the reducer is ready for the next pass. InvalidArgument (naming the
-  /// rank and the bucket) if a bucket never became complete.
+  /// rank and the bucket) if a bucket never became complete: "rank R: bucket B
+  /// [begin, end) still misses N gradient elements ...".
   void finish();
   /// The buckets, in ready order.
   const std::vector<train::Range>& buckets() const { return buckets_; }

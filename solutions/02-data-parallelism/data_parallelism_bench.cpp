@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
       if (opt.part != "buckets") check_writable(opt.out + "-server.svg", "--out");
       if (opt.part != "server") check_writable(opt.out + "-buckets.svg", "--out");
     }
+    cli::print_rows_code();
     std::vector<LinkRow> links;
     std::vector<BucketRow> buckets;
     if (opt.part != "buckets") {

@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
                 {"factor", factor}, {"staleness", staleness}};
     double load = 0;
     if (std::ifstream in("/proc/loadavg"); in) in >> load;
+    cli::print_rows_code();
     fmt::print("dtw bench parameter-server: {}, 1 server + {} workers, {} steps of batch {}, "
                "AdamW, float32, threads backend (load average {:.1f})\n",
                model, workers, steps, spec.batch, load);

@@ -142,6 +142,7 @@ int main(int argc, char** argv) {
       DTW_CHECK_ARG(p <= spec.batch, "--ranks " << p << ": the batch of " << spec.batch
                                                 << " rows cannot be split over " << p << " ranks");
     if (!svg.empty()) check_writable(svg, "--svg");  // before anything is measured
+    cli::print_rows_code();
     fmt::print("per-rank peak memory (rank 0), {} {}, batch {}, MiB\n", model, name_of(spec.dtype), spec.batch);
     fmt::print("{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9}\n", "strategy", "ranks",
                "parameters", "gradients", "optimizer", "activations", "total", "state", "formula");

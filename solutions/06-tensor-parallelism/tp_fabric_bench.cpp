@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> names = cli::parse_name_list("--strategies", strategies, known);
     for (const std::string& n : names)
       for (int p : worlds) check_strategy(find_strategy(n), spec, p, {});  // before any run
+    cli::print_rows_code();
     fmt::print("{}, batch {} x {} tokens, {}, {} steps; rank 0's traffic per step; modeled step "
                "time on nvlink-8 (one DGX A100) and on ib-1-per-node (ib-2x8's GPUs, one per "
                "node: every message on InfiniBand)\n",

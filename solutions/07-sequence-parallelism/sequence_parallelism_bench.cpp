@@ -190,6 +190,7 @@ int main(int argc, char** argv) {
     for (std::int64_t t : seqs) check_setup("--seq", t, heads, p, SequenceSplit::kZigZag, true, -1);
     for (int w : worlds)
       check_setup("--precision-ranks", precision_seq, heads, w, SequenceSplit::kZigZag, false, -1);
+    cli::print_rows_code();
     fmt::print("one layer's attention, forward + backward, float32, batch 1, {} heads of {}, "
                "p = {} (threads);\nthe nvlink-8 columns model the ring forward of a 32 x 128-head "
                "layer in 2-byte elements on nvlink-8's devices\n", heads, head_dim, p);

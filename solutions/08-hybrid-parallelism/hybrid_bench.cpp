@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
         return std::find(names.begin(), names.end(), axes_of(l)) == names.end();
       });
     }
-    fmt::print("{}, {} ranks, batch {} x {} tokens, {}, {} steps; rows time the solution's "
+    cli::print_rows_code();
+    fmt::print("{}, {} ranks, batch {} x {} tokens, {}, {} steps; rows time "
                "train_hybrid (chapter 08) on threads; per step: modeled on nvlink-8 and ib-2x8 "
                "(replay of the trace) and predicted (ch08::predict); KiB sent per axis\n",
                model, ranks, spec.batch, spec.sequence(), name_of(spec.dtype), spec.steps);

@@ -16,9 +16,17 @@ namespace dtw::cli {
 
 namespace {
 const char* rows_code = nullptr;
+bool rows_code_printed = false;
+std::string bench_name;
 }  // namespace
 
 void set_rows_code(const char* who) { rows_code = who; }
+
+void print_rows_code() {
+  if (rows_code == nullptr || rows_code_printed) return;
+  rows_code_printed = true;
+  fmt::print("{}: timing {}\n", bench_name, rows_code);
+}
 
 int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
   std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);
@@ -41,9 +49,11 @@ int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>&
   // The options as given, for an error that did not name them.
   std::string given;
   for (int i = 1; i < argc; ++i) given += fmt::format("{}{}", i > 1 ? " " : "", argv[i]);
-  if (rows_code != nullptr) fmt::print("{}: timing {}\n", name, rows_code);
+  bench_name = name;
   try {
-    return body();
+    const int status = body();
+    if (status == 0) print_rows_code();
+    return status;
   } catch (const CLI::ParseError& e) {
     return refuse(e.what(), kExitUsage);  // a value the body parsed (cli_values.h)
   } catch (const InvalidArgument& e) {

@@ -35,9 +35,12 @@ int bench_main(CLI::App& app, int argc, char** argv, const std::function<int()>&
 
 // Whose code the rows time ("chapter 02's solution (...)", "your chapter 02
 // lab (...)"), set before main by the one-line source a chapter's benchmark
-// program is linked with (cmake/DtwChapter.cmake); bench_main then prints
-// "timing <who>" before the body runs. Unset: nothing is printed.
+// program is linked with (cmake/DtwChapter.cmake).
 void set_rows_code(const char* who);
+// Prints "NAME: timing <who>" once, if set: a benchmark calls it after its
+// checks, before it measures (a refusal prints only why); bench_main calls it
+// after a body that did not. Unset: nothing is printed.
+void print_rows_code();
 
 // Runs gnuplot with `args` for a plot that is an extra beside its data (a CSV,
 // a table): true when it drew it; otherwise prints why there is no plot ("no
