@@ -41,8 +41,9 @@ std::string shard_name(int rank, int ranks, std::int64_t steps_done);
 template <class T>
 std::vector<char> encode_shard(train::Replica<T>& replica, int rank, int ranks,
                                std::int64_t steps_done);
-/// A saved range and where its values start in the file: parameters at
-/// `params`, moment k at `moments[k]` (each range.size() values of T).
+/// A saved range and where its values start in the file, as byte offsets
+/// into the shard file's bytes: parameters at `params`, moment k at
+/// `moments[k]` (each range.size() values of T).
 struct SavedRange {
   train::Range range;
   std::int64_t params = 0;
