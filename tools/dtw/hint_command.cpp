@@ -141,14 +141,14 @@ int diff_command(const Context& context, const std::string& chapter_query) {
 }
 
 namespace {
-// The benchmarks with a program that times the learner's lab.
-std::vector<std::string> lab_benches(const fs::path& dir) {
+// The benchmark names of the executables in `dir` called PREFIX<name>, sorted.
+std::vector<std::string> benches_named(const fs::path& dir, std::string_view prefix) {
   std::vector<std::string> names;
   if (fs::is_directory(dir))
     for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
       const std::string file = e.path().filename().string();
-      if (e.is_regular_file() && file.starts_with("dtw_lab_bench_"))
-        names.push_back(file.substr(std::strlen("dtw_lab_bench_")));
+      if (e.is_regular_file() && file.starts_with(prefix) && access(e.path().c_str(), X_OK) == 0)
+        names.push_back(file.substr(prefix.size()));
     }
   std::ranges::sort(names);
   return names;
@@ -157,15 +157,7 @@ std::vector<std::string> lab_benches(const fs::path& dir) {
 
 int bench_command(const Context& context, const std::vector<std::string>& args) {
   const fs::path dir = context.build.build_dir / "bench";
-  std::vector<std::string> names;
-  if (fs::is_directory(dir))
-    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-      const std::string file = e.path().filename().string();
-      if (e.is_regular_file() && file.starts_with("dtw_bench_") &&
-          access(e.path().c_str(), X_OK) == 0)
-        names.push_back(file.substr(std::strlen("dtw_bench_")));
-    }
-  std::ranges::sort(names);
+  const std::vector<std::string> names = benches_named(dir, "dtw_bench_");
   const std::string available =
       names.empty() ? "none are built in " + dir.string() + " yet (build the dtw_bench_* targets)"
                     : fmt::format("built ones: {}", fmt::join(names, ", "));
@@ -183,7 +175,7 @@ int bench_command(const Context& context, const std::vector<std::string>& args) 
     if (!fs::exists(program))
       throw UsageError(fmt::format("dtw bench {} has no --lab: it times no single chapter's lab "
                                    "(benchmarks that time your lab: {})",
-                                   args[0], fmt::join(lab_benches(dir), ", ")));
+                                   args[0], fmt::join(benches_named(dir, "dtw_lab_bench_"), ", ")));
   }
   std::vector<std::string> argv{program.string()};
   argv.insert(argv.end(), rest.begin(), rest.end());
