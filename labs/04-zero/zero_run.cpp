@@ -83,8 +83,7 @@ void ZeroRun<T>::end_step(train::Replica<T>& replica, std::int64_t step, double 
   {
     const train::Cost cost = replica.optimizer_cost();
     auto phase = run_.phase("optimizer", {.flops = cost.flops, .bytes = cost.bytes});
-    replica.clip(global[1]);
-    replica.step(step);  // the optimizer ranges: this rank's shards
+    DTW_TODO("04.1: Clip this rank's gradient by the global norm in `global`, then step its optimizer ranges.");
   }
   run_.record_loss(step, global[0]);
   const std::int64_t done = step + 1;

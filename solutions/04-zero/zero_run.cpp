@@ -115,8 +115,19 @@ void ZeroRun<T>::end_step(train::Replica<T>& replica, std::int64_t step, double 
   {
     const train::Cost cost = replica.optimizer_cost();
     auto phase = run_.phase("optimizer", {.flops = cost.flops, .bytes = cost.bytes});
+    // @lab 04.1: Clip this rank's gradient by the global norm in `global`, then step its optimizer ranges.
+    // @hint 1: Clipping scales the whole gradient by one factor, from the norm of
+    // @hint 1: the whole gradient. Each rank holds a piece of it, so each must use
+    // @hint 1: the summed norm, or the pieces are scaled differently and the step
+    // @hint 1: is no longer the single-device step.
+    // @hint 2: clip with the global Σ g² (the allreduce's second value), then step:
+    // @hint 2: the replica steps only its optimizer ranges (this rank's shards).
+    // @hint 2: Trap: the local Σ g² gives each rank its own factor; with AdamW the
+    // @hint 2: first steps barely show it, with SGD every step does.
+    // @hint 3: replica.clip(global[1]); replica.step(step).
     replica.clip(global[1]);
     replica.step(step);  // the optimizer ranges: this rank's shards
+    // @end
   }
   run_.record_loss(step, global[0]);
   const std::int64_t done = step + 1;

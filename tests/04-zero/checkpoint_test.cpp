@@ -296,5 +296,61 @@ TEST(CheckpointWriteTest, ASaveReplacesEachFileWholeAndLeavesNoTemporaryFile) {
   });
 }
 
+// A save is a sequence: every shard file, then the index, which is what makes
+// the new checkpoint exist. Here the shard file of step 2 cannot be written (a
+// folder sits at its path), so the save must fail, naming the rank and the
+// path, and leave the checkpoint of step 1 loadable: an index written before
+// the shard names a file that never came, and a write whose failure goes
+// unnoticed does the same.
+TEST(CheckpointWriteTest, ASaveThatFailsLeavesThePreviousCheckpointWhole) {
+  const train::RunSpec spec = tiny("gpt-tiny", 2);
+  train::HarnessOptions o = testing::on(1);
+  o.compare = false;
+  DTW_TRACE("gpt-tiny saved after step 1, then a save of step 2 whose shard file cannot be "
+            "written: the index is written last, so the checkpoint of step 1 stays whole");
+  train::run_ranks<double>(spec, o, [&](train::RankRun<double>& run) {
+    Comm& comm = run.comm();
+    const std::string dir = shared_temp_dir(comm);
+    train::Replica<double> replica(spec, comm.exec(), train::ReplicaPlan::whole(spec));
+    replica.forward_backward(0, 0, 1);
+    replica.step(0);
+    save_checkpoint(comm, replica, dir, 1, std::vector<double>{1.5});
+
+    const std::string blocked = dir + "/shard-0-of-1-step-2.bin";
+    std::filesystem::create_directories(blocked + "/in-the-way");
+    replica.forward_backward(1, 0, 1);
+    replica.step(1);
+    bool failed = false;
+    try {
+      save_checkpoint(comm, replica, dir, 2, std::vector<double>{1.5, 2.5});
+    } catch (const std::exception& e) {
+      failed = true;
+      EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos)
+          << "the error of a failed write names the rank: " << e.what();
+    }
+    EXPECT_TRUE(failed) << "rank 0 could not write " << blocked
+                        << " (a folder is at that path), yet the save returned as if it had: "
+                           "check that the temporary file was written whole and that the rename "
+                           "succeeded, and fail naming the rank and the path";
+
+    train::Replica<double> fresh(spec, comm.exec(), train::ReplicaPlan::whole(spec));
+    try {
+      const CheckpointInfo info = load_checkpoint(comm, fresh, dir);
+      EXPECT_EQ(info.steps_done, 1)
+          << "after the failed save of step 2 the folder's index says " << info.steps_done
+          << " steps: the index must be written last, only after every shard file";
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "after a save of step 2 that failed writing its shard file, the checkpoint "
+                       "no longer loads: "
+                    << e.what()
+                    << "\nwrite every shard file first and the index last (after the gather of "
+                       "every rank's entry): the index is what makes a checkpoint exist, so a save "
+                       "that fails or stops half-way must leave the previous index, naming the "
+                       "previous step's files";
+    }
+    std::filesystem::remove_all(dir);
+  });
+}
+
 }  // namespace
 }  // namespace dtw::ch04
