@@ -353,8 +353,8 @@ function(dtw_add_chapter name)
     target_link_libraries(dtw_ch${id}_demos PUBLIC dtw_ch${id}_solution)
     dtw_target_warnings(dtw_ch${id}_demos)
     # The same demos with the learner's library: `dtw run DEMO --lab` hands
-    # over to this program (tools/dtw/lab_run_main.cpp; dtw_cli_run is made in
-    # tools/dtw, after the chapters).
+    # over to this program (tools/dtw/lab_run_main.cpp; dtw_cli_run and
+    # dtw_lab_run_main are made in tools/dtw, after the chapters).
   endif()
   if(demo_sources AND DTW_BUILD_TOOLS)
     # Compiled once against the lab: for the lab-run program and the lab's
@@ -362,7 +362,8 @@ function(dtw_add_chapter name)
     add_library(dtw_ch${id}_lab_demos OBJECT ${demo_sources})
     target_link_libraries(dtw_ch${id}_lab_demos PUBLIC dtw_ch${id}_lab)
     dtw_target_warnings(dtw_ch${id}_lab_demos)
-    add_executable(dtw_ch${id}_lab_run "${root}/tools/dtw/lab_run_main.cpp")
+    # main() is tools/dtw's dtw_lab_run_main, compiled once for every chapter.
+    add_executable(dtw_ch${id}_lab_run $<TARGET_OBJECTS:dtw_lab_run_main>)
     target_link_libraries(dtw_ch${id}_lab_run PRIVATE dtw_ch${id}_lab_demos dtw_ch${id}_lab dtw_cli_run)
     dtw_target_warnings(dtw_ch${id}_lab_run)
   endif()

@@ -61,7 +61,15 @@ TEST(Zero2Test, MicroBatchesAddIntoTheShard) {
     const train::HarnessOptions o = on(2, {"micro_batches=3"});
     DTW_TRACE("zero2, " << ::dtw::testing::describe_run(spec, 2, o.knobs));
     const train::RunOutcome out = testing::run_stage(2, spec, o);
-    EXPECT_TRUE(out.matches) << model << ": " << out.mismatch;
+    // When it fails, the same run with one micro-batch says whether the
+    // accumulation is what is wrong.
+    const bool one_matches = out.matches || testing::run_stage(2, spec, on(2)).matches;
+    EXPECT_TRUE(out.matches)
+        << model << ": " << out.mismatch
+        << (one_matches ? "\nwith one micro-batch the same run matches, so the micro-batches do not "
+                          "accumulate: ADD the chunk each micro-batch's reduce-scatter leaves into "
+                          "the gradient shard, never copy it over what the earlier ones left"
+                        : "");
     // Every micro-batch reduce-scatters every unit: three times ZeRO-1's gradient bytes.
     for (int r = 0; r < 2; ++r)
       EXPECT_EQ(testing::bytes_sent(out.report, r), 2 * testing::bytes_per_step(spec, 2, 2, r, 3))

@@ -1,8 +1,11 @@
-// Step 04.3, ZeRO-3 / FSDP: matches the reference on 1-5 ranks for both
+// Step 04.3, ZeRO-3 / FSDP: one unit gathered alone is the whole unit and
+// lives until its last release; the run matches the reference on 1-5 ranks for both
 // models, with micro-batches too; the ledger's parameter peak is the shard
 // plus the units held whole, exactly; 3Ψ(p−1)/p-ish bytes, counted chunk by
 // chunk; and a rank that runs a layer once more is named with the layer.
+#include <algorithm>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "zero_test_util.h"
@@ -14,6 +17,60 @@ using testing::on;
 using testing::tiny;
 
 DTW_TEST_STEPS(Zero3Test, "04.1", "04.2", "04.3");
+// The gather on its own, before any training: one unit gathered on 3 ranks
+// must equal the whole model's unit element for element, and a wrong element
+// is named with the chunk it lies in and the chunk its value came from (a
+// rank's shard copied to chunk 0, or never copied). Two params() calls hold
+// it twice: it lives until the second release.
+TEST(Zero3Test, GathersAUnitWholeAndFreesItAtTheLastRelease) {
+  DTW_TRACE("zero3 gather: one unit of gpt-tiny gathered whole on 3 ranks, held twice, released twice");
+  dtw::testing::launch_bounded(3, [](Comm& comm) {
+    const train::RunSpec spec = tiny("gpt-tiny", 1);
+    const int r = comm.rank(), p = comm.size();
+    const Sharding sharding = Sharding::of(spec, p);
+    train::Replica<double> replica(spec, comm.exec(),
+                                   train::ReplicaPlan::ranges(testing::owned_ranges(spec, p, r)));
+    train::Replica<double> whole(spec, comm.exec(), train::ReplicaPlan::whole(spec));
+    GatheredParams<double> params(comm, sharding, replica);
+    const model::Unit& u = sharding.units()[2];
+    const Chunks chunks(u.size(), p);
+    const auto chunk_of = [&](std::int64_t i) {
+      int c = 0;
+      while (c + 1 < p && chunks.offset(c + 1) <= i) ++c;
+      return c;
+    };
+    const double* got = params.params(2);
+    const double* again = params.params(2);  // nested: the same copy
+    EXPECT_EQ(got, again) << "rank " << r << ": a second params() of a unit already held must "
+                             "return the same copy, not gather again";
+    const std::span<double> expected = whole.params(u.begin, u.end);
+    for (std::int64_t i = 0; i < u.size(); ++i) {
+      if (got[i] == expected[static_cast<std::size_t>(i)]) continue;
+      const auto from = std::find(expected.begin(), expected.end(), got[i]);
+      const int c = chunk_of(i);
+      std::ostringstream came;
+      if (got[i] == 0)
+        came << " (never written?)";
+      else if (from != expected.end())
+        came << ", which is element " << (from - expected.begin()) << "'s value (rank "
+             << chunk_of(from - expected.begin()) << "'s chunk)";
+      FAIL() << "rank " << r << ": element " << i << " of the gathered " << u.name << " holds "
+             << got[i] << came.str() << "; expected " << expected[static_cast<std::size_t>(i)]
+             << ". It lies in chunk " << c << " [" << chunks.offset(c) << ", "
+             << chunks.offset(c) + chunks.size(c) << "), rank " << c
+             << "'s: each rank copies its own shard into its own chunk of the unit (chunk r, "
+                "Sharding's chunks of the unit), and the allgather fills the others";
+    }
+    params.release(2);
+    EXPECT_EQ(params.live_units(), 1)
+        << "rank " << r << ": the unit was taken twice and released once, so it is still held: "
+           "count the holders (one per params() call) and free the copy only at the LAST release";
+    params.release(2);
+    EXPECT_EQ(params.live_units(), 0)
+        << "rank " << r << ": every holder released the unit, so its copy must be freed";
+  });
+}
+
 TEST(Zero3Test, HoldsTheShardPlusTheUnitsInFlight) {
   for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
     for (int p : {2, 3, 5}) {
@@ -90,28 +147,6 @@ TEST(Zero3Test, SendsTheRingsBytesExactly) {
             << testing::where(spec, p) << ", rank " << r;
     }
   }
-}
-
-TEST(Zero3Test, GathersAUnitWholeAndFreesItAtTheLastRelease) {
-  dtw::testing::launch_bounded(3, [](Comm& comm) {
-    const train::RunSpec spec = tiny("gpt-tiny", 1);
-    const Sharding sharding = Sharding::of(spec, comm.size());
-    train::Replica<double> replica(spec, comm.exec(),
-                                   train::ReplicaPlan::ranges(testing::owned_ranges(spec, comm.size(), comm.rank())));
-    train::Replica<double> whole(spec, comm.exec(), train::ReplicaPlan::whole(spec));
-    GatheredParams<double> params(comm, sharding, replica);
-    const model::Unit& u = sharding.units()[2];
-    const double* got = params.params(2);
-    const double* again = params.params(2);  // nested: the same copy
-    EXPECT_EQ(got, again);
-    const std::span<double> expected = whole.params(u.begin, u.end);
-    for (std::int64_t i = 0; i < u.size(); ++i)
-      ASSERT_EQ(got[i], expected[static_cast<std::size_t>(i)]) << "element " << i << " of " << u.name;
-    params.release(2);
-    EXPECT_EQ(params.live_units(), 1);
-    params.release(2);
-    EXPECT_EQ(params.live_units(), 0);
-  });
 }
 
 DTW_TEST_STEPS(Zero3PitfallTest, "04.1", "04.3");
