@@ -31,19 +31,19 @@ void RankRun<T>::record_loss(std::int64_t step, double loss) {
   // Every later step would be NaN too: stop at the first, before the progress
   // line, so the run fails with its cause instead of ending "loss 2.05 -> nan".
   // The first step's loss comes before any update, so no learning rate can
-  // make it non-finite: then the forward read values nobody wrote.
+  // make it non-finite: then the forward read values never written.
   DTW_CHECK(std::isfinite(loss), Diverged,
             "the run diverged: loss " << loss << " at step " << step + 1 << " of " << spec_.steps
                                       << " (" << (spec_.optimizer == model::Optimizer::kAdamW ? "adamw" : "sgd") << " lr "
                                       << spec_.lr() << ", warm-up " << spec_.warmup_steps << " steps): "
                                       << (step == 0
                                               ? "before any optimizer step, so not the learning rate: "
-                                                "the forward read values nobody wrote (a chunk of a "
+                                                "the forward read values never written (a chunk of a "
                                                 "gathered buffer left unfilled, a buffer read after it "
                                                 "was freed, a wrong offset)"
                                               : "lower --lr or warm up longer; if the single-device "
                                                 "run (--compare) does not diverge, look for values "
-                                                "nobody wrote instead (an unfilled chunk, a freed "
+                                                "never written instead (an unfilled chunk, a freed "
                                                 "buffer)"));
   losses_.push_back(loss);
   const auto now = std::chrono::steady_clock::now();
