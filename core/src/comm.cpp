@@ -7,8 +7,11 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "dtw/array.h"
 #include "dtw/errors.h"
@@ -26,6 +29,47 @@ bool collective_check_default() {
 #else
   return true;
 #endif
+}
+
+// The blocking recv_reduce's scratch, kept between calls. A fresh buffer per
+// call is, above 32 MiB, a new mapping that malloc returns to the system on
+// free, faulted in page by page on every receive (8192 faults, each zeroing
+// a page, for 32 MiB): over MPI that took more time than the ring's copies
+// (64 MiB allreduce on 2 processes, 1.21-1.40x MPI_Allreduce's time; with the
+// scratch kept, 0.57-0.78x; docs/results/collectives_mpi.md). Every call takes
+// a block of its own, so concurrent and nested receives never share one; the
+// pool keeps a few blocks, the largest it has seen.
+class ScratchPool {
+ public:
+  struct Block {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t size = 0;
+  };
+  Block take(std::size_t n) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        Block b = std::move(free_.back());
+        free_.pop_back();
+        if (b.size >= n) return b;
+      }
+    }
+    return {std::unique_ptr<std::byte[]>(new std::byte[n]), n};  // uninitialised: the receive fills it
+  }
+  void give(Block b) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kKept) free_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr std::size_t kKept = 4;
+  std::mutex mutex_;
+  std::vector<Block> free_;
+};
+
+ScratchPool& scratch_pool() {
+  static ScratchPool pool;
+  return pool;
 }
 }  // namespace
 
@@ -204,9 +248,11 @@ std::shared_ptr<detail::RequestState> Comm::start_recv_reduce(Buffer inout, int 
 }
 
 void Comm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
-  // Two passes over memory: receive into scratch, then combine.
-  std::vector<std::byte> scratch(static_cast<std::size_t>(inout.bytes()));
-  Buffer tmp{scratch.data(), inout.count, inout.type};
+  // Two passes over memory: receive into scratch, then combine. The block
+  // goes back to the pool only when the receive completed: after an error the
+  // backend may still hold it.
+  ScratchPool::Block scratch = scratch_pool().take(static_cast<std::size_t>(inout.bytes()));
+  Buffer tmp{scratch.data.get(), inout.count, inout.type};
   auto state = start_recv(tmp, src, tag, "recv_reduce");
   const Request guard(state);
   detail::RequestState* s = state.get();
@@ -216,6 +262,7 @@ void Comm::do_recv_reduce(Buffer inout, int src, ReduceOp op, int tag) {
                 "rank " << rank_ << ": recv_reduce from rank " << src << " tag " << tag << ": got "
                         << state->received_count << " elements, expected " << inout.count);
   kernels::reduce_into(inout, tmp, op);
+  scratch_pool().give(std::move(scratch));
 }
 
 // The runtime's own exchanges are named after what they serve, so a deadlock
