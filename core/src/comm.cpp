@@ -35,8 +35,8 @@ bool collective_check_default() {
 // call is, above 32 MiB, a new mapping that malloc returns to the system on
 // free, faulted in page by page on every receive (8192 faults, each zeroing
 // a page, for 32 MiB): over MPI that took more time than the ring's copies
-// (64 MiB allreduce on 2 processes, 1.21-1.40x MPI_Allreduce's time; with the
-// scratch kept, 0.57-0.78x; docs/results/collectives_mpi.md). Every call takes
+// (64 MiB ring allreduce on 2 processes, a median of 1.20x MPI_Allreduce's
+// time; with the scratch kept, 0.60x; docs/results/collectives_mpi.md). Every call takes
 // a block of its own, so concurrent and nested receives never share one; the
 // pool keeps a few blocks, the largest it has seen.
 class ScratchPool {
