@@ -318,8 +318,9 @@ class SequenceParallelSeams : public model::Seams<T> {
   std::span<const T> enter_backward(model::Site site, int layer, std::span<T> dx,
                                     std::vector<T>& buffer) override;
   /// In a block, the sublayer sees the whole sequence, t times the
-  /// residual's tokens, in enter's buffer (which the block keeps): what
-  /// Gpt::activation_bytes charges for the gathered inputs and caches.
+  /// residual's tokens, in enter's buffer, which the block drops after the
+  /// forward: the backward calls enter again (Megatron's second all-gather).
+  /// What Gpt::activation_bytes charges for the sublayers' caches.
   model::SublayerInput sublayer_input(model::Site site, std::int64_t seq) const override;
 
  protected:
@@ -400,10 +401,11 @@ std::int64_t tp_activation_bytes(const model::ModelConfig& config, std::int64_t 
 /// of `seq` tokens (the chapter text derives it): what lives between the
 /// sublayers -- every block's input, both norms' outputs and their per-row
 /// statistics, the residual midpoint, the head and the token ids -- for the
-/// rank's seq/t tokens only; the all-gathered inputs of both sublayers, and
-/// everything a sublayer keeps (q/k/v, head outputs, probabilities, MLP
-/// hidden units), for the whole sequence on the rank's heads and units. The
-/// vocabulary is not cut (the head sees the rank's tokens of every column).
+/// rank's seq/t tokens only; everything a sublayer keeps (q/k/v, head
+/// outputs, probabilities, MLP hidden units), for the whole sequence on the
+/// rank's heads and units. Not the sublayers' all-gathered inputs: the
+/// backward gathers them again. The vocabulary is not cut (the head sees
+/// the rank's tokens of every column).
 std::int64_t tp_sp_activation_bytes(const model::ModelConfig& config, std::int64_t batch,
                                     std::int64_t seq, int t, std::int64_t element_bytes);
 /// Values rank r sends in one ring allreduce of n values over t ranks

@@ -298,17 +298,23 @@ std::int64_t Gpt<T>::activation_bytes(UnitRange range, std::int64_t batch,
   // Per block, on the residual's N rows: ln1, mid, ln2 [N, C] and two
   // mean/rstd pairs [N]. Each sublayer works on the rows its seams' enter
   // makes (Megatron-SP: the whole sequence) and keeps at that count: the
-  // attention its input when enter made a new one [Na, C], qkv [Na, 3W],
+  // attention its input when enter made a new one and will not make it
+  // again in the backward [Na, C], qkv [Na, 3W],
   // q, k, v, per_head, merged [Na, W] and the core's cache (plain: probs
-  // [B, H, Sa, Sa]); the MLP its new input [Nm, C], pre and act [Nm, F].
+  // [B, H, Sa, Sa]); the MLP its new input (likewise) [Nm, C], pre and act
+  // [Nm, F].
   Seams<T>& seams = seams_ != nullptr ? *seams_ : identity_seams<T>();
   const SublayerInput at = seams.sublayer_input(Site::kAttention, seq_len),
                       mp = seams.sublayer_input(Site::kMlp, seq_len);
   const std::int64_t Na = batch * at.seq, Nm = batch * mp.seq;
   const std::int64_t core =
       seams.attention().cache_elements({batch, d.heads, at.seq, at.seq, d.head_dim});
-  const std::int64_t attention = (at.new_buffer ? Na * C : 0) + 3 * Na * W + 5 * Na * W + core;
-  const std::int64_t mlp = (mp.new_buffer ? Nm * C : 0) + 2 * Nm * F;
+  // A new input is kept unless the seams enter again in the backward.
+  auto kept = [&](const SublayerInput& in, std::int64_t rows) {
+    return in.new_buffer && !in.enter_again ? rows * C : 0;
+  };
+  const std::int64_t attention = kept(at, Na) + 3 * Na * W + 5 * Na * W + core;
+  const std::int64_t mlp = kept(mp, Nm) + 2 * Nm * F;
   const std::int64_t per_block = 3 * N * C + 4 * N + attention + mlp;
   std::int64_t values = (b1 - b0 + 1) * N * C + (b1 - b0) * per_block;
   // The head: ln [N, C], mean and rstd [N], logits and probs [N, V], losses [N].

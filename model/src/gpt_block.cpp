@@ -166,16 +166,21 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
     // seams to it, so the ledger cannot drift from what the block keeps.
     const SublayerInput declared = seams.sublayer_input(site, d.seq);
     DTW_CHECK_ARG(static_cast<std::int64_t>(in.size()) == d.batch * declared.seq * C &&
-                      new_buffer == declared.new_buffer,
+                      new_buffer == declared.new_buffer &&
+                      (declared.new_buffer || !declared.enter_again),
                   "Seams::enter(" << name_of(site) << ", layer " << at.layer << ") returned "
                                   << in.size() << " values" << (new_buffer ? " in its buffer" : "")
                                   << "; sublayer_input declares " << d.batch * declared.seq * C
-                                  << (declared.new_buffer ? " in its buffer" : ""));
+                                  << (declared.new_buffer ? " in its buffer" : "")
+                                  << (declared.enter_again ? ", entered again in the backward" : ""));
     BlockDims sd = d;
     sd.seq = static_cast<std::int64_t>(in.size()) / (d.batch * C);
     const bool same_rows = sd.rows() == N;
     T* y = same_rows ? to : sized(out, sd.rows() * C);
     run(y, in.data(), sd);
+    // Megatron-SP's saving: the gathered input goes now, and the backward
+    // gathers it again from the norm's output, which the block keeps anyway.
+    if (declared.enter_again) std::vector<T>().swap(in_buffer);
     const std::span<const T> added = seams.leave(site, at.layer, {y, static_cast<std::size_t>(sd.rows() * C)}, out);
     DTW_CHECK_ARG(static_cast<std::int64_t>(added.size()) == N * C,
                   "Seams::leave(" << name_of(site) << ", layer " << at.layer << ") returned "
@@ -225,6 +230,7 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
   T* d_mid = scratch + N * C;    // gradient at mid
   T* sub = scratch + 2 * N * C;  // the sublayers' scratch
   std::vector<T> dy_buffer, dx_buffer, big;  // for seams that change the row count
+  std::vector<T> again;                       // the input, when the seams enter again
   // The backward of leave → sublayer → enter, from the gradient at the
   // residual (dy) to the gradient at the norm's output (into d_ln). The
   // bias, added after leave, takes its gradient from dy and is final first.
@@ -238,6 +244,18 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
     const std::span<const T> dsub =
         seams.leave_backward(site, at.layer, {dy, static_cast<std::size_t>(N * C)}, dy_buffer);
     const T* in = in_buffer.empty() ? in_norm.data() : in_buffer.data();
+    const SublayerInput declared = seams.sublayer_input(site, d.seq);
+    if (declared.enter_again) {
+      // Only the weights' gradients read the input (dW += dyᵀ x); Megatron
+      // overlaps this gather with the input gradient's product.
+      const std::span<const T> x = seams.enter(site, at.layer, in_norm, again);
+      DTW_CHECK_ARG(static_cast<std::int64_t>(x.size()) == d.batch * declared.seq * C,
+                    "Seams::enter(" << name_of(site) << ", layer " << at.layer
+                                    << ") entered again in the backward returned " << x.size()
+                                    << " values; sublayer_input declares "
+                                    << d.batch * declared.seq * C);
+      in = x.data();
+    }
     BlockDims sd = d;
     sd.seq = static_cast<std::int64_t>(dsub.size()) / (d.batch * C);
     const bool same_rows = sd.rows() == N;

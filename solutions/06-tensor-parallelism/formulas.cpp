@@ -58,12 +58,12 @@ std::int64_t tp_sp_activation_bytes(const model::ModelConfig& c, std::int64_t ba
   const std::int64_t n = batch * seq / t, N = batch * seq, C = c.dim, W = C / t;
   const std::int64_t F = c.mlp_hidden / t, heads = c.heads / t, V = c.vocab;
   // A block: LN1, mid, LN2 [n, C] and two mean/rstd pairs [n] on the rank's
-  // tokens; the gathered inputs of both sublayers [N, C], whole; qkv [N, 3W],
-  // q, k, v, the head outputs and their merge [N, W], the probabilities
-  // [B, heads/t, T, T] and the MLP's pre- and post-GELU [N, F/t]: the whole
-  // sequence on the rank's heads and units.
+  // tokens; qkv [N, 3W], q, k, v, the head outputs and their merge [N, W],
+  // the probabilities [B, heads/t, T, T] and the MLP's pre- and post-GELU
+  // [N, F/t]: the whole sequence on the rank's heads and units. Not the
+  // sublayers' gathered inputs: the backward gathers them again.
   const std::int64_t block =
-      3 * n * C + 4 * n + 2 * N * C + 8 * N * W + batch * heads * seq * seq + 2 * N * F;
+      3 * n * C + 4 * n + 8 * N * W + batch * heads * seq * seq + 2 * N * F;
   // Every block's input and the last output [n, C]; the head: LNf [n, C],
   // its mean, rstd and the per-row losses [n], logits and softmax [n, V]
   // (the vocabulary is not cut under SP).
@@ -91,16 +91,18 @@ std::int64_t bytes_per_step(const model::ModelConfig& c, std::int64_t batch, std
                 ring_allreduce_values(2 * rows, r, t)) +
            scalar;  // the clipping norm
   }
-  // Per block and pass, two allgathers and two reduce-scatters of n; the
-  // replicated gradients once; the loss and the clipping norm as doubles.
-  return e * (8 * L * ring_half_values(n, t) +
+  // Per block, forward: two allgathers and two reduce-scatters of n;
+  // backward: four allgathers (the gradients at the sublayers' outputs and
+  // their inputs again) and two reduce-scatters. The replicated gradients
+  // once; the loss and the clipping norm as doubles.
+  return e * (10 * L * ring_half_values(n, t) +
               ring_allreduce_values(replicated_params(c, false), r, t)) +
          2 * scalar;
 }
 
 CollectiveCount collectives_per_step(const model::ModelConfig& c, bool sp) {
   if (!sp) return {4 * c.layers + 2 + 2 + 1, 0, 0};
-  return {3, 4 * c.layers, 4 * c.layers};
+  return {3, 6 * c.layers, 4 * c.layers};
 }
 
 std::int64_t messages_per_step(const model::ModelConfig& c, int t, bool sp) {

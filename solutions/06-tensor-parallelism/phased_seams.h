@@ -170,8 +170,11 @@ class PhasedSeams final : public model::Seams<T> {
     } else {
       for (int l = 0; l < c.layers; ++l) flops.insert(flops.end(), {0, attn, 0, mlp});
       flops.push_back(3 * head);  // the head, forward and backward
+      // Backward, each sublayer: leave_backward's gather, enter's second
+      // gather of the input (nothing between them), the sublayer, and
+      // enter_backward's reduce-scatter.
       for (int l = c.layers - 1; l >= 0; --l) {
-        flops.insert(flops.end(), {2 * mlp, 0, 2 * attn});
+        flops.insert(flops.end(), {0, 2 * mlp, 0, 0, 2 * attn});
         if (l > 0) flops.push_back(0);
       }
       flops.push_back(0);

@@ -16,7 +16,8 @@
 // sublayer, which needs the whole sequence. Same bytes as the allreduce,
 // activations between sublayers divided by t. Backward the two swap: an
 // allgather of the gradient at the sublayer's output, a reduce-scatter of
-// the sublayer's partial input gradient.
+// the sublayer's partial input gradient; and the sublayer's input, which
+// the block did not keep, is gathered again by a second call of enter.
 //
 // The price: the norms (and the biases added after the reduce-scatter) now
 // see only the rank's tokens, so their gradients are partial sums. They must
@@ -174,12 +175,15 @@ std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, in
 }
 
 // Machinery for the ledger: enter's all-gather hands each sublayer the
-// whole sequence in a new buffer, which the block keeps for the backward.
+// whole sequence in a new buffer. As in Megatron, the block does not keep
+// it: it keeps the rank's norm output (1/t of it) and calls enter again in
+// the backward, one more all-gather per sublayer for activations that
+// divide by t.
 template <TrainElement T>
 model::SublayerInput SequenceParallelSeams<T>::sublayer_input(model::Site site,
                                                               std::int64_t seq) const {
   if (!in_a_block(site)) return {seq, false};
-  return {seq * group_.size(), true};
+  return {.seq = seq * group_.size(), .new_buffer = true, .enter_again = true};
 }
 
 template <TrainElement T>

@@ -10,8 +10,9 @@
 // check_replicated proves after every step that the copies are still equal.
 //
 // Per step, tp sends 4L + 2 allreduces of B·T·C values, the loss's two small ones and
-// the clipping norm; tp-sp sends 4L allgathers and 4L reduce-scatters of B·T·C values
-// in all, the replicated gradients, the loss and the norm (formulas.cpp).
+// the clipping norm; tp-sp sends 6L allgathers (the backward gathers each sublayer's
+// input again) and 4L reduce-scatters of B·T·C values in all, the replicated gradients,
+// the loss and the norm (formulas.cpp).
 #include <algorithm>
 #include <cmath>
 #include <string>

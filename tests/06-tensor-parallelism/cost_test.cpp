@@ -1,11 +1,12 @@
 // The chapter's cost model against the measurement: per step, the messages
 // and bytes every rank sent (the traffic record) equal the formulas exactly,
-// which count each collective: 4L + 5 allreduces for tp; 4L allgathers, 4L
-// reduce-scatters and 3 allreduces for tp-sp. Per rank, the ledger's
+// which count each collective: 4L + 5 allreduces for tp; 6L allgathers (the
+// backward gathers each sublayer's input again), 4L reduce-scatters and 3
+// allreduces for tp-sp. Per rank, the ledger's
 // parameters, gradients and optimizer state equal the slice plus the
 // replicated tensors, to the element, and its activations the chapter's
 // derivation for each (tp-sp: the rank's tokens between the sublayers, the
-// whole sequence inside them), to the byte.
+// whole sequence inside them, no gathered input kept), to the byte.
 #include "tp_test.h"
 
 namespace dtw::ch06 {

@@ -218,16 +218,21 @@ class SequenceSeams final : public model::Seams<double> {
 // and a slice of the heads and hidden units: enter all-gathers the norm's
 // output along the sequence, leave reduce-scatters the partial outputs back
 // to the ranges; their backwards swap the two. The embedding and the head
-// keep the rank's tokens (identity), as chapter 06's do.
+// keep the rank's tokens (identity), as chapter 06's do. `again`: the
+// block drops the gathered input after the forward and enters again in the
+// backward, as Megatron does (SublayerInput::enter_again); else it keeps it.
 class SequenceParallelSeams final : public model::Seams<double> {
  public:
   SequenceParallelSeams(LocalGroup& group, int rank, std::int64_t batch, std::int64_t seq,
-                        std::int64_t dim)
-      : group_(group), rank_(rank), batch_(batch), seq_(seq), dim_(dim) {}
+                        std::int64_t dim, bool again = false)
+      : group_(group), rank_(rank), batch_(batch), seq_(seq), dim_(dim), again_(again) {}
   std::span<const double> enter(model::Site site, int, std::span<const double> x,
                                 std::vector<double>& buffer) override {
+    if (in_block(site)) ++enters_;
     return in_block(site) ? gather(x, buffer) : x;
   }
+  /// The enter calls that gathered, so far.
+  int enters() const { return enters_; }
   std::span<const double> leave(model::Site site, int, std::span<double> y,
                                 std::vector<double>& buffer) override {
     return in_block(site) ? scatter(y, buffer) : y;
@@ -243,7 +248,7 @@ class SequenceParallelSeams final : public model::Seams<double> {
   // A sublayer sees the whole sequence, gathered into enter's buffer.
   model::SublayerInput sublayer_input(model::Site site, std::int64_t seq) const override {
     if (!in_block(site)) return {seq, false};
-    return {seq * group_.size(), true};
+    return {seq * group_.size(), true, again_};
   }
 
  private:
@@ -274,6 +279,8 @@ class SequenceParallelSeams final : public model::Seams<double> {
   LocalGroup& group_;
   int rank_;
   std::int64_t batch_, seq_, dim_;
+  bool again_;
+  int enters_ = 0;
 };
 
 }  // namespace dtw::testing

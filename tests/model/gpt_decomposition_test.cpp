@@ -206,7 +206,8 @@ TEST(GptDecompositionTest, SequenceShardsSumToTheWholeModel) {
 // reduce-scatter after), so the norms and residuals run on a token range and
 // the sublayers on the whole sequence. The norms' and biases' gradients are
 // then partial per rank: their sum is the whole's (the pitfall of chapter 06
-// is to forget that sum).
+// is to forget that sum). Both ways of feeding the sublayers' backward: the
+// gathered inputs kept, or gathered again (two more gathers per block).
 TEST(GptDecompositionTest, SequenceParallelNormsAroundTensorSlicesEqualTheWholeBlock) {
   const ModelConfig c = decomposable_gpt(true);
   const ParamLayout layout = param_layout(c);
@@ -221,8 +222,10 @@ TEST(GptDecompositionTest, SequenceParallelNormsAroundTensorSlicesEqualTheWholeB
   block_backward(dx.data(), block_weights(layout, 0, g.data()), dy.data(), x.data(), cache,
                  block_weights(layout, 0, p.data()), full, scratch.data());
   const Whole w{layout, p, g, {}, {}, 0};
+  for (const bool again : {false, true})
   for (int t : {1, 2, 4}) {
-    const std::string who = "sequence-parallel t=" + std::to_string(t);
+    const std::string who = std::string("sequence-parallel, ") +
+                            (again ? "entered again" : "inputs kept") + ", t=" + std::to_string(t);
     const std::int64_t l = kSeq / t;
     LocalGroup group(t);
     std::vector<ParamLayout> layouts;
@@ -239,7 +242,7 @@ TEST(GptDecompositionTest, SequenceParallelNormsAroundTensorSlicesEqualTheWholeB
       BlockDims d = block_dims(c, kBatch, l);
       d.heads = c.heads / t;
       d.mlp_hidden = c.mlp_hidden / t;
-      testing::SequenceParallelSeams seams(group, r, kBatch, kSeq, C);
+      testing::SequenceParallelSeams seams(group, r, kBatch, kSeq, C, again);
       const TokenRuns runs = ModelShard::sequence(r, t, SequenceSplit::kContiguous).positions(kSeq);
       const BlockSeams<double> at{&seams, 0, &runs};
       BlockCache<double> lc;
@@ -251,6 +254,8 @@ TEST(GptDecompositionTest, SequenceParallelNormsAroundTensorSlicesEqualTheWholeB
       block_backward(dxs[r].data(), block_weights(layouts[r], 0, grads[r].data()), ldy.data(),
                      lx.data(), lc, block_weights(layouts[r], 0, lp.data()), d, ls.data(),
                      nullptr, {}, at);
+      EXPECT_EQ(lc.attn_in.empty() && lc.mlp_in.empty(), again) << who << " rank " << r;
+      EXPECT_EQ(seams.enters(), again ? 4 : 2) << who << " rank " << r << ": gathers by enter";
     });
     for (int r = 0; r < t; ++r)
       for (std::int64_t b = 0; b < kBatch; ++b)
@@ -286,7 +291,8 @@ TEST(GptDecompositionTest, SequenceParallelNormsAroundTensorSlicesEqualTheWholeB
         ASSERT_NEAR(replicated[v.offset + i], g[v.offset + i], kTol)
             << who << ": the sum over ranks of " << v.name << "[" << i << "]";
     }
-    std::printf("sequence-parallel norms, t=%d: worst relative difference %.2e\n", t, worst.all);
+    std::printf("sequence-parallel norms, %s: worst relative difference %.2e\n", who.c_str(),
+                worst.all);
   }
 }
 
@@ -394,7 +400,8 @@ std::int64_t held_bytes(const GptActivations<double>& a) {
 // exactly the bytes the count charges, whole, under tensor slices (the
 // same rows as the residual) and under Megatron-SP (the sublayers keep the
 // gathered whole sequence and their caches at its length, the residual and
-// the norms the rank's T/t tokens).
+// the norms the rank's T/t tokens; or, entering again in the backward, the
+// caches without the gathered inputs).
 TEST(GptDecompositionTest, ActivationBytesAreWhatEveryRankHoldsUnderTheSeams) {
   const ModelConfig c = decomposable_gpt(true);
   const Whole w = whole_model(c);
@@ -404,10 +411,13 @@ TEST(GptDecompositionTest, ActivationBytesAreWhatEveryRankHoldsUnderTheSeams) {
     EXPECT_EQ(gpt.activation_bytes(every_unit(gpt), kBatch, kSeq), held_bytes(gpt.activations()))
         << "whole";
   }
-  for (bool sp : {false, true}) {
+  for (int mode = 0; mode < 3; ++mode) {
+    const bool sp = mode > 0, again = mode == 2;
     for (int t : {1, 2, 4}) {
-      const std::string who = std::string(sp ? "sequence-parallel" : "tensor slices") +
-                              " t=" + std::to_string(t);
+      const std::string who =
+          std::string(!sp ? "tensor slices" : again ? "sequence-parallel, entered again"
+                                                    : "sequence-parallel, inputs kept") +
+          " t=" + std::to_string(t);
       LocalGroup group(t);
       std::vector<std::int64_t> charged(static_cast<std::size_t>(t)), held(charged);
       testing::run_shards(t, [&](int r) {
@@ -430,7 +440,7 @@ TEST(GptDecompositionTest, ActivationBytesAreWhatEveryRankHoldsUnderTheSeams) {
         Gpt<double> gpt(c, shard);
         const std::vector<double> p = testing::cut_params(w.layout, gpt.layout(), w.params);
         testing::TensorParallelSeams tp(group, r);
-        testing::SequenceParallelSeams seq(group, r, kBatch, kSeq, c.dim);
+        testing::SequenceParallelSeams seq(group, r, kBatch, kSeq, c.dim, again);
         if (sp) gpt.set_seams(&seq);
         else gpt.set_seams(&tp);
         gpt.forward(p.data(), tokens.data(), targets.data(), kBatch, l);

@@ -218,7 +218,9 @@ struct BlockCache {
   /// per-row mean of x_in [rows]
   std::vector<T> ln1, ln1_mean, ln1_rstd;  ///< per-row 1/std of x_in [rows]
   /// @var attn_in
-  /// the attention sublayer's input when Seams::enter made a new one (else empty)
+  /// the attention sublayer's input when Seams::enter made a new one (else
+  /// empty; empty too after the forward when the seams enter again in the
+  /// backward, SublayerInput::enter_again)
   std::vector<T> attn_in, mlp_in;          ///< the MLP's likewise
   AttentionCache<T> attn;                  ///< the attention sublayer's cache
   std::vector<T> mid;                      ///< x_in + attention(LN1(x_in))

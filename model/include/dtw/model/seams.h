@@ -57,7 +57,13 @@ const char* name_of(Site site);
 /// Seams::sublayer_input).
 struct SublayerInput {
   std::int64_t seq = 0;     ///< tokens of each sequence the sublayer sees: its rows are batch·seq
-  bool new_buffer = false;  ///< enter writes the input to its buffer (which the block keeps)
+  bool new_buffer = false;  ///< enter writes the input to its buffer
+  /// With new_buffer: the block does not keep that buffer for the backward.
+  /// It drops it once the sublayer's forward is done and, in the backward,
+  /// calls `enter` again on the norm's output it did keep, right after
+  /// `leave_backward` (Megatron-SP gathers the input again: the sublayer's
+  /// input is not charged, for one more collective per sublayer backward).
+  bool enter_again = false;
 };
 
 /// The seams of one rank (see the file comment). Every method's default is
@@ -69,7 +75,9 @@ class Seams {
  public:
   virtual ~Seams() = default;
   /// Forward, before a sublayer: x [rows, dim] is the norm's output; returns
-  /// the sublayer's input (x itself, or a new value in `buffer`).
+  /// the sublayer's input (x itself, or a new value in `buffer`). When
+  /// sublayer_input says `enter_again`, the backward calls it once more with
+  /// the same x and must get the same values.
   virtual std::span<const T> enter(Site site, int layer, std::span<const T> x,
                                    std::vector<T>& buffer);
   /// Forward, after a sublayer: y [rows, dim] is this rank's partial output
@@ -87,8 +95,9 @@ class Seams {
   /// What `enter(site, ...)` hands a block's sublayer when the residual
   /// stream holds `seq` tokens of each sequence: how many tokens of each
   /// sequence it sees (the sublayer's caches, and the attention core's,
-  /// are that long) and whether it is a new buffer rather than x (the block
-  /// then keeps it for the backward, BlockCache::attn_in and mlp_in). Only
+  /// are that long), whether it is a new buffer rather than x (the block
+  /// then keeps it for the backward, BlockCache::attn_in and mlp_in) and
+  /// whether the block drops that buffer and calls enter again instead. Only
   /// kAttention and kMlp are asked. Gpt::activation_bytes counts from this,
   /// and block_forward checks it against what enter returns, so a seam that
   /// changes the rows must override both. Default: seq itself, x itself.
