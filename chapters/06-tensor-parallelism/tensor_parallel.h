@@ -55,8 +55,7 @@ model::IndexRange even_slice(std::int64_t extent, int r, int t, const char* what
 model::IndexRange vocab_slice(std::int64_t vocab, int r, int t);
 
 /// Rank r of t's share of `config`: heads and hidden units by even_slice,
-/// the vocabulary by vocab_slice (or whole when `cut_vocab` is false; the
-/// sequence-parallel strategy keeps it whole, see the chapter text).
+/// the vocabulary by vocab_slice (or whole when `cut_vocab` is false).
 model::ModelShard megatron_shard(const model::ModelConfig& config, int r, int t,
                                  bool cut_vocab = true);
 
@@ -291,20 +290,22 @@ template <TrainElement T>
 void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole,
                              std::int64_t batch, std::int64_t seq, std::int64_t dim);
 
-/// Megatron-SP's seams around the blocks' sublayers: between the sublayers
-/// each rank holds only its own tokens; inside a block's sublayer the cut
-/// matrices need what Megatron (06.1) needs. Which sequence collective (or
+/// Megatron-SP's seams: between the embedding and the head each rank holds
+/// only its own tokens of the residual stream; around every cut matrix
+/// (a block's sublayers, the vocabulary-parallel embedding and head) the
+/// ranks need what Megatron (06.1) needs. Which sequence collective (or
 /// none) each seam is at each site is this step's lesson (the text's
-/// "Megatron sequence parallelism (SP)"); the embedding and the head keep
-/// the rank's own tokens (the vocabulary is whole on every rank) and may
-/// not gather or scatter rows.
+/// "Megatron sequence parallelism (SP)"). The model is given whole
+/// sequences and the shard says the seams cut them
+/// (ModelShard::cut_by_seams). The loss's vocab_max and vocab_sum are
+/// MegatronSeams' (06.5).
 template <TrainElement T>
-class SequenceParallelSeams : public model::Seams<T> {
+class SequenceParallelSeams : public MegatronSeams<T> {
  public:
   /// Seams over `group` for batches of `batch` sequences of `seq` tokens
   /// (the whole sequence) of width `dim`.
   SequenceParallelSeams(Comm& group, std::int64_t batch, std::int64_t seq, std::int64_t dim)
-      : group_(group), batch_(batch), seq_(seq), dim_(dim) {}
+      : MegatronSeams<T>(group), batch_(batch), seq_(seq), dim_(dim) {}
   /// Forward, before the sublayer (see MegatronSeams).
   std::span<const T> enter(model::Site site, int layer, std::span<const T> x,
                            std::vector<T>& buffer) override;
@@ -317,20 +318,20 @@ class SequenceParallelSeams : public model::Seams<T> {
   /// Backward of enter: returns the rank's own tokens.
   std::span<const T> enter_backward(model::Site site, int layer, std::span<T> dx,
                                     std::vector<T>& buffer) override;
-  /// In a block, the sublayer sees the whole sequence, t times the
-  /// residual's tokens, in enter's buffer, which the block drops after the
-  /// forward: the backward calls enter again (Megatron's second all-gather).
-  /// What Gpt::activation_bytes charges for the sublayers' caches.
+  /// In a block and at the head, the sublayer sees the whole sequence, t
+  /// times the stream's tokens, in enter's buffer, which the model drops
+  /// after the forward: the backward calls enter again (Megatron's second
+  /// all-gather). What Gpt::activation_bytes charges for the caches.
   model::SublayerInput sublayer_input(model::Site site, std::int64_t seq) const override;
 
  protected:
-  Comm& group_;                   ///< the tensor-parallel group
+  using MegatronSeams<T>::group_;   // the tensor-parallel group
   std::int64_t batch_, seq_, dim_;  ///< the shape of the whole activations
 };
 
 /// Megatron-SP's last step: a replicated tensor (the norms, the row-parallel
-/// biases, and here also wte, wpe and the final norm) got a gradient from
-/// this rank's tokens only; the sum over the group is the gradient of the
+/// biases, wpe and the final norm) got a gradient from this rank's tokens
+/// only; the sum over the group is the gradient of the
 /// whole batch. Packs every replicated tensor's gradient into `buffer`
 /// (resized to their total, R values), allreduces it once and writes the
 /// sums back. 2(t−1)/t·R·e bytes.
@@ -357,9 +358,10 @@ struct Faults {
 template <TrainElement T>
 void tensor_parallel(train::RankRun<T>& run, const Faults& faults = {});
 
-/// `tp-sp`: the same slices of heads and hidden units with Megatron-SP: each
-/// rank holds the tokens [r·T/t, (r+1)·T/t) of every sequence between the
-/// sublayers (SequenceParallelSeams), its loss weighs 1/t, and the
+/// `tp-sp`: the same slices as tp with Megatron-SP: every rank is given the
+/// whole batch and holds the tokens [r·T/t, (r+1)·T/t) of every sequence
+/// between the embedding and the head (SequenceParallelSeams,
+/// ModelShard::cut_by_seams); its loss is the batch's, as under tp; the
 /// replicated tensors' gradients are summed over the group
 /// (reduce_replicated_grads) before the clip. Also needs T divisible by p.
 template <TrainElement T>
@@ -400,14 +402,15 @@ std::int64_t tp_activation_bytes(const model::ModelConfig& config, std::int64_t 
 /// Activation bytes rank r of `tp-sp` keeps on a batch of `batch` sequences
 /// of `seq` tokens (the chapter text derives it): what lives between the
 /// sublayers -- every block's input, both norms' outputs and their per-row
-/// statistics, the residual midpoint, the head and the token ids -- for the
-/// rank's seq/t tokens only; everything a sublayer keeps (q/k/v, head
-/// outputs, probabilities, MLP hidden units), for the whole sequence on the
-/// rank's heads and units. Not the sublayers' all-gathered inputs: the
-/// backward gathers them again. The vocabulary is not cut (the head sees
-/// the rank's tokens of every column).
+/// statistics, the residual midpoint, the final norm and its statistics --
+/// for the rank's seq/t tokens only; everything a sublayer keeps (q/k/v,
+/// head outputs, probabilities, MLP hidden units) and the head's logits,
+/// softmax and per-row losses, for the whole sequence on the rank's heads,
+/// units and vocabulary columns; the token and target ids of the whole
+/// batch. Not the all-gathered inputs of the sublayers and the head: the
+/// backward gathers them again.
 std::int64_t tp_sp_activation_bytes(const model::ModelConfig& config, std::int64_t batch,
-                                    std::int64_t seq, int t, std::int64_t element_bytes);
+                                    std::int64_t seq, int r, int t, std::int64_t element_bytes);
 /// Values rank r sends in one ring allreduce of n values over t ranks
 /// (chapter 01's chunks: 2n − chunk(r) − chunk(r+1); 2(t−1)/t·n when t divides n).
 std::int64_t ring_allreduce_values(std::int64_t n, int r, int t);

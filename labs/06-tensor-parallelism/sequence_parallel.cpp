@@ -19,6 +19,14 @@
 // the sublayer's partial input gradient; and the sublayer's input, which
 // the block did not keep, is gathered again by a second call of enter.
 //
+// The model's ends follow the same rule, f becomes an allgather and g a
+// reduce-scatter wherever they stood: each rank looks up the whole
+// sequence's tokens in its vocabulary slice (partial rows, summed by g
+// under tp), and the embedding's reduce-scatter leaves it the sum of its own
+// tokens; before the logits the head gathers the stream back, and the loss
+// takes its two vocabulary reductions over every token (06.5). So the
+// residual stream is cut end to end, and every rank's loss is the batch's.
+//
 // The price: the norms (and the biases added after the reduce-scatter) now
 // see only the rank's tokens, so their gradients are partial sums. They must
 // be summed over the group before the optimizer step, or the replicated
@@ -95,15 +103,17 @@ std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, in
   DTW_TODO("06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.");
 }
 
-// Machinery for the ledger: enter's all-gather hands each sublayer the
-// whole sequence in a new buffer. As in Megatron, the block does not keep
-// it: it keeps the rank's norm output (1/t of it) and calls enter again in
-// the backward, one more all-gather per sublayer for activations that
-// divide by t.
+// Machinery for the ledger and the model: the stream between the ends
+// holds the rank's seq/t tokens of every sequence (the shard says which,
+// ModelShard::cut_by_seams); enter's all-gather hands each sublayer and the
+// head the whole sequence in a new buffer. As in Megatron, the model does
+// not keep it: it keeps the rank's norm output (1/t of it) and calls enter
+// again in the backward, one more all-gather for activations that divide
+// by t.
 template <TrainElement T>
 model::SublayerInput SequenceParallelSeams<T>::sublayer_input(model::Site site,
                                                               std::int64_t seq) const {
-  if (!in_a_block(site)) return {seq, false};
+  if (!in_a_block(site) && site != model::Site::kHead) return {seq, false};
   return {.seq = seq * group_.size(), .new_buffer = true, .enter_again = true};
 }
 

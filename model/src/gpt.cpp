@@ -67,11 +67,24 @@ BlockDims shard_dims(const ModelConfig& c, const ModelShard& s, std::int64_t bat
 // positions of its tokens.
 template <class T>
 EndSeams<T> end_seams(const ModelConfig& c, const ModelShard& s, Seams<T>* seams,
-                      const TokenRuns* positions) {
+                      const TokenRuns* positions, std::int64_t batch, std::int64_t stream) {
   EndSeams<T> at{seams, {}, positions};
   const IndexRange v = s.vocab.resolved(c.vocab);
   if (v.begin != 0 || v.end != c.vocab) at.vocab = v;
+  if (s.cut_by_seams) at.stream_rows = batch * stream;
+  at.head_input = (seams != nullptr ? *seams : identity_seams<T>()).sublayer_input(Site::kHead, stream);
   return at;
+}
+
+// Tokens of each sequence the residual stream holds when the forward is
+// given seq_len of each: all of them, or the shard's part when the seams
+// cut the sequence (ModelShard::cut_by_seams).
+std::int64_t stream_len(const ModelShard& s, std::int64_t seq_len, const char* who) {
+  if (!s.cut_by_seams) return seq_len;
+  DTW_CHECK_ARG(seq_len % s.sequence_shards == 0,
+                who << ": a sequence of " << seq_len << " tokens does not split into the shard's "
+                    << s.sequence_shards << " sequence shards (the seams cut it)");
+  return seq_len / s.sequence_shards;
 }
 
 std::int64_t vocab_rows(const ModelConfig& c, const ModelShard& s) {
@@ -107,7 +120,8 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
                 "Gpt::forward: unit range [" << range.begin << ", " << range.end
                                              << ") is empty or outside [0, " << U << ")");
   DTW_CHECK_ARG(batch >= 1, "Gpt::forward: batch " << batch << " must be at least 1");
-  const std::int64_t whole_len = seq_len * shard_.sequence_shards;
+  const std::int64_t stream = stream_len(shard_, seq_len, "Gpt::forward");
+  const std::int64_t whole_len = stream * shard_.sequence_shards;
   DTW_CHECK_ARG(seq_len >= 1 && whole_len <= c.context,
                 "Gpt::forward: seq_len " << seq_len << " (" << shard_.sequence_shards
                                          << " sequence shards: " << whole_len
@@ -118,13 +132,16 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
                 "Gpt::forward: units [" << range.begin << ", " << range.end << ") need "
                                         << (first ? "tokens" : "an input activation x_in"));
   has_forward_ = false;  // until this forward completes
-  const std::int64_t N = batch * seq_len, C = c.dim, L = c.layers, V = vocab_rows(c, shard_);
+  // N tokens, n rows of the residual stream (fewer when the seams cut it).
+  const std::int64_t N = batch * seq_len, n = batch * stream, C = c.dim, L = c.layers,
+                     V = vocab_rows(c, shard_);
   positions_ = shard_.positions(whole_len);
-  const EndSeams<T> ends = end_seams(c, shard_, seams_, &positions_);
+  const EndSeams<T> ends = end_seams(c, shard_, seams_, &positions_, batch, stream);
   const auto [b0, b1] = blocks_of(range, static_cast<int>(L));
   GptActivations<T>& a = acts_;
   a.batch = batch;
   a.seq = seq_len;
+  a.stream = stream;
   a.range = range;
   if (first) a.tokens.assign(tokens, tokens + N);
   else a.tokens.clear();
@@ -150,18 +167,18 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
   if (first) {
     // Token and position embeddings start the residual stream ...
     const T* e = access.params(0);
-    embed_forward(sized(a.x[0], N * C), tokens, e + layout_.find("wte").offset,
+    embed_forward(sized(a.x[0], n * C), tokens, e + layout_.find("wte").offset,
                   e + layout_.find("wpe").offset, c, batch, seq_len, 0, times_, ends);
     access.release_params(0);
   } else {
-    std::copy_n(x_in, N * C, sized(a.x[b0], N * C));
+    std::copy_n(x_in, n * C, sized(a.x[b0], n * C));
   }
   // ... every block reads it and writes the next version of it ...
-  const BlockDims d = shard_dims(c, shard_, batch, seq_len);
+  const BlockDims d = shard_dims(c, shard_, batch, stream);
   for (int l = b0; l < b1; ++l) {
     const int u = l + 1;
     const T* p = access.params(u);
-    block_forward(sized(a.x[l + 1], N * C), a.blocks[l], a.x[l].data(),
+    block_forward(sized(a.x[l + 1], n * C), a.blocks[l], a.x[l].data(),
                   unit_block_weights(layout_, l, p, units_[u].begin), d, times_,
                   BlockSeams<T>{seams_, l, &positions_});
     access.release_params(u);
@@ -208,13 +225,14 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
   auto ready = [&](std::int64_t begin, std::int64_t end) {
     if (on_grad_ready) on_grad_ready(begin, end);
   };
-  const std::int64_t N = a.batch * a.seq, C = c.dim, L = c.layers, V = vocab_rows(c, shard_);
+  const std::int64_t N = a.batch * a.seq, n = a.batch * a.stream, C = c.dim, L = c.layers,
+                     V = vocab_rows(c, shard_);
   const auto [b0, b1] = blocks_of(a.range, static_cast<int>(L));
-  const BlockDims d = shard_dims(c, shard_, a.batch, a.seq);
-  const EndSeams<T> ends = end_seams(c, shard_, seams_, &positions_);
+  const BlockDims d = shard_dims(c, shard_, a.batch, a.stream);
+  const EndSeams<T> ends = end_seams(c, shard_, seams_, &positions_, a.batch, a.stream);
   T* scratch = sized(scratch_, std::max(last ? head_scratch_size(N, C, V) : 0,
                                         b1 > b0 ? block_scratch_size(d) : 0));
-  T* dx = sized(dx_, N * C);
+  T* dx = sized(dx_, n * C);
   const ParamView& wte = layout_.find("wte");
 
   if (last) {
@@ -233,7 +251,7 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
     if (head_is_tied(c)) access.release_params(0);
     ready(head.begin, head.end);
   } else if (dx_out != nullptr) {  // checked above; the test tells the compiler too
-    std::copy_n(dx_out, N * C, dx);
+    std::copy_n(dx_out, n * C, dx);
   }
   // Backward through the blocks in reverse; dx holds d loss / d x[l] as l
   // falls (block_backward may overwrite its input gradient in place).
@@ -290,13 +308,16 @@ std::int64_t Gpt<T>::activation_bytes(UnitRange range, std::int64_t batch,
   DTW_CHECK_ARG(0 <= range.begin && range.begin < range.end && range.end <= U,
                 "Gpt::activation_bytes: unit range [" << range.begin << ", " << range.end
                                                       << ") is empty or outside [0, " << U << ")");
-  const BlockDims d = shard_dims(c, shard_, batch, seq_len);
-  const std::int64_t N = batch * seq_len, C = c.dim, F = d.mlp_hidden, V = vocab_rows(c, shard_);
+  const std::int64_t stream = stream_len(shard_, seq_len, "Gpt::activation_bytes");
+  const BlockDims d = shard_dims(c, shard_, batch, stream);
+  // N tokens; n rows of the residual stream (N unless the seams cut it).
+  const std::int64_t N = batch * seq_len, n = batch * stream, C = c.dim, F = d.mlp_hidden,
+                     V = vocab_rows(c, shard_);
   const std::int64_t W = d.width();
   const auto [b0, b1] = blocks_of(range, static_cast<int>(c.layers));
   const bool first = range.begin == 0, last = range.end == U;
-  // Per block, on the residual's N rows: ln1, mid, ln2 [N, C] and two
-  // mean/rstd pairs [N]. Each sublayer works on the rows its seams' enter
+  // Per block, on the residual's n rows: ln1, mid, ln2 [n, C] and two
+  // mean/rstd pairs [n]. Each sublayer works on the rows its seams' enter
   // makes (Megatron-SP: the whole sequence) and keeps at that count: the
   // attention its input when enter made a new one and will not make it
   // again in the backward [Na, C], qkv [Na, 3W],
@@ -304,8 +325,9 @@ std::int64_t Gpt<T>::activation_bytes(UnitRange range, std::int64_t batch,
   // [B, H, Sa, Sa]); the MLP its new input (likewise) [Nm, C], pre and act
   // [Nm, F].
   Seams<T>& seams = seams_ != nullptr ? *seams_ : identity_seams<T>();
-  const SublayerInput at = seams.sublayer_input(Site::kAttention, seq_len),
-                      mp = seams.sublayer_input(Site::kMlp, seq_len);
+  const SublayerInput at = seams.sublayer_input(Site::kAttention, stream),
+                      mp = seams.sublayer_input(Site::kMlp, stream),
+                      hd = seams.sublayer_input(Site::kHead, stream);
   const std::int64_t Na = batch * at.seq, Nm = batch * mp.seq;
   const std::int64_t core =
       seams.attention().cache_elements({batch, d.heads, at.seq, at.seq, d.head_dim});
@@ -315,10 +337,11 @@ std::int64_t Gpt<T>::activation_bytes(UnitRange range, std::int64_t batch,
   };
   const std::int64_t attention = kept(at, Na) + 3 * Na * W + 5 * Na * W + core;
   const std::int64_t mlp = kept(mp, Nm) + 2 * Nm * F;
-  const std::int64_t per_block = 3 * N * C + 4 * N + attention + mlp;
-  std::int64_t values = (b1 - b0 + 1) * N * C + (b1 - b0) * per_block;
-  // The head: ln [N, C], mean and rstd [N], logits and probs [N, V], losses [N].
-  if (last) values += N * C + 3 * N + 2 * N * V;
+  const std::int64_t per_block = 3 * n * C + 4 * n + attention + mlp;
+  std::int64_t values = (b1 - b0 + 1) * n * C + (b1 - b0) * per_block;
+  // The head: ln [n, C], mean and rstd [n]; on every token, its input when
+  // enter made a new one it keeps [N, C], logits and probs [N, V], losses [N].
+  if (last) values += n * C + 2 * n + kept(hd, N) + 2 * N * V + N;
   const std::int64_t ids = (first ? N : 0) + (last ? N : 0);  // tokens, targets
   return values * static_cast<std::int64_t>(sizeof(T)) +
          ids * static_cast<std::int64_t>(sizeof(std::int32_t));

@@ -51,6 +51,17 @@ Seams<T>& seams_of(const EndSeams<T>& at) {
   return at.seams != nullptr ? *at.seams : identity_seams<T>();
 }
 
+// The residual stream's rows at the ends: one per token unless the seams
+// cut the sequence (EndSeams::stream_rows), then a whole number per sequence.
+template <class T>
+std::int64_t stream_rows_of(const EndSeams<T>& at, std::int64_t rows, std::int64_t batch) {
+  if (at.stream_rows < 0) return rows;
+  DTW_CHECK_ARG(at.stream_rows <= rows && (batch == 0 || at.stream_rows % batch == 0),
+                "the residual stream's " << at.stream_rows << " rows are not a part of every one of "
+                                         << batch << " sequences of " << rows << " tokens");
+  return at.stream_rows;
+}
+
 // The rows of a vocabulary slice [v0, v1) of ids: the local row of id, or −1.
 struct VocabSlice {
   std::int64_t v0, v1;
@@ -72,31 +83,37 @@ void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
                    const ModelConfig& config, std::int64_t batch, std::int64_t seq,
                    std::int64_t position_offset, LayerTimes* times, const EndSeams<T>& at) {
   check_tokens("embed_forward", tokens, config, batch, seq);
+  const std::int64_t C = config.dim, N = batch * seq, n = stream_rows_of(at, N, batch);
+  const std::int64_t s = n / std::max<std::int64_t>(batch, 1);  // the stream's tokens a sequence
   const std::vector<std::int32_t> pos =
-      positions("embed_forward", config, seq, position_offset, at.positions);
+      positions("embed_forward", config, s, position_offset, at.positions);
   ScopedLayerTimer timer(times, "embedding");
-  const std::int64_t C = config.dim, N = batch * seq;
   const VocabSlice vocab = slice_of(at.vocab, config);
+  // When the seams cut the stream, the lookup covers every token and leave
+  // keeps the stream's: look up into a buffer, not into x.
+  std::vector<T> looked;
+  T* e = n == N ? x : sized(looked, N * C);
   // x = wte[token] + wpe[position]: a lookup, then a second lookup added on top.
   if (vocab.whole) {
-    kernels::embedding_forward(x, tokens, wte, N, C, config.vocab);
+    kernels::embedding_forward(e, tokens, wte, N, C, config.vocab);
   } else {
     // A vocabulary slice holds some tokens' rows; the others are another
     // slice's, and leave() sums the slices (Megatron's VocabParallelEmbedding).
     for (std::int64_t i = 0; i < N; ++i) {
       const std::int64_t r = vocab.row(tokens[i]);
-      if (r < 0) std::fill_n(x + i * C, C, T(0));
-      else std::copy_n(wte + r * C, C, x + i * C);
+      if (r < 0) std::fill_n(e + i * C, C, T(0));
+      else std::copy_n(wte + r * C, C, e + i * C);
     }
   }
   std::vector<T> buffer;
   const std::span<const T> summed =
-      seams_of(at).leave(Site::kEmbedding, -1, {x, static_cast<std::size_t>(N * C)}, buffer);
-  DTW_CHECK_ARG(static_cast<std::int64_t>(summed.size()) == N * C,
-                "Seams::leave(embedding) returned " << summed.size() << " values, not " << N * C);
+      seams_of(at).leave(Site::kEmbedding, -1, {e, static_cast<std::size_t>(N * C)}, buffer);
+  DTW_CHECK_ARG(static_cast<std::int64_t>(summed.size()) == n * C,
+                "Seams::leave(embedding) returned " << summed.size() << " values, not " << n * C
+                    << (n == N ? "" : " (the stream's rows: the seams cut the sequence)"));
   if (summed.data() != x) std::copy(summed.begin(), summed.end(), x);
   for (std::int64_t b = 0; b < batch; ++b)
-    kernels::embedding_forward(x + b * seq * C, pos.data(), wpe, seq, C, config.context, true);
+    kernels::embedding_forward(x + b * s * C, pos.data(), wpe, s, C, config.context, true);
 }
 
 template <TrainElement T>
@@ -104,16 +121,20 @@ void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
                     const ModelConfig& config, std::int64_t batch, std::int64_t seq,
                     std::int64_t position_offset, LayerTimes* times, const EndSeams<T>& at) {
   check_tokens("embed_backward", tokens, config, batch, seq);
+  const std::int64_t C = config.dim, N = batch * seq, n = stream_rows_of(at, N, batch);
+  const std::int64_t s = n / std::max<std::int64_t>(batch, 1);
   const std::vector<std::int32_t> pos =
-      positions("embed_backward", config, seq, position_offset, at.positions);
+      positions("embed_backward", config, s, position_offset, at.positions);
   ScopedLayerTimer timer(times, "embedding");
-  const std::int64_t C = config.dim, N = batch * seq;
   const VocabSlice vocab = slice_of(at.vocab, config);
   // A lookup copies rows, so its gradient adds each row of dx back into the
   // table row it came from: dwte[token] += dx, dwpe[position] += dx.
   std::vector<T> buffer;
   const std::span<const T> d_tok = seams_of(at).leave_backward(
-      Site::kEmbedding, -1, {dx, static_cast<std::size_t>(N * C)}, buffer);
+      Site::kEmbedding, -1, {dx, static_cast<std::size_t>(n * C)}, buffer);
+  DTW_CHECK_ARG(static_cast<std::int64_t>(d_tok.size()) == N * C,
+                "Seams::leave_backward(embedding) returned " << d_tok.size() << " values, not "
+                                                             << N * C << " (one row per token)");
   if (vocab.whole) {
     kernels::embedding_backward(dwte, tokens, d_tok.data(), N, C, config.vocab);
   } else {
@@ -124,7 +145,7 @@ void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
     }
   }
   for (std::int64_t b = 0; b < batch; ++b)
-    kernels::embedding_backward(dwpe, pos.data(), dx + b * seq * C, seq, C, config.context);
+    kernels::embedding_backward(dwpe, pos.data(), dx + b * s * C, s, C, config.context);
 }
 
 namespace {
@@ -167,18 +188,26 @@ T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
                const HeadWeights<const T>& w, std::int64_t rows, std::int64_t dim,
                std::int64_t vocab, LayerTimes* times, const EndSeams<T>& at) {
   Seams<T>& seams = seams_of(at);
+  const std::int64_t n = at.stream_rows < 0 ? rows : at.stream_rows;  // x's rows
   {
     ScopedLayerTimer timer(times, "layernorm");
-    kernels::layernorm_forward(sized(cache.ln, rows * dim), sized(cache.mean, rows),
-                               sized(cache.rstd, rows), x, w.lnf_gamma, w.lnf_beta, rows, dim);
+    kernels::layernorm_forward(sized(cache.ln, n * dim), sized(cache.mean, n),
+                               sized(cache.rstd, n), x, w.lnf_gamma, w.lnf_beta, n, dim);
   }
   const std::span<const T> in = seams.enter(Site::kHead, -1, cache.ln, cache.in);
-  DTW_CHECK_ARG(static_cast<std::int64_t>(in.size()) == rows * dim,
-                "Seams::enter(head) returned " << in.size() << " values; the head keeps its "
-                                               << rows << " rows of " << dim);
-  if (in.data() != cache.in.data()) cache.in.clear();
+  const bool new_buffer = !cache.in.empty() && in.data() == cache.in.data();
+  DTW_CHECK_ARG(static_cast<std::int64_t>(in.size()) == rows * dim &&
+                    new_buffer == at.head_input.new_buffer,
+                "Seams::enter(head) returned " << in.size() << " values"
+                    << (new_buffer ? " in its buffer" : "") << "; the head needs its " << rows
+                    << " rows of " << dim << " (one per target)"
+                    << (at.head_input.new_buffer ? " in its buffer, as sublayer_input declares"
+                                                 : ""));
+  if (!new_buffer) cache.in.clear();
   linear_forward(sized(cache.logits, rows * vocab), in.data(), w.weight,
                  static_cast<const T*>(nullptr), rows, dim, vocab, times);
+  // The backward enters again (Megatron-SP): the gathered input goes now.
+  if (at.head_input.enter_again) std::vector<T>().swap(cache.in);
   if (targets == nullptr) {
     cache.probs.clear();
     return T(0);
@@ -226,15 +255,27 @@ void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::in
   }
   // logits = in Wᵀ: a linear layer without bias (tied: W is wte, whose
   // gradient also receives the embedding's contribution).
+  const std::int64_t n = at.stream_rows < 0 ? rows : at.stream_rows;  // x's rows
   const T* in = cache.in.empty() ? cache.ln.data() : cache.in.data();
+  std::vector<T> again;
+  if (at.head_input.enter_again) {
+    const std::span<const T> x_again = seams_of(at).enter(Site::kHead, -1, cache.ln, again);
+    DTW_CHECK_ARG(static_cast<std::int64_t>(x_again.size()) == rows * dim,
+                  "Seams::enter(head) entered again in the backward returned "
+                      << x_again.size() << " values; the head needs " << rows * dim);
+    in = x_again.data();
+  }
   linear_backward(dln, grads.weight, static_cast<T*>(nullptr), dlogits, in, w.weight, rows, dim,
                   vocab, times);
   std::vector<T> buffer;
   const std::span<const T> d_norm = seams_of(at).enter_backward(
       Site::kHead, -1, {dln, static_cast<std::size_t>(rows * dim)}, buffer);
+  DTW_CHECK_ARG(static_cast<std::int64_t>(d_norm.size()) == n * dim,
+                "Seams::enter_backward(head) returned " << d_norm.size() << " values; the final "
+                                                        << "norm's output holds " << n * dim);
   ScopedLayerTimer timer(times, "layernorm");
   kernels::layernorm_backward(dx, grads.lnf_gamma, grads.lnf_beta, d_norm.data(), x,
-                              cache.mean.data(), cache.rstd.data(), w.lnf_gamma, rows, dim);
+                              cache.mean.data(), cache.rstd.data(), w.lnf_gamma, n, dim);
 }
 
 #define DTW_INSTANTIATE(T)                                                                        \

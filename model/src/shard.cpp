@@ -126,7 +126,7 @@ std::string ModelShard::describe(const ModelConfig& c) const {
                    v = vocab.resolved(c.vocab);
   os << "heads [" << h.begin << ", " << h.end << ") hidden [" << f.begin << ", " << f.end
      << ") vocab [" << v.begin << ", " << v.end << ") tokens " << sequence_shard + 1 << "/"
-     << sequence_shards << " " << split_name(split);
+     << sequence_shards << " " << split_name(split) << (cut_by_seams ? " (cut by the seams)" : "");
   return os.str();
 }
 

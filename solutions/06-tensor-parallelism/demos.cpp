@@ -33,16 +33,16 @@ double step_bytes(const FormulaInput& in, bool sp) {
 MemoryFigures peak(const FormulaInput& in, bool sp) {
   MemoryFigures f = train::no_memory_figures();
   const model::ModelConfig c = in.spec.config();
-  const double psi = static_cast<double>(params_per_rank(c, 0, in.ranks, !sp) * in.element_bytes);
+  const double psi = static_cast<double>(params_per_rank(c, 0, in.ranks, true) * in.element_bytes);
   const bool adam = in.spec.optimizer == model::Optimizer::kAdamW;
   f[static_cast<std::size_t>(MemoryCategory::kParameters)] = psi;
   f[static_cast<std::size_t>(MemoryCategory::kGradients)] = psi;
   f[static_cast<std::size_t>(MemoryCategory::kOptimizerState)] = adam ? 2 * psi : psi;
-  // The chapter's derivations (tp: rank 0 holds the largest vocabulary slice).
+  // The chapter's derivations (rank 0 holds the largest vocabulary slice).
   f[static_cast<std::size_t>(MemoryCategory::kActivations)] = static_cast<double>(
       !sp ? tp_activation_bytes(c, in.spec.batch, in.spec.sequence(), 0, in.ranks,
                                 in.element_bytes)
-          : tp_sp_activation_bytes(c, in.spec.batch, in.spec.sequence(), in.ranks,
+          : tp_sp_activation_bytes(c, in.spec.batch, in.spec.sequence(), 0, in.ranks,
                                    in.element_bytes));
   return f;
 }

@@ -52,11 +52,11 @@ std::int64_t tp_activation_bytes(const model::ModelConfig& c, std::int64_t batch
 }
 
 std::int64_t tp_sp_activation_bytes(const model::ModelConfig& c, std::int64_t batch,
-                                    std::int64_t seq, int t, std::int64_t e) {
+                                    std::int64_t seq, int r, int t, std::int64_t e) {
   // n: the rank's rows (its seq/t tokens of every sequence); N: the whole
-  // sequence's, which each sublayer sees after enter's all-gather.
+  // sequence's, which each sublayer and the head see after enter's all-gather.
   const std::int64_t n = batch * seq / t, N = batch * seq, C = c.dim, W = C / t;
-  const std::int64_t F = c.mlp_hidden / t, heads = c.heads / t, V = c.vocab;
+  const std::int64_t F = c.mlp_hidden / t, heads = c.heads / t, V = vocab_rows(c, r, t, true);
   // A block: LN1, mid, LN2 [n, C] and two mean/rstd pairs [n] on the rank's
   // tokens; qkv [N, 3W], q, k, v, the head outputs and their merge [N, W],
   // the probabilities [B, heads/t, T, T] and the MLP's pre- and post-GELU
@@ -64,11 +64,13 @@ std::int64_t tp_sp_activation_bytes(const model::ModelConfig& c, std::int64_t ba
   // sublayers' gathered inputs: the backward gathers them again.
   const std::int64_t block =
       3 * n * C + 4 * n + 8 * N * W + batch * heads * seq * seq + 2 * N * F;
-  // Every block's input and the last output [n, C]; the head: LNf [n, C],
-  // its mean, rstd and the per-row losses [n], logits and softmax [n, V]
-  // (the vocabulary is not cut under SP).
-  const std::int64_t values = (c.layers + 1) * n * C + c.layers * block + n * C + 3 * n + 2 * n * V;
-  return values * e + 2 * n * 4;  // + the rank's token and target ids (int32)
+  // Every block's input and the last output [n, C]; the head: LNf [n, C]
+  // and its mean and rstd [n] on the rank's tokens, then on every token the
+  // logits and softmax of the rank's vocabulary columns [N, V/t] and the
+  // per-row losses [N] (not the gathered input, gathered again).
+  const std::int64_t values =
+      (c.layers + 1) * n * C + c.layers * block + n * C + 2 * n + 2 * N * V + N;
+  return values * e + 2 * N * 4;  // + the batch's token and target ids (int32)
 }
 
 std::int64_t ring_allreduce_values(std::int64_t n, int r, int t) {
@@ -93,16 +95,20 @@ std::int64_t bytes_per_step(const model::ModelConfig& c, std::int64_t batch, std
   }
   // Per block, forward: two allgathers and two reduce-scatters of n;
   // backward: four allgathers (the gradients at the sublayers' outputs and
-  // their inputs again) and two reduce-scatters. The replicated gradients
-  // once; the loss and the clipping norm as doubles.
-  return e * (10 * L * ring_half_values(n, t) +
-              ring_allreduce_values(replicated_params(c, false), r, t)) +
-         2 * scalar;
+  // their inputs again) and two reduce-scatters. At the ends: the
+  // embedding's reduce-scatter and its backward's allgather; the head's
+  // allgather, again in the backward, and its backward's reduce-scatter.
+  // The loss's maxima and sums, the replicated gradients once, the clipping
+  // norm as a double.
+  return e * ((10 * L + 5) * ring_half_values(n, t) + ring_allreduce_values(rows, r, t) +
+              ring_allreduce_values(2 * rows, r, t) +
+              ring_allreduce_values(replicated_params(c, true), r, t)) +
+         scalar;
 }
 
 CollectiveCount collectives_per_step(const model::ModelConfig& c, bool sp) {
   if (!sp) return {4 * c.layers + 2 + 2 + 1, 0, 0};
-  return {3, 6 * c.layers, 4 * c.layers};
+  return {2 + 1 + 1, 6 * c.layers + 3, 4 * c.layers + 2};
 }
 
 std::int64_t messages_per_step(const model::ModelConfig& c, int t, bool sp) {

@@ -53,21 +53,21 @@ class PhasedSeams final : public model::Seams<T> {
   // wrong site, or by the wrong amount, is reported (rank, site, sizes)
   // instead of running off a buffer.
   std::span<const T> enter(model::Site s, int l, std::span<const T> x, std::vector<T>& b) override {
-    const bool gathers = sp_ && in_block(s);
+    const bool gathers = sp_ && where_f(s);
     return checked("enter", s, l, gathers ? whole_ : x.size(), x.size(), cut(gathers, [&] {
                      return located("enter", s, l, [&] { return inner_.enter(s, l, x, b); });
                    }));
   }
   std::span<const T> leave(model::Site s, int l, std::span<T> y, std::vector<T>& b) override {
-    const bool scatters = sp_ && in_block(s);
+    const bool scatters = sp_ && where_g(s);
     return checked("leave", s, l, scatters ? whole_ / t_ : y.size(), y.size(),
-                   cut(!sp_ || in_block(s), [&] {
+                   cut(!sp_ || scatters, [&] {
                      return located("leave", s, l, [&] { return inner_.leave(s, l, y, b); });
                    }));
   }
   std::span<const T> leave_backward(model::Site s, int l, std::span<const T> dy,
                                     std::vector<T>& b) override {
-    const bool gathers = sp_ && in_block(s);
+    const bool gathers = sp_ && where_g(s);
     return checked("leave_backward", s, l, gathers ? whole_ : dy.size(), dy.size(),
                    cut(gathers, [&] {
                      return located("leave_backward", s, l,
@@ -76,9 +76,9 @@ class PhasedSeams final : public model::Seams<T> {
   }
   std::span<const T> enter_backward(model::Site s, int l, std::span<T> dx,
                                     std::vector<T>& b) override {
-    const bool scatters = sp_ && in_block(s);
+    const bool scatters = sp_ && where_f(s);
     return checked("enter_backward", s, l, scatters ? whole_ / t_ : dx.size(), dx.size(),
-                   cut(!sp_ || in_block(s), [&] {
+                   cut(!sp_ || scatters, [&] {
                      return located("enter_backward", s, l,
                                     [&] { return inner_.enter_backward(s, l, dx, b); });
                    }));
@@ -88,10 +88,10 @@ class PhasedSeams final : public model::Seams<T> {
   }
   model::AttentionCore<T>& attention() override { return inner_.attention(); }
   void vocab_max(std::span<T> m) override {
-    cut(!sp_, [&] { inner_.vocab_max(m); return 0; });
+    cut(true, [&] { inner_.vocab_max(m); return 0; });
   }
   void vocab_sum(std::span<T> s) override {
-    cut(!sp_, [&] { inner_.vocab_sum(s); return 0; });
+    cut(true, [&] { inner_.vocab_sum(s); return 0; });
   }
 
  private:
@@ -121,7 +121,7 @@ class PhasedSeams final : public model::Seams<T> {
                 << (in_block(s) ? " (layer " + std::to_string(l) + ")" : std::string())
                 << " was given " << given << " values and returned " << out.size() << ", expected "
                 << expected << " ("
-                << (expected == whole_ && sp_ && in_block(s) ? "the whole sequence, batch·seq·dim"
+                << (expected != given && expected == whole_ ? "the whole sequence, batch·seq·dim"
                     : expected != given ? "the rank's own tokens, batch·seq/t·dim"
                                         : "as many as it was given")
                 << "; t = " << t_ << ")");
@@ -130,6 +130,10 @@ class PhasedSeams final : public model::Seams<T> {
   static bool in_block(model::Site s) {
     return s == model::Site::kAttention || s == model::Site::kMlp;
   }
+  // Where Megatron's f stands (before a cut matrix: SP gathers there) and
+  // where g stands (after one: SP reduce-scatters there).
+  static bool where_f(model::Site s) { return in_block(s) || s == model::Site::kHead; }
+  static bool where_g(model::Site s) { return in_block(s) || s == model::Site::kEmbedding; }
   template <class F>
   auto cut(bool communicates, F call) {
     if (!communicates || !phase_) return call();
@@ -156,28 +160,31 @@ class PhasedSeams final : public model::Seams<T> {
     const double attn = 2 * N * C * 3 * W + 2 * N * W * C +
                         4 * static_cast<double>(batch * (h.end - h.begin) * seq * seq) * D;
     const double mlp = 4 * N * C * static_cast<double>(f.end - f.begin);
-    const double head = 2 * (sp ? N / shard.sequence_shards : N) * C * static_cast<double>(v.end - v.begin);
+    const double head = 2 * N * C * static_cast<double>(v.end - v.begin);
+    const bool whole_vocab = v.begin == 0 && v.end == c.vocab;
     std::vector<double> flops;
     if (!sp) {
       flops.push_back(0);  // the embedding, then g
       for (int l = 0; l < c.layers; ++l) flops.insert(flops.end(), {attn, mlp});
       // The logits, the exponentials, the head's backward (a whole vocabulary
       // takes the fused loss, which calls neither vocab seam).
-      if (v.begin == 0 && v.end == c.vocab) flops.push_back(3 * head);
+      if (whole_vocab) flops.push_back(3 * head);
       else flops.insert(flops.end(), {head, 0, 2 * head});
       for (int l = 0; l < c.layers; ++l) flops.insert(flops.end(), {2 * mlp, 2 * attn});
       flops.push_back(0);  // the embedding's backward
     } else {
+      flops.push_back(0);  // the lookup, then the embedding's reduce-scatter
       for (int l = 0; l < c.layers; ++l) flops.insert(flops.end(), {0, attn, 0, mlp});
-      flops.push_back(3 * head);  // the head, forward and backward
+      // The head's gather; the logits (and the loss's two reductions); its
+      // input gathered again; its backward, then its reduce-scatter.
+      if (whole_vocab) flops.insert(flops.end(), {0, head, 2 * head});
+      else flops.insert(flops.end(), {0, head, 0, 0, 2 * head});
       // Backward, each sublayer: leave_backward's gather, enter's second
       // gather of the input (nothing between them), the sublayer, and
       // enter_backward's reduce-scatter.
-      for (int l = c.layers - 1; l >= 0; --l) {
-        flops.insert(flops.end(), {0, 2 * mlp, 0, 0, 2 * attn});
-        if (l > 0) flops.push_back(0);
-      }
-      flops.push_back(0);
+      for (int l = c.layers - 1; l >= 0; --l)
+        flops.insert(flops.end(), {0, 0, 2 * mlp, 0, 0, 2 * attn});
+      flops.insert(flops.end(), {0, 0});  // the embedding's gather, its backward
     }
     double total = 0;
     for (double x : flops) total += x;

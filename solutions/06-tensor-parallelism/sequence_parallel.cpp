@@ -19,6 +19,14 @@
 // the sublayer's partial input gradient; and the sublayer's input, which
 // the block did not keep, is gathered again by a second call of enter.
 //
+// The model's ends follow the same rule, f becomes an allgather and g a
+// reduce-scatter wherever they stood: each rank looks up the whole
+// sequence's tokens in its vocabulary slice (partial rows, summed by g
+// under tp), and the embedding's reduce-scatter leaves it the sum of its own
+// tokens; before the logits the head gathers the stream back, and the loss
+// takes its two vocabulary reductions over every token (06.5). So the
+// residual stream is cut end to end, and every rank's loss is the batch's.
+//
 // The price: the norms (and the biases added after the reduce-scatter) now
 // see only the rank's tokens, so their gradients are partial sums. They must
 // be summed over the group before the optimizer step, or the replicated
@@ -109,15 +117,16 @@ template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::enter(model::Site site, int, std::span<const T> x,
                                                    std::vector<T>& buffer) {
   // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
-  // @hint 1: enter: between the sublayers each rank holds only its stretch of every sequence, but
-  // @hint 1: the attention needs every token. The model's ends (embedding, head) keep the
-  // @hint 1: rank's own tokens: nothing to do there.
-  // @hint 2: At a block's sublayer (attention or MLP): size buffer to the whole activations
-  // @hint 2: (batch·seq·dim), all-gather x into it along the sequence, return it. Anywhere
-  // @hint 2: else return x unchanged.
-  // @hint 3: in_a_block(site); buffer.resize; sequence_allgather(group_, whole, local,
-  // @hint 3: batch_, seq_, dim_) with the buffer as the whole.
-  if (!in_a_block(site)) return x;
+  // @hint 1: enter: between the sublayers each rank holds only its stretch of every sequence.
+  // @hint 1: Wherever Megatron's f stood (06.1), the cut matrices after it need every token:
+  // @hint 1: f becomes an all-gather along the sequence.
+  // @hint 2: At a block's sublayer and at the head (the logits of every token, on the rank's
+  // @hint 2: vocabulary slice): size buffer to the whole activations (batch·seq·dim),
+  // @hint 2: all-gather x into it along the sequence, return it. At the embedding return x.
+  // @hint 3: in_a_block(site) || site == model::Site::kHead; buffer.resize;
+  // @hint 3: sequence_allgather(group_, whole, local, batch_, seq_, dim_) with the buffer as the
+  // @hint 3: whole.
+  if (!in_a_block(site) && site != model::Site::kHead) return x;
   buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
   sequence_allgather(group_, std::span<T>(buffer), x, batch_, seq_, dim_);
   return buffer;
@@ -127,13 +136,15 @@ template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::leave(model::Site site, int, std::span<T> y,
                                                    std::vector<T>& buffer) {
   // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
-  // @hint 1: leave: tensor parallelism would sum the partial outputs on every rank; with
-  // @hint 1: the sequence cut, each rank needs the sum of its own tokens only.
-  // @hint 2: At a block's sublayer: buffer gets 1/t of y, the reduce-scatter along the
-  // @hint 2: sequence fills it, return it. Anywhere else return y unchanged.
-  // @hint 3: in_a_block(site); buffer.resize; sequence_reduce_scatter(group_, local, whole,
-  // @hint 3: batch_, seq_, dim_) with the buffer as the local part and y as the whole.
-  if (!in_a_block(site)) return y;
+  // @hint 1: leave: wherever Megatron's g stood (after a sublayer, and after the vocabulary
+  // @hint 1: slices' lookups), tensor parallelism would sum the partial outputs on every rank;
+  // @hint 1: with the sequence cut, each rank needs the sum of its own tokens only.
+  // @hint 2: At a block's sublayer and at the embedding: buffer gets 1/t of y, the
+  // @hint 2: reduce-scatter along the sequence fills it, return it. At the head return y.
+  // @hint 3: in_a_block(site) || site == model::Site::kEmbedding; buffer.resize;
+  // @hint 3: sequence_reduce_scatter(group_, local, whole, batch_, seq_, dim_) with the buffer
+  // @hint 3: as the local part and y as the whole.
+  if (!in_a_block(site) && site != model::Site::kEmbedding) return y;
   buffer.resize(y.size() / static_cast<std::size_t>(group_.size()));
   sequence_reduce_scatter(group_, std::span<T>(buffer), y, batch_, seq_, dim_);
   return buffer;
@@ -144,13 +155,15 @@ std::span<const T> SequenceParallelSeams<T>::leave_backward(model::Site site, in
                                                             std::span<const T> dy,
                                                             std::vector<T>& buffer) {
   // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
-  // @hint 1: leave_backward: the sublayer's output gradient arrives cut like its output left: the
-  // @hint 1: rank's tokens only. The sublayer's backward needs every token's.
-  // @hint 2: The mirror of enter: at a block's sublayer all-gather dy along the sequence
-  // @hint 2: into buffer (batch·seq·dim) and return it; elsewhere return dy.
-  // @hint 3: in_a_block(site); buffer.resize; sequence_allgather(group_, whole, local,
-  // @hint 3: batch_, seq_, dim_) with dy as the local part.
-  if (!in_a_block(site)) return dy;
+  // @hint 1: leave_backward: the gradient arrives cut like leave's output: the rank's tokens
+  // @hint 1: only. What came before leave (a sublayer, the vocabulary lookup) needs every
+  // @hint 1: token's.
+  // @hint 2: The mirror of leave: where leave reduce-scatters, all-gather dy along the
+  // @hint 2: sequence into buffer (batch·seq·dim) and return it; elsewhere return dy.
+  // @hint 3: in_a_block(site) || site == model::Site::kEmbedding; buffer.resize;
+  // @hint 3: sequence_allgather(group_, whole, local, batch_, seq_, dim_) with dy as the local
+  // @hint 3: part.
+  if (!in_a_block(site) && site != model::Site::kEmbedding) return dy;
   buffer.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
   sequence_allgather(group_, std::span<T>(buffer), dy, batch_, seq_, dim_);
   return buffer;
@@ -161,28 +174,32 @@ std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, in
                                                             std::span<T> dx,
                                                             std::vector<T>& buffer) {
   // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
-  // @hint 1: enter_backward: each rank's input gradient is partial (its heads or hidden
-  // @hint 1: units only) and covers every token; the rank keeps the whole sum of its own tokens.
-  // @hint 2: The mirror of leave: at a block's sublayer reduce-scatter dx along the sequence
-  // @hint 2: into buffer (1/t of dx) and return it; elsewhere return dx.
-  // @hint 3: in_a_block(site); buffer.resize; sequence_reduce_scatter(group_, local, whole,
-  // @hint 3: batch_, seq_, dim_) with dx as the whole (scratch afterwards).
-  if (!in_a_block(site)) return dx;
+  // @hint 1: enter_backward: each rank's input gradient is partial (its heads, hidden units
+  // @hint 1: or vocabulary columns only) and covers every token; the rank keeps the whole sum
+  // @hint 1: of its own tokens.
+  // @hint 2: The mirror of enter: where enter all-gathers, reduce-scatter dx along the
+  // @hint 2: sequence into buffer (1/t of dx) and return it; elsewhere return dx.
+  // @hint 3: in_a_block(site) || site == model::Site::kHead; buffer.resize;
+  // @hint 3: sequence_reduce_scatter(group_, local, whole, batch_, seq_, dim_) with dx as the
+  // @hint 3: whole (scratch afterwards).
+  if (!in_a_block(site) && site != model::Site::kHead) return dx;
   buffer.resize(dx.size() / static_cast<std::size_t>(group_.size()));
   sequence_reduce_scatter(group_, std::span<T>(buffer), dx, batch_, seq_, dim_);
   return buffer;
   // @end
 }
 
-// Machinery for the ledger: enter's all-gather hands each sublayer the
-// whole sequence in a new buffer. As in Megatron, the block does not keep
-// it: it keeps the rank's norm output (1/t of it) and calls enter again in
-// the backward, one more all-gather per sublayer for activations that
-// divide by t.
+// Machinery for the ledger and the model: the stream between the ends
+// holds the rank's seq/t tokens of every sequence (the shard says which,
+// ModelShard::cut_by_seams); enter's all-gather hands each sublayer and the
+// head the whole sequence in a new buffer. As in Megatron, the model does
+// not keep it: it keeps the rank's norm output (1/t of it) and calls enter
+// again in the backward, one more all-gather for activations that divide
+// by t.
 template <TrainElement T>
 model::SublayerInput SequenceParallelSeams<T>::sublayer_input(model::Site site,
                                                               std::int64_t seq) const {
-  if (!in_a_block(site)) return {seq, false};
+  if (!in_a_block(site) && site != model::Site::kHead) return {seq, false};
   return {.seq = seq * group_.size(), .new_buffer = true, .enter_again = true};
 }
 

@@ -10,9 +10,9 @@
 // check_replicated proves after every step that the copies are still equal.
 //
 // Per step, tp sends 4L + 2 allreduces of B·T·C values, the loss's two small ones and
-// the clipping norm; tp-sp sends 6L allgathers (the backward gathers each sublayer's
-// input again) and 4L reduce-scatters of B·T·C values in all, the replicated gradients,
-// the loss and the norm (formulas.cpp).
+// the clipping norm; tp-sp sends 6L + 3 allgathers (the backward gathers each sublayer's
+// and the head's input again) and 4L + 2 reduce-scatters of B·T·C values in all, the
+// loss's two small allreduces, the replicated gradients and the norm (formulas.cpp).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -122,7 +122,9 @@ double clip_sum_of_squares(Comm& group, train::Replica<T>& replica) {
 void check_tp_run(const train::RunSpec& spec, int ranks, int rank, bool sp) {
   const model::ModelConfig c = spec.config();
   const int r = rank < 0 ? 0 : rank;
-  megatron_shard(c, r, ranks, !sp);  // a GPT whose heads and hidden units divide
+  // A GPT whose heads and hidden units divide (a vocabulary is never
+  // refused: it is cut unevenly).
+  megatron_shard(c, r, ranks, false);
   if (sp)
     DTW_CHECK_ARG(spec.sequence() % ranks == 0,
                   (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string())
@@ -186,41 +188,39 @@ void tensor_parallel_sp(train::RankRun<T>& run, const Faults& faults) {
   const int t = group.size(), r = group.rank();
   check_tp_run(spec, t, r, true);
   const model::ModelConfig c = spec.config();
-  // The heads and hidden units cut as in tp; the vocabulary whole (the
-  // model's ends keep the rank's own tokens, see the chapter text); the
-  // sequence cut into t contiguous ranges between the sublayers.
-  model::ModelShard shard = megatron_shard(c, r, t, false);
+  // The heads, hidden units and vocabulary cut as in tp; every rank is given
+  // the whole batch, and its seams cut the residual stream between the
+  // embedding and the head into t contiguous ranges of every sequence.
+  model::ModelShard shard = megatron_shard(c, r, t);
   shard.sequence_shard = r;
   shard.sequence_shards = t;
   shard.split = model::SequenceSplit::kContiguous;
+  shard.cut_by_seams = true;
   train::Replica<T> replica = make_replica(run, shard);
-  // The sublayers run on the whole sequence (after the allgather): their work
-  // is tp's, which the modeled fabric needs; the norms' share is small.
-  const auto sublayers = train::Network<T>::make(c, megatron_shard(c, r, t, false));
+  // The sublayers and the head run on the whole sequence (after the
+  // allgather): their work is tp's, which the modeled fabric needs; the
+  // norms' share is small.
+  const auto sublayers = train::Network<T>::make(c, megatron_shard(c, r, t));
   const train::Batch whole = train::make_batch(spec, 0);
-  const train::Cost pass{3 * sublayers->forward_flops(sublayers->all(), whole),
-                         3 * static_cast<double>(replica.network().activation_bytes(
-                                 replica.network().all(),
-                                 train::sequence_shard_of(whole, shard)))};
+  const train::Cost pass{
+      3 * sublayers->forward_flops(sublayers->all(), whole),
+      3 * static_cast<double>(replica.network().activation_bytes(replica.network().all(), whole))};
   const train::Cost update = replica.optimizer_cost();
   SequenceParallelSeams<T> sequence(group, spec.batch, spec.sequence(), c.dim);
   PhasedSeams<T> seams(sequence, run, c, shard, spec.batch, spec.sequence(), true, pass);
   replica.set_seams(&seams);
   std::vector<T> buffer;
   for (std::int64_t step = 0; step < spec.steps; ++step) {
-    // The rank's tokens are 1/t of the batch's: its mean loss and gradient
-    // weigh 1/t, so the sums over the group are the batch's mean.
-    const double weight = train::sequence_shard_of(train::make_batch(spec, step), shard).weight;
     double loss = 0;
     {
+      // The head gathers every token back: each rank's loss is the batch's
+      // mean, as under tp.
       seams.begin_pass();
-      loss = weight * replica.forward_backward(step, 0, 1, static_cast<T>(weight));
+      loss = replica.forward_backward(step, 0, 1);
       seams.end_pass();
     }
     {
       auto phase = run.phase("allreduce", {.compute = false});
-      ch01::allreduce(group, std::span<double>(&loss, 1), ReduceOp::kSum,
-                      ch01::AllreduceAlgo::kRing);
       if (faults.norm_grads_not_reduced) {
         // The pitfall: the norms' partial gradients kept as they are.
         const std::vector<std::pair<std::string, std::vector<T>>> kept = norm_grads(replica);

@@ -1,12 +1,13 @@
 // The chapter's cost model against the measurement: per step, the messages
 // and bytes every rank sent (the traffic record) equal the formulas exactly,
-// which count each collective: 4L + 5 allreduces for tp; 6L allgathers (the
-// backward gathers each sublayer's input again), 4L reduce-scatters and 3
-// allreduces for tp-sp. Per rank, the ledger's
+// which count each collective: 4L + 5 allreduces for tp; 6L + 3 allgathers
+// (the backward gathers each sublayer's and the head's input again), 4L + 2
+// reduce-scatters and 4 allreduces for tp-sp. Per rank, the ledger's
 // parameters, gradients and optimizer state equal the slice plus the
 // replicated tensors, to the element, and its activations the chapter's
-// derivation for each (tp-sp: the rank's tokens between the sublayers, the
-// whole sequence inside them, no gathered input kept), to the byte.
+// derivation for each (tp-sp: the rank's tokens between the ends, the whole
+// sequence inside the sublayers and the head, no gathered input kept), to
+// the byte.
 #include "tp_test.h"
 
 namespace dtw::ch06 {
@@ -35,8 +36,8 @@ void expect_costs(bool sp, int t) {
         << "rank " << r << " of " << t << ": bytes sent";
     EXPECT_EQ(messages, spec.steps * messages_per_step(c, t, sp))
         << "rank " << r << " of " << t << ": messages sent (collectives counted)";
-    const std::int64_t psi = params_per_rank(c, r, t, !sp);
-    model::ModelShard shard = megatron_shard(c, r, t, !sp);
+    const std::int64_t psi = params_per_rank(c, r, t, true);
+    model::ModelShard shard = megatron_shard(c, r, t);
     EXPECT_EQ(psi, model::param_layout(c, shard).size()) << "the formula against the layout";
     const MemorySnapshot& m = out.report.memory[static_cast<std::size_t>(r)];
     EXPECT_EQ(m.peak_of(MemoryCategory::kParameters), psi * e) << "rank " << r << ": parameters";
@@ -44,7 +45,7 @@ void expect_costs(bool sp, int t) {
     EXPECT_EQ(m.peak_of(MemoryCategory::kOptimizerState), 2 * psi * e)
         << "rank " << r << ": AdamW's two moments";
     EXPECT_EQ(m.peak_of(MemoryCategory::kActivations),
-              sp ? tp_sp_activation_bytes(c, spec.batch, spec.sequence(), t, e)
+              sp ? tp_sp_activation_bytes(c, spec.batch, spec.sequence(), r, t, e)
                  : tp_activation_bytes(c, spec.batch, spec.sequence(), r, t, e))
         << "rank " << r << " of " << t << ": activations";
   }

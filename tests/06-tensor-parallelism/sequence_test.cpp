@@ -54,8 +54,9 @@ TEST(SequenceCollectivesTest, GatherAndScatterAlongTheSequenceOfEveryRow) {
 // sublayers an allgather in (enter, leave_backward) and a reduce-scatter out
 // (leave, enter_backward); at the ends (embedding, head) nothing.
 DTW_TEST_STEPS(SequenceParallelSeamsTest, "06.6");
-TEST(SequenceParallelSeamsTest, BlocksGatherInAndScatterOutTheEndsKeepTheRanksTokens) {
+TEST(SequenceParallelSeamsTest, WhereFStoodTheyGatherWhereGStoodTheyReduceScatter) {
   const std::int64_t batch = 2, seq = 6, dim = 3, n = batch * seq * dim;
+  using model::Site;
   for (int t : {1, 2, 3}) {
     DTW_TRACE("sequence-parallel seams, t " << t << ", batch " << batch << ", seq " << seq);
     on_ranks(t, [&](Comm& group) {
@@ -78,56 +79,62 @@ TEST(SequenceParallelSeamsTest, BlocksGatherInAndScatterOutTheEndsKeepTheRanksTo
       SequenceParallelSeams<double> seams(group, batch, seq, dim);
       std::vector<double> buffer;
       const auto vec = [](std::span<const double> s) { return std::vector<double>(s.begin(), s.end()); };
-      for (model::Site site : {model::Site::kEmbedding, model::Site::kAttention, model::Site::kMlp,
-                               model::Site::kHead}) {
-        const bool block = site == model::Site::kAttention || site == model::Site::kMlp;
+      // Megatron's f stands before the sublayers and the head (the logits of
+      // the rank's vocabulary columns need every token); g after the
+      // sublayers and the embedding (the vocabulary slices' partial lookups).
+      for (Site site : {Site::kEmbedding, Site::kAttention, Site::kMlp, Site::kHead}) {
+        const bool block = site == Site::kAttention || site == Site::kMlp;
+        const bool f = block || site == Site::kHead, g = block || site == Site::kEmbedding;
         const std::string at = std::string(" at the ") + model::name_of(site);
+        const std::string f_why = block ? "" : ": f stood there in tp (the logits need every token)";
+        const std::string no_f = ": f does not stand there (nothing to gather)";
+        const std::string g_why =
+            block ? "" : ": g stood there in tp (each vocabulary slice looked up only its rows)";
+        const std::string no_g = ": g does not stand there (nothing to sum)";
         DTW_TRACE("the seams" << at);
+        // enter and its backward.
         std::vector<double> x = mine;
         Sent before = Sent::now(group);
         std::vector<double> got = vec(seams.enter(site, 0, std::span<const double>(x), buffer));
         Sent sent = Sent::now(group) - before;
-        expect_near(r, block ? whole : mine, got,
-                    block ? "enter" + at + ": the whole sequence (allgather)"
-                          : "enter" + at + ": the rank's tokens unchanged (no message at the ends)");
-        EXPECT_EQ(sent.messages, block ? t - 1 : 0) << "rank " << r << ": enter" << at << " sends "
-                                                    << (block ? "one ring allgather" : "nothing");
-        before = Sent::now(group);
-        got = vec(seams.leave_backward(site, 0, std::span<const double>(x), buffer));
-        sent = Sent::now(group) - before;
-        expect_near(r, block ? whole : mine, got,
-                    block ? "leave_backward" + at + ": every token's gradient (allgather)"
-                          : "leave_backward" + at + ": the rank's tokens unchanged");
-        EXPECT_EQ(sent.messages, block ? t - 1 : 0)
-            << "rank " << r << ": leave_backward" << at << " sends "
-            << (block ? "one ring allgather" : "nothing");
-        if (!block) continue;  // at the ends the partial whole does not arise
-        std::vector<double> y = random_values(n, 90 + r);
-        before = Sent::now(group);
-        got = vec(seams.leave(site, 0, std::span<double>(y), buffer));
-        sent = Sent::now(group) - before;
-        expect_near(r, sum_mine, got, "leave" + at + ": the sum of the rank's tokens (reduce-scatter)");
-        EXPECT_EQ(sent.messages, t - 1) << "rank " << r << ": leave" << at << " sends one ring reduce-scatter";
-        y = random_values(n, 90 + r);
+        expect_near(r, f ? whole : mine, got,
+                    "enter" + at + (f ? ": the whole sequence (allgather)" + f_why
+                                      : ": the rank's tokens unchanged" + no_f));
+        EXPECT_EQ(sent.messages, f ? t - 1 : 0)
+            << "rank " << r << ": enter" << at << " sends "
+            << (f ? "one ring allgather" + f_why : "nothing" + no_f);
+        std::vector<double> y = f ? random_values(n, 90 + r) : mine;
         before = Sent::now(group);
         got = vec(seams.enter_backward(site, 0, std::span<double>(y), buffer));
         sent = Sent::now(group) - before;
-        expect_near(r, sum_mine, got,
-                    "enter_backward" + at + ": the sum of the rank's tokens' gradients (reduce-scatter)");
-        EXPECT_EQ(sent.messages, t - 1)
-            << "rank " << r << ": enter_backward" << at << " sends one ring reduce-scatter";
-      }
-      // The ends' leave and enter_backward hand the rank's tokens on unchanged.
-      for (model::Site site : {model::Site::kEmbedding, model::Site::kHead}) {
-        DTW_TRACE("leave and enter_backward at the " << model::name_of(site));
-        std::vector<double> x = mine;
-        const Sent before = Sent::now(group);
-        expect_near(r, mine, vec(seams.leave(site, 0, std::span<double>(x), buffer)),
-                    std::string("leave at the ") + model::name_of(site) + ": unchanged");
-        expect_near(r, mine, vec(seams.enter_backward(site, 0, std::span<double>(x), buffer)),
-                    std::string("enter_backward at the ") + model::name_of(site) + ": unchanged");
-        EXPECT_EQ((Sent::now(group) - before).messages, 0)
-            << "rank " << r << ": the seams at the " << model::name_of(site) << " send nothing";
+        expect_near(r, f ? sum_mine : mine, got,
+                    "enter_backward" + at +
+                        (f ? ": the sum of the rank's tokens' gradients (reduce-scatter)" + f_why
+                           : ": unchanged" + no_f));
+        EXPECT_EQ(sent.messages, f ? t - 1 : 0)
+            << "rank " << r << ": enter_backward" << at << " sends "
+            << (f ? "one ring reduce-scatter" + f_why : "nothing" + no_f);
+        // leave and its backward.
+        y = g ? random_values(n, 90 + r) : mine;
+        before = Sent::now(group);
+        got = vec(seams.leave(site, 0, std::span<double>(y), buffer));
+        sent = Sent::now(group) - before;
+        expect_near(r, g ? sum_mine : mine, got,
+                    "leave" + at + (g ? ": the sum of the rank's tokens (reduce-scatter)" + g_why
+                                      : ": unchanged" + no_g));
+        EXPECT_EQ(sent.messages, g ? t - 1 : 0)
+            << "rank " << r << ": leave" << at << " sends "
+            << (g ? "one ring reduce-scatter" + g_why : "nothing" + no_g);
+        x = mine;
+        before = Sent::now(group);
+        got = vec(seams.leave_backward(site, 0, std::span<const double>(x), buffer));
+        sent = Sent::now(group) - before;
+        expect_near(r, g ? whole : mine, got,
+                    "leave_backward" + at + (g ? ": every token's gradient (allgather)" + g_why
+                                               : ": the rank's tokens unchanged" + no_g));
+        EXPECT_EQ(sent.messages, g ? t - 1 : 0)
+            << "rank " << r << ": leave_backward" << at << " sends "
+            << (g ? "one ring allgather" + g_why : "nothing" + no_g);
       }
     });
   }

@@ -218,42 +218,61 @@ class SequenceSeams final : public model::Seams<double> {
 // and a slice of the heads and hidden units: enter all-gathers the norm's
 // output along the sequence, leave reduce-scatters the partial outputs back
 // to the ranges; their backwards swap the two. The embedding and the head
-// keep the rank's tokens (identity), as chapter 06's do. `again`: the
-// block drops the gathered input after the forward and enters again in the
-// backward, as Megatron does (SublayerInput::enter_again); else it keeps it.
+// keep the rank's tokens (identity), as chapter 06's first version did.
+// `again`: the block drops the gathered input after the forward and enters
+// again in the backward, as Megatron does (SublayerInput::enter_again); else
+// it keeps it. `ends`: Megatron's vocabulary-parallel ends -- the forward
+// is given whole sequences (ModelShard::cut_by_seams), the embedding's leave
+// reduce-scatters the vocabulary slices' lookups to the rank's tokens and
+// the head's enter gathers them back; the loss's statistics are summed over
+// the group.
 class SequenceParallelSeams final : public model::Seams<double> {
  public:
   SequenceParallelSeams(LocalGroup& group, int rank, std::int64_t batch, std::int64_t seq,
-                        std::int64_t dim, bool again = false)
-      : group_(group), rank_(rank), batch_(batch), seq_(seq), dim_(dim), again_(again) {}
+                        std::int64_t dim, bool again = false, bool ends = false)
+      : group_(group), rank_(rank), batch_(batch), seq_(seq), dim_(dim), again_(again),
+        ends_(ends) {}
   std::span<const double> enter(model::Site site, int, std::span<const double> x,
                                 std::vector<double>& buffer) override {
-    if (in_block(site)) ++enters_;
-    return in_block(site) ? gather(x, buffer) : x;
+    if (gathers_in(site)) ++enters_;
+    return gathers_in(site) ? gather(x, buffer) : x;
   }
   /// The enter calls that gathered, so far.
   int enters() const { return enters_; }
   std::span<const double> leave(model::Site site, int, std::span<double> y,
                                 std::vector<double>& buffer) override {
-    return in_block(site) ? scatter(y, buffer) : y;
+    return scatters_out(site) ? scatter(y, buffer) : y;
   }
   std::span<const double> leave_backward(model::Site site, int, std::span<const double> dy,
                                          std::vector<double>& buffer) override {
-    return in_block(site) ? gather(dy, buffer) : dy;
+    return scatters_out(site) ? gather(dy, buffer) : dy;
   }
   std::span<const double> enter_backward(model::Site site, int, std::span<double> dx,
                                          std::vector<double>& buffer) override {
-    return in_block(site) ? scatter(dx, buffer) : dx;
+    return gathers_in(site) ? scatter(dx, buffer) : dx;
   }
-  // A sublayer sees the whole sequence, gathered into enter's buffer.
+  // A sublayer (and with the ends, the head) sees the whole sequence,
+  // gathered into enter's buffer.
   model::SublayerInput sublayer_input(model::Site site, std::int64_t seq) const override {
-    if (!in_block(site)) return {seq, false};
+    if (!gathers_in(site)) return {seq, false};
     return {seq * group_.size(), true, again_};
+  }
+  void vocab_max(std::span<double> m) override {
+    if (ends_) group_.allreduce(rank_, m, true);
+  }
+  void vocab_sum(std::span<double> s) override {
+    if (ends_) group_.allreduce(rank_, s);
   }
 
  private:
   static bool in_block(model::Site site) {
     return site == model::Site::kAttention || site == model::Site::kMlp;
+  }
+  bool gathers_in(model::Site site) const {
+    return in_block(site) || (ends_ && site == model::Site::kHead);
+  }
+  bool scatters_out(model::Site site) const {
+    return in_block(site) || (ends_ && site == model::Site::kEmbedding);
   }
   std::int64_t local() const { return seq_ / group_.size(); }
   // Row (b, q·local + i) of the whole comes from rank q's row (b, i).
@@ -279,7 +298,7 @@ class SequenceParallelSeams final : public model::Seams<double> {
   LocalGroup& group_;
   int rank_;
   std::int64_t batch_, seq_, dim_;
-  bool again_;
+  bool again_, ends_;
   int enters_ = 0;
 };
 

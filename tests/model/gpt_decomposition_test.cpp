@@ -296,6 +296,108 @@ TEST(GptDecompositionTest, SequenceParallelNormsAroundTensorSlicesEqualTheWholeB
   }
 }
 
+UnitRange every_unit(const Gpt<double>& gpt) {
+  return {0, static_cast<int>(gpt.units().size())};
+}
+
+// Bytes of every vector a forward keeps for its backward: what a rank
+// really holds, to compare with what Gpt::activation_bytes charges the ledger.
+std::int64_t held_bytes(const GptActivations<double>& a) {
+  std::int64_t n = 0;
+  auto add = [&](const auto& v) {
+    n += static_cast<std::int64_t>(v.size() *
+                                   sizeof(typename std::decay_t<decltype(v)>::value_type));
+  };
+  add(a.tokens);
+  add(a.targets);
+  for (const auto& x : a.x) add(x);
+  for (const BlockCache<double>& b : a.blocks)
+    for (const auto* v : {&b.ln1, &b.ln1_mean, &b.ln1_rstd, &b.attn_in, &b.mlp_in, &b.attn.qkv,
+                          &b.attn.q, &b.attn.k, &b.attn.v, &b.attn.core.probs, &b.attn.core.lse,
+                          &b.attn.core.saved, &b.attn.per_head, &b.attn.merged, &b.mid, &b.ln2,
+                          &b.ln2_mean, &b.ln2_rstd, &b.mlp.pre, &b.mlp.act})
+      add(*v);
+  for (const auto* v : {&a.head.ln, &a.head.mean, &a.head.rstd, &a.head.in, &a.head.logits,
+                        &a.head.probs, &a.head.losses})
+    add(*v);
+  return n;
+}
+
+// Megatron-SP with vocabulary-parallel ends on the whole GPT: every rank is
+// given the whole sequences, looks up its vocabulary slice's rows, and the
+// embedding's reduce-scatter leaves it its tokens of the residual stream
+// (ModelShard::cut_by_seams); the head gathers them back, so every rank's
+// loss is the whole batch's, from the two vocabulary reductions. The sliced
+// tensors' gradients are each rank's own part of the whole's; the
+// replicated ones (norms, row-parallel biases, wpe, lnf) are partial sums.
+TEST(GptDecompositionTest, SequenceParallelWithVocabularyParallelEndsEqualsTheWholeModel) {
+  for (const bool tied : {true, false}) {
+    const ModelConfig c = decomposable_gpt(tied);
+    const Whole w = whole_model(c);
+    for (const bool again : {false, true})
+      for (int t : {1, 2, 4}) {
+        const std::string who = std::string(tied ? "tied" : "untied") +
+                                (again ? ", entered again" : ", inputs kept") +
+                                ", t=" + std::to_string(t);
+        LocalGroup group(t);
+        std::vector<double> losses(static_cast<std::size_t>(t));
+        std::vector<ParamLayout> layouts(static_cast<std::size_t>(t));
+        std::vector<std::vector<double>> grads(static_cast<std::size_t>(t));
+        std::vector<std::int64_t> charged(static_cast<std::size_t>(t)), held(charged);
+        testing::run_shards(t, [&](int r) {
+          ModelShard shard = ModelShard::tensor_slice(c, r, t);
+          shard.sequence_shard = r;
+          shard.sequence_shards = t;
+          shard.cut_by_seams = true;
+          Gpt<double> gpt(c, shard);
+          layouts[r] = gpt.layout();
+          const std::vector<double> p = testing::cut_params(w.layout, gpt.layout(), w.params);
+          grads[r].assign(p.size(), 0.0);
+          testing::SequenceParallelSeams seams(group, r, kBatch, kSeq, c.dim, again, true);
+          gpt.set_seams(&seams);
+          losses[r] = gpt.forward(p.data(), w.tokens.data(), w.targets.data(), kBatch, kSeq);
+          charged[r] = gpt.activation_bytes(every_unit(gpt), kBatch, kSeq);
+          held[r] = held_bytes(gpt.activations());
+          EXPECT_EQ(gpt.output().size(), static_cast<std::size_t>(kBatch * kSeq / t * c.dim))
+              << who << " rank " << r << ": the residual stream holds the rank's tokens";
+          gpt.backward(p.data(), grads[r].data());
+          gpt.set_seams(nullptr);
+        });
+        std::map<std::string, std::vector<double>> summed;
+        Worst worst;
+        for (int r = 0; r < t; ++r) {
+          ASSERT_NEAR(losses[r], w.loss, kTol * std::abs(w.loss)) << who << " rank " << r;
+          EXPECT_EQ(charged[r], held[r]) << who << " rank " << r << ": activation bytes";
+          std::vector<ParamView> own;
+          for (const ParamView& v : layouts[r].views()) {
+            if (!v.is_whole()) {
+              own.push_back(v);
+              continue;
+            }
+            std::vector<double>& s = summed[v.name];
+            s.resize(static_cast<std::size_t>(v.size), 0.0);
+            for (std::int64_t i = 0; i < v.size; ++i) s[i] += grads[r][v.offset + i];
+          }
+          compare_views(w, own, grads[r], worst, who + " rank " + std::to_string(r));
+          if (HasFatalFailure()) return;
+        }
+        ASSERT_FALSE(summed.empty()) << who;
+        for (const auto& [name, s] : summed) {
+          const ParamView& v = w.layout.find(name);
+          double scale = 1e-300;
+          for (std::int64_t i = 0; i < v.size; ++i)
+            scale = std::max(scale, std::abs(w.grads[v.offset + i]));
+          for (std::int64_t i = 0; i < v.size; ++i)
+            ASSERT_LE(std::abs(s[i] - w.grads[v.offset + i]) / scale, kTol)
+                << who << ": the sum over ranks of " << name << "[" << i << "]: " << s[i]
+                << ", want " << w.grads[v.offset + i];
+        }
+        std::printf("sequence-parallel with vocabulary-parallel ends, %s: worst %.2e\n",
+                    who.c_str(), worst.all);
+      }
+  }
+}
+
 TEST(GptDecompositionTest, BlockwiseCoreOnTheWholeSequenceEqualsPlainAttention) {
   const ModelConfig c = decomposable_gpt(false);
   const Whole w = whole_model(c);
@@ -366,33 +468,6 @@ TEST(GptDecompositionTest, SlicesInitialiseAsTheWholeModelDoes) {
             << v.name << " local " << i;
     }
   }
-}
-
-UnitRange every_unit(const Gpt<double>& gpt) {
-  return {0, static_cast<int>(gpt.units().size())};
-}
-
-// Bytes of every vector a forward keeps for its backward: what a rank
-// really holds, to compare with what Gpt::activation_bytes charges the ledger.
-std::int64_t held_bytes(const GptActivations<double>& a) {
-  std::int64_t n = 0;
-  auto add = [&](const auto& v) {
-    n += static_cast<std::int64_t>(v.size() *
-                                   sizeof(typename std::decay_t<decltype(v)>::value_type));
-  };
-  add(a.tokens);
-  add(a.targets);
-  for (const auto& x : a.x) add(x);
-  for (const BlockCache<double>& b : a.blocks)
-    for (const auto* v : {&b.ln1, &b.ln1_mean, &b.ln1_rstd, &b.attn_in, &b.mlp_in, &b.attn.qkv,
-                          &b.attn.q, &b.attn.k, &b.attn.v, &b.attn.core.probs, &b.attn.core.lse,
-                          &b.attn.core.saved, &b.attn.per_head, &b.attn.merged, &b.mid, &b.ln2,
-                          &b.ln2_mean, &b.ln2_rstd, &b.mlp.pre, &b.mlp.act})
-      add(*v);
-  for (const auto* v : {&a.head.ln, &a.head.mean, &a.head.rstd, &a.head.in, &a.head.logits,
-                        &a.head.probs, &a.head.losses})
-    add(*v);
-  return n;
 }
 
 // The ledger's activations are a count (Gpt::activation_bytes), not a

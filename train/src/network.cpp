@@ -48,16 +48,20 @@ class GptNetwork final : public Network<T> {
       const model::IndexRange x = r.resolved(n);
       return static_cast<double>(x.end - x.begin);
     };
+    // N: the tokens given; the blocks run on the stream's rows, fewer when
+    // the seams cut the sequence (their sublayers may gather it again: the
+    // strategy counts that itself).
     const double N = static_cast<double>(b.rows * b.seq_len), C = static_cast<double>(c.dim);
+    const double n = s.cut_by_seams ? N / s.sequence_shards : N;
     const double W = extent(s.heads, c.heads) * static_cast<double>(c.head_dim());
     const double F = extent(s.hidden, c.mlp_hidden), V = extent(s.vocab, c.vocab);
-    const double S = static_cast<double>(b.seq_len * s.sequence_shards);
+    const double S = static_cast<double>(s.cut_by_seams ? b.seq_len : b.seq_len * s.sequence_shards);
     const int U = static_cast<int>(units().size());
     double flops = 0;
     for (int u = range.begin; u < range.end; ++u) {
       if (u == 0) continue;  // the embedding is a lookup
       if (u == U - 1) flops += 2 * N * C * V;
-      else flops += 2 * N * (4 * C * W + 2 * C * F) + 2 * 2 * N * S * W;
+      else flops += 2 * n * (4 * C * W + 2 * C * F) + 2 * 2 * n * S * W;
     }
     return flops;
   }

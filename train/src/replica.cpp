@@ -126,7 +126,10 @@ double Replica<T>::forward_backward(std::int64_t step, std::int64_t shard, std::
   DTW_CHECK_ARG(step >= 0, rank_prefix(exec_) << "Replica::forward_backward: step " << step
                                               << " must not be negative");
   Batch batch = make_batch(spec_, step, shard, shards);
-  if (plan_.shard.sequence_shards > 1) batch = sequence_shard_of(batch, plan_.shard);
+  // A sequence shard is given its tokens, unless its seams cut the whole
+  // sequence themselves (Megatron-SP's vocabulary-parallel ends).
+  if (plan_.shard.sequence_shards > 1 && !plan_.shard.cut_by_seams)
+    batch = sequence_shard_of(batch, plan_.shard);
   if (!state_->pass) {
     state_->pass = std::make_unique<StagePass<T>>(*this);
     state_->pass->state_->keep_buffers = true;

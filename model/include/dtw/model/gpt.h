@@ -30,10 +30,13 @@ template <class T>
 struct GptActivations {
   std::int64_t batch = 0;             ///< sequences in the micro-batch
   std::int64_t seq = 0;               ///< tokens per sequence (seq_len)
+  /// tokens per sequence in the residual stream: seq, or the shard's part
+  /// when the seams cut the sequence (ModelShard::cut_by_seams)
+  std::int64_t stream = 0;
   std::vector<std::int32_t> tokens;   ///< [batch, seq]
   std::vector<std::int32_t> targets;  ///< [batch, seq] (empty: inference)
   /// The residual stream: x[0] is the embedding, x[l + 1] block l's output,
-  /// x[layers] what the head reads; each [batch·seq, dim]. A stage keeps only
+  /// x[layers] what the head reads; each [batch·stream, dim]. A stage keeps only
   /// the entries its units read or write; the others stay empty.
   std::vector<std::vector<T>> x;
   std::vector<BlockCache<T>> blocks;  ///< one per block (empty outside the stage)
@@ -71,8 +74,11 @@ class Gpt {
   /// (inference: logits only, returns 0). seq_len counts this shard's tokens
   /// of each sequence (a sequence shard holds seq_len of the
   /// seq_len·sequence_shards of the whole sequence, at shard().positions());
-  /// 1 ≤ the whole length ≤ context and batch ≥ 1, otherwise InvalidArgument
-  /// naming the values.
+  /// when the seams cut the sequence (ModelShard::cut_by_seams), seq_len is
+  /// the whole sequence and the residual stream between the ends holds the
+  /// shard's seq_len/sequence_shards tokens of each (x_in, output() and
+  /// input_grad() too); 1 ≤ the whole length ≤ context and batch ≥ 1,
+  /// otherwise InvalidArgument naming the values.
   T forward(const T* params, const std::int32_t* tokens, const std::int32_t* targets,
             std::int64_t batch, std::int64_t seq_len);
 

@@ -273,7 +273,15 @@ template <TrainElement T>
 struct EndSeams {
   Seams<T>* seams = nullptr;             ///< nullptr: identity_seams()
   IndexRange vocab;                      ///< vocabulary rows held (default: all)
-  const TokenRuns* positions = nullptr;  ///< positions of the tokens (nullptr: offset + t)
+  const TokenRuns* positions = nullptr;  ///< positions of the stream's tokens (nullptr: offset + t)
+  /// Rows of the residual stream between the ends when the seams cut the
+  /// sequence (ModelShard::cut_by_seams: the embedding's leave returns
+  /// them, the head's enter gathers them back to one row per token); −1:
+  /// one row per token.
+  std::int64_t stream_rows = -1;
+  /// What the head's enter makes (Seams::sublayer_input(kHead, ...)): a new
+  /// buffer, and whether the head drops it and enters again in the backward.
+  SublayerInput head_input;
 };
 
 /// `x[b·seq + t] = leave(wte[tokens[b·seq + t]]) + wpe[position(t)]` for
@@ -282,14 +290,18 @@ struct EndSeams {
 /// mid-sequence). A vocabulary slice looks up only the tokens in its rows
 /// (the others' rows stay 0 until Seams::leave sums the slices); wte then has
 /// the slice's rows. Token ids outside [0, vocab) and positions beyond the
-/// context raise InvalidArgument naming the values.
+/// context raise InvalidArgument naming the values. With `at.stream_rows`
+/// set, leave keeps that many rows of the batch·seq looked up (the
+/// stream's tokens of every sequence, whose positions `at.positions` lists)
+/// and x is [stream_rows, dim].
 template <TrainElement T>
 void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
                    const ModelConfig& config, std::int64_t batch, std::int64_t seq,
                    std::int64_t position_offset = 0, LayerTimes* times = nullptr,
                    const EndSeams<T>& at = {});
-/// Accumulates dwte (the slice's rows) and dwpe from dx [batch·seq, dim];
-/// dx passes through Seams::leave_backward before reaching dwte.
+/// Accumulates dwte (the slice's rows) and dwpe from dx [batch·seq, dim]
+/// (or [at.stream_rows, dim]); dx passes through Seams::leave_backward,
+/// which returns batch·seq rows, before reaching dwte.
 template <TrainElement T>
 void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
                     const ModelConfig& config, std::int64_t batch, std::int64_t seq,
@@ -330,15 +342,18 @@ struct HeadCache {
 /// inference). `vocab` is the rows of w.weight: with a vocabulary slice
 /// (`at.vocab` not whole) the loss takes its row maxima and sums over every
 /// slice from Seams::vocab_max and vocab_sum, and never gathers the logits;
-/// probs and logits then hold the slice's columns. enter(kHead) must keep
-/// the row count (targets are per row).
+/// probs and logits then hold the slice's columns. x has `at.stream_rows`
+/// rows when set (else `rows`); enter(kHead) must return `rows` rows, one
+/// per target, in a new buffer exactly when `at.head_input` says so.
 template <TrainElement T>
 T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
                const HeadWeights<const T>& w, std::int64_t rows, std::int64_t dim,
                std::int64_t vocab, LayerTimes* times = nullptr, const EndSeams<T>& at = {});
 /// The gradient of `dloss · Σ_rows loss`: overwrites dx, accumulates into grads
 /// (dloss = 1/rows for the mean loss; tied: grads.weight is dwte); the
-/// gradient at the projection's input passes through Seams::enter_backward.
+/// gradient at the projection's input passes through Seams::enter_backward,
+/// which returns as many rows as x has. With `at.head_input.enter_again`
+/// it calls enter(kHead) again for the projection's input.
 template <TrainElement T>
 void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::int32_t* targets,
                    const HeadCache<T>& cache, const HeadWeights<const T>& w, std::int64_t rows,

@@ -24,12 +24,12 @@
 /// Sizes may change at a seam (an all-gather makes more rows): a sublayer
 /// runs on the rows `enter` returns, and `leave` must return as many rows as
 /// the residual stream holds. Rows are always sequence-major (row b·T + t).
-/// At the two ends the row count stays that of the tokens the forward was
-/// given: the embedding's `leave` and the head's `enter` may sum or exchange
-/// values but not gather or scatter rows. (Megatron-SP looks the whole
-/// sequence up and reduce-scatters it, and gathers it again before the
-/// logits; that needs a residual stream shorter than the tokens, which the
-/// model does not support yet.)
+/// At the two ends the residual stream holds one row per token the forward
+/// was given, unless the shard says its seams cut the sequence
+/// (ModelShard::cut_by_seams, Megatron-SP's vocabulary-parallel ends): then
+/// the embedding's `leave` turns the lookups of every token into the
+/// shard's rows (a reduce-scatter), and the head's `enter` turns them back
+/// into one row per token (an all-gather) before the logits.
 /// A row-parallel projection's bias is added after `leave`, once, whatever
 /// leave sums: that is why it is replicated and not sliced (shard.h).
 
@@ -97,8 +97,10 @@ class Seams {
   /// sequence it sees (the sublayer's caches, and the attention core's,
   /// are that long), whether it is a new buffer rather than x (the block
   /// then keeps it for the backward, BlockCache::attn_in and mlp_in) and
-  /// whether the block drops that buffer and calls enter again instead. Only
-  /// kAttention and kMlp are asked. Gpt::activation_bytes counts from this,
+  /// whether the block drops that buffer and calls enter again instead.
+  /// kAttention, kMlp and kHead are asked (for the head, `seq` is the
+  /// stream's and the returned seq is not used: the head's input has one row
+  /// per token). Gpt::activation_bytes counts from this,
   /// and block_forward checks it against what enter returns, so a seam that
   /// changes the rows must override both. Default: seq itself, x itself.
   virtual SublayerInput sublayer_input(Site site, std::int64_t seq) const {

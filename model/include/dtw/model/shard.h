@@ -72,6 +72,12 @@ struct ModelShard {
   int sequence_shard = 0;   ///< this shard's index along the sequence
   int sequence_shards = 1;  ///< how many shards each sequence is cut into
   SequenceSplit split = SequenceSplit::kContiguous;  ///< how the sequence is cut
+  /// The forward is given whole sequences and the seams cut them: the
+  /// embedding's Seams::leave keeps this shard's tokens of the residual
+  /// stream and the head's Seams::enter gathers every shard's back
+  /// (Megatron-SP with vocabulary-parallel ends). False: the forward is
+  /// given only this shard's tokens, and every layer sees those.
+  bool cut_by_seams = false;
 
   /// Everything: the whole model.
   static ModelShard whole() { return {}; }
