@@ -1,7 +1,7 @@
 // The strategies: gpt-tiny trained with tp and tp-sp on t in {1, 2, 4}
 // (and a model with 12 heads for t = 3) matches train_reference in double,
 // every slice reported; a vocabulary that does not divide is cut unevenly
-// and still matches; bad input is refused on every rank naming the values.
+// and still matches, under both; bad input is refused on every rank naming the values.
 #include "tp_test.h"
 
 namespace dtw::ch06 {
@@ -64,6 +64,19 @@ TEST(SequenceParallelTest, MatchesTheReferenceOnOneTwoAndFourRanks) {
 
 TEST(SequenceParallelTest, MatchesTheReferenceOnThreeRanksOfATwelveHeadModel) {
   expect_matches(twelve_heads(), 3, tp_sp);
+}
+
+// Under SP the head's logits cover every token of the rank's vocabulary
+// columns, so an uneven cut (25, 25, 25 and 24 rows) reaches the loss's
+// reductions as under tp.
+TEST(SequenceParallelTest, AVocabularyThatDoesNotDivideIsCutUnevenlyAndMatches) {
+  train::RunSpec spec = tiny(2);
+  model::ModelConfig c = spec.config();
+  c.vocab = 99;
+  c.name = "gpt-tiny-vocab99";
+  spec.model = c.name;
+  spec.custom_config = c;
+  expect_matches(spec, 4, tp_sp);
 }
 
 DTW_TEST_STEPS(TensorParallelArgumentsTest);

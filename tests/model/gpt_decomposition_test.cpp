@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "decomposition.h"
+#include "dtw_expect_error.h"
 #include "dtw/errors.h"
 #include "dtw/model/gpt.h"
 #include "model_test_util.h"
@@ -396,6 +397,23 @@ TEST(GptDecompositionTest, SequenceParallelWithVocabularyParallelEndsEqualsTheWh
                     who.c_str(), worst.all);
       }
   }
+}
+
+// A shard whose seams cut the sequence: a sequence that does not split is
+// refused naming the values, and so are seams that do not cut it (the
+// embedding's leave then returns a row per token, not the stream's rows).
+TEST(GptDecompositionTest, ASequenceCutBySeamsIsCheckedAtBothEnds) {
+  const ModelConfig c = decomposable_gpt(true);
+  const Whole w = whole_model(c);
+  ModelShard shard = ModelShard::sequence(0, 2, SequenceSplit::kContiguous);
+  shard.cut_by_seams = true;
+  Gpt<double> gpt(c, shard);
+  testing::expect_error(
+      [&] { gpt.forward(w.params.data(), w.tokens.data(), w.targets.data(), kBatch, 15); },
+      {"sequence of 15 tokens", "2 sequence shards"});
+  testing::expect_error(
+      [&] { gpt.forward(w.params.data(), w.tokens.data(), w.targets.data(), kBatch, kSeq); },
+      {"Seams::leave(embedding) returned 768 values, not 384", "the seams cut the sequence"});
 }
 
 TEST(GptDecompositionTest, BlockwiseCoreOnTheWholeSequenceEqualsPlainAttention) {
