@@ -41,14 +41,9 @@ TEST(TensorParallelPitfallTest, AClipNormOverEveryCopyDiffersFromTheReference) {
 }
 
 TEST(TensorParallelPitfallTest, AVocabularyPaddedWithRowsInTheSoftmaxDiffersFromTheReference) {
-  train::RunSpec spec = tiny(2);
-  model::ModelConfig c = spec.config();
-  c.vocab = 99;
-  c.name = "gpt-tiny-vocab99";
-  spec.model = c.name;
-  spec.custom_config = c;
-  const std::string m =
-      caught(spec, 4, [](auto& run) { tensor_parallel(run, {.pad_vocabulary = true}); });
+  const std::string m = caught(testing::tiny_vocab99(), 4, [](auto& run) {
+    tensor_parallel(run, {.pad_vocabulary = true});
+  });
   EXPECT_NE(m.find("loss"), std::string::npos) << m;
 }
 

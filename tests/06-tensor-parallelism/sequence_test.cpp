@@ -78,7 +78,21 @@ TEST(SequenceParallelSeamsTest, WhereFStoodTheyGatherWhereGStoodTheyReduceScatte
       }
       SequenceParallelSeams<double> seams(group, batch, seq, dim);
       std::vector<double> buffer;
-      const auto vec = [](std::span<const double> s) { return std::vector<double>(s.begin(), s.end()); };
+      const auto vec = [](std::span<const double> s) {
+        return std::vector<double>(s.begin(), s.end());
+      };
+      // One seam call: what it returns and how many messages it sends (one
+      // ring allgather or reduce-scatter: t − 1; none: 0).
+      const auto expect_seam = [&](const std::string& what, const std::vector<double>& want,
+                                   bool sends, const std::string& why, auto call) {
+        const Sent before = Sent::now(group);
+        const std::vector<double> got = vec(call());
+        const Sent sent = Sent::now(group) - before;
+        expect_near(r, want, got, what + why);
+        EXPECT_EQ(sent.messages, sends ? t - 1 : 0)
+            << "rank " << r << ": " << what
+            << (sends ? " sends one ring collective" : " sends nothing") << why;
+      };
       // Megatron's f stands before the sublayers and the head (the logits of
       // the rank's vocabulary columns need every token); g after the
       // sublayers and the embedding (the vocabulary slices' partial lookups).
@@ -86,55 +100,32 @@ TEST(SequenceParallelSeamsTest, WhereFStoodTheyGatherWhereGStoodTheyReduceScatte
         const bool block = site == Site::kAttention || site == Site::kMlp;
         const bool f = block || site == Site::kHead, g = block || site == Site::kEmbedding;
         const std::string at = std::string(" at the ") + model::name_of(site);
-        const std::string f_why = block ? "" : ": f stood there in tp (the logits need every token)";
-        const std::string no_f = ": f does not stand there (nothing to gather)";
+        const std::string f_why = !f      ? ": f does not stand there (nothing to gather)"
+                                  : block ? ""
+                                          : ": f stood there in tp (the logits need every token)";
         const std::string g_why =
-            block ? "" : ": g stood there in tp (each vocabulary slice looked up only its rows)";
-        const std::string no_g = ": g does not stand there (nothing to sum)";
+            !g      ? ": g does not stand there (nothing to sum)"
+            : block ? ""
+                    : ": g stood there in tp (each vocabulary slice looked up only its rows)";
         DTW_TRACE("the seams" << at);
-        // enter and its backward.
-        std::vector<double> x = mine;
-        Sent before = Sent::now(group);
-        std::vector<double> got = vec(seams.enter(site, 0, std::span<const double>(x), buffer));
-        Sent sent = Sent::now(group) - before;
-        expect_near(r, f ? whole : mine, got,
-                    "enter" + at + (f ? ": the whole sequence (allgather)" + f_why
-                                      : ": the rank's tokens unchanged" + no_f));
-        EXPECT_EQ(sent.messages, f ? t - 1 : 0)
-            << "rank " << r << ": enter" << at << " sends "
-            << (f ? "one ring allgather" + f_why : "nothing" + no_f);
-        std::vector<double> y = f ? random_values(n, 90 + r) : mine;
-        before = Sent::now(group);
-        got = vec(seams.enter_backward(site, 0, std::span<double>(y), buffer));
-        sent = Sent::now(group) - before;
-        expect_near(r, f ? sum_mine : mine, got,
-                    "enter_backward" + at +
-                        (f ? ": the sum of the rank's tokens' gradients (reduce-scatter)" + f_why
-                           : ": unchanged" + no_f));
-        EXPECT_EQ(sent.messages, f ? t - 1 : 0)
-            << "rank " << r << ": enter_backward" << at << " sends "
-            << (f ? "one ring reduce-scatter" + f_why : "nothing" + no_f);
-        // leave and its backward.
+        std::vector<double> x = mine, y = f ? random_values(n, 90 + r) : mine;
+        expect_seam("enter" + at + (f ? ": the whole sequence (allgather)" : ": unchanged"),
+                    f ? whole : mine, f, f_why,
+                    [&] { return seams.enter(site, 0, std::span<const double>(x), buffer); });
+        expect_seam(
+            "enter_backward" + at +
+                (f ? ": the sum of the rank's tokens' gradients (reduce-scatter)" : ": unchanged"),
+            f ? sum_mine : mine, f, f_why,
+            [&] { return seams.enter_backward(site, 0, std::span<double>(y), buffer); });
         y = g ? random_values(n, 90 + r) : mine;
-        before = Sent::now(group);
-        got = vec(seams.leave(site, 0, std::span<double>(y), buffer));
-        sent = Sent::now(group) - before;
-        expect_near(r, g ? sum_mine : mine, got,
-                    "leave" + at + (g ? ": the sum of the rank's tokens (reduce-scatter)" + g_why
-                                      : ": unchanged" + no_g));
-        EXPECT_EQ(sent.messages, g ? t - 1 : 0)
-            << "rank " << r << ": leave" << at << " sends "
-            << (g ? "one ring reduce-scatter" + g_why : "nothing" + no_g);
-        x = mine;
-        before = Sent::now(group);
-        got = vec(seams.leave_backward(site, 0, std::span<const double>(x), buffer));
-        sent = Sent::now(group) - before;
-        expect_near(r, g ? whole : mine, got,
-                    "leave_backward" + at + (g ? ": every token's gradient (allgather)" + g_why
-                                               : ": the rank's tokens unchanged" + no_g));
-        EXPECT_EQ(sent.messages, g ? t - 1 : 0)
-            << "rank " << r << ": leave_backward" << at << " sends "
-            << (g ? "one ring allgather" + g_why : "nothing" + no_g);
+        expect_seam(
+            "leave" + at + (g ? ": the sum of the rank's tokens (reduce-scatter)" : ": unchanged"),
+            g ? sum_mine : mine, g, g_why,
+            [&] { return seams.leave(site, 0, std::span<double>(y), buffer); });
+        expect_seam(
+            "leave_backward" + at + (g ? ": every token's gradient (allgather)" : ": unchanged"),
+            g ? whole : mine, g, g_why,
+            [&] { return seams.leave_backward(site, 0, std::span<const double>(x), buffer); });
       }
     });
   }

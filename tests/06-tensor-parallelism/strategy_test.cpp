@@ -48,13 +48,7 @@ TEST(TensorParallelTest, MatchesTheReferenceOnThreeRanksOfATwelveHeadModel) {
 }
 
 TEST(TensorParallelTest, AVocabularyThatDoesNotDivideIsCutUnevenlyAndMatches) {
-  train::RunSpec spec = tiny(2);
-  model::ModelConfig c = spec.config();
-  c.vocab = 99;
-  c.name = "gpt-tiny-vocab99";
-  spec.model = c.name;
-  spec.custom_config = c;
-  expect_matches(spec, 4, tp);
+  expect_matches(testing::tiny_vocab99(), 4, tp);
 }
 
 DTW_TEST_STEPS(SequenceParallelTest, "06.2", "06.5", "06.6");  // 06.5: the clip's norm
@@ -70,13 +64,7 @@ TEST(SequenceParallelTest, MatchesTheReferenceOnThreeRanksOfATwelveHeadModel) {
 // columns, so an uneven cut (25, 25, 25 and 24 rows) reaches the loss's
 // reductions as under tp.
 TEST(SequenceParallelTest, AVocabularyThatDoesNotDivideIsCutUnevenlyAndMatches) {
-  train::RunSpec spec = tiny(2);
-  model::ModelConfig c = spec.config();
-  c.vocab = 99;
-  c.name = "gpt-tiny-vocab99";
-  spec.model = c.name;
-  spec.custom_config = c;
-  expect_matches(spec, 4, tp_sp);
+  expect_matches(testing::tiny_vocab99(), 4, tp_sp);
 }
 
 DTW_TEST_STEPS(TensorParallelArgumentsTest);

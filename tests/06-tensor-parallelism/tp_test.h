@@ -47,6 +47,18 @@ inline train::RunSpec tiny(std::int64_t steps = 3, std::int64_t batch = 4) {
   return spec;
 }
 
+/// gpt-tiny with a vocabulary of 99, which 4 ranks cut unevenly (25, 25,
+/// 25, 24 rows), over `steps` steps.
+inline train::RunSpec tiny_vocab99(std::int64_t steps = 2) {
+  train::RunSpec spec = tiny(steps);
+  model::ModelConfig c = spec.config();
+  c.vocab = 99;
+  c.name = "gpt-tiny-vocab99";
+  spec.model = c.name;
+  spec.custom_config = c;
+  return spec;
+}
+
 /// A GPT every t in {1, 2, 3, 4} divides: 12 heads of 2, 24 hidden units,
 /// a vocabulary of `vocab`, sequences of up to 16 tokens, one block.
 inline model::ModelConfig divisible_gpt(std::int64_t vocab = 12) {

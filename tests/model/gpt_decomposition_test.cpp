@@ -224,77 +224,82 @@ TEST(GptDecompositionTest, SequenceParallelNormsAroundTensorSlicesEqualTheWholeB
                  block_weights(layout, 0, p.data()), full, scratch.data());
   const Whole w{layout, p, g, {}, {}, 0};
   for (const bool again : {false, true})
-  for (int t : {1, 2, 4}) {
-    const std::string who = std::string("sequence-parallel, ") +
-                            (again ? "entered again" : "inputs kept") + ", t=" + std::to_string(t);
-    const std::int64_t l = kSeq / t;
-    LocalGroup group(t);
-    std::vector<ParamLayout> layouts;
-    std::vector<std::vector<double>> ys(t), dxs(t), grads(t);
-    for (int r = 0; r < t; ++r) layouts.push_back(param_layout(c, ModelShard::tensor_slice(c, r, t)));
-    testing::run_shards(t, [&](int r) {
-      const std::vector<double> lp = testing::cut_params(layout, layouts[r], p);
-      grads[r].assign(lp.size(), 0.0);
-      std::vector<double> lx, ldy;
-      for (std::int64_t b = 0; b < kBatch; ++b) {
-        lx.insert(lx.end(), x.begin() + (b * kSeq + r * l) * C, x.begin() + (b * kSeq + (r + 1) * l) * C);
-        ldy.insert(ldy.end(), dy.begin() + (b * kSeq + r * l) * C, dy.begin() + (b * kSeq + (r + 1) * l) * C);
-      }
-      BlockDims d = block_dims(c, kBatch, l);
-      d.heads = c.heads / t;
-      d.mlp_hidden = c.mlp_hidden / t;
-      testing::SequenceParallelSeams seams(group, r, kBatch, kSeq, C, again);
-      const TokenRuns runs = ModelShard::sequence(r, t, SequenceSplit::kContiguous).positions(kSeq);
-      const BlockSeams<double> at{&seams, 0, &runs};
-      BlockCache<double> lc;
-      ys[r].resize(lx.size());
-      dxs[r].resize(lx.size());
-      std::vector<double> ls(block_scratch_size(d));
-      block_forward(ys[r].data(), lc, lx.data(), block_weights(layouts[r], 0, lp.data()), d,
-                    nullptr, at);
-      block_backward(dxs[r].data(), block_weights(layouts[r], 0, grads[r].data()), ldy.data(),
-                     lx.data(), lc, block_weights(layouts[r], 0, lp.data()), d, ls.data(),
-                     nullptr, {}, at);
-      EXPECT_EQ(lc.attn_in.empty() && lc.mlp_in.empty(), again) << who << " rank " << r;
-      EXPECT_EQ(seams.enters(), again ? 4 : 2) << who << " rank " << r << ": gathers by enter";
-    });
-    for (int r = 0; r < t; ++r)
-      for (std::int64_t b = 0; b < kBatch; ++b)
-        for (std::int64_t i = 0; i < l * C; ++i) {
-          const std::int64_t at = (b * kSeq + r * l) * C + i;
-          ASSERT_NEAR(ys[r][b * l * C + i], y[at], kTol) << who << " rank " << r << " x_out";
-          ASSERT_NEAR(dxs[r][b * l * C + i], dx[at], kTol) << who << " rank " << r << " dx_in";
+    for (int t : {1, 2, 4}) {
+      const std::string who = std::string("sequence-parallel, ") +
+                              (again ? "entered again" : "inputs kept") +
+                              ", t=" + std::to_string(t);
+      const std::int64_t l = kSeq / t;
+      LocalGroup group(t);
+      std::vector<ParamLayout> layouts;
+      std::vector<std::vector<double>> ys(t), dxs(t), grads(t);
+      for (int r = 0; r < t; ++r)
+        layouts.push_back(param_layout(c, ModelShard::tensor_slice(c, r, t)));
+      testing::run_shards(t, [&](int r) {
+        const std::vector<double> lp = testing::cut_params(layout, layouts[r], p);
+        grads[r].assign(lp.size(), 0.0);
+        std::vector<double> lx, ldy;
+        for (std::int64_t b = 0; b < kBatch; ++b) {
+          lx.insert(lx.end(), x.begin() + (b * kSeq + r * l) * C,
+                    x.begin() + (b * kSeq + (r + 1) * l) * C);
+          ldy.insert(ldy.end(), dy.begin() + (b * kSeq + r * l) * C,
+                     dy.begin() + (b * kSeq + (r + 1) * l) * C);
         }
-    // Sliced tensors' gradients are each rank's own; replicated ones (the
-    // norms, the projections' biases) are summed over the ranks.
-    Worst worst;
-    std::vector<double> replicated(g.size(), 0.0);
-    for (int r = 0; r < t; ++r) {
-      std::vector<double> own = grads[r];
-      for (const ParamView& v : layouts[r].views()) {
-        if (v.layer != 0 || !v.is_whole()) continue;
-        const ParamView& whole = layout.find(v.name);
-        for (std::int64_t i = 0; i < v.size; ++i) {
-          replicated[whole.offset + i] += own[v.offset + i];
-          own[v.offset + i] = g[whole.offset + i];  // checked below, summed
+        BlockDims d = block_dims(c, kBatch, l);
+        d.heads = c.heads / t;
+        d.mlp_hidden = c.mlp_hidden / t;
+        testing::SequenceParallelSeams seams(group, r, kBatch, kSeq, C, again);
+        const TokenRuns runs =
+            ModelShard::sequence(r, t, SequenceSplit::kContiguous).positions(kSeq);
+        const BlockSeams<double> at{&seams, 0, &runs};
+        BlockCache<double> lc;
+        ys[r].resize(lx.size());
+        dxs[r].resize(lx.size());
+        std::vector<double> ls(block_scratch_size(d));
+        block_forward(ys[r].data(), lc, lx.data(), block_weights(layouts[r], 0, lp.data()), d,
+                      nullptr, at);
+        block_backward(dxs[r].data(), block_weights(layouts[r], 0, grads[r].data()), ldy.data(),
+                       lx.data(), lc, block_weights(layouts[r], 0, lp.data()), d, ls.data(),
+                       nullptr, {}, at);
+        EXPECT_EQ(lc.attn_in.empty() && lc.mlp_in.empty(), again) << who << " rank " << r;
+        EXPECT_EQ(seams.enters(), again ? 4 : 2) << who << " rank " << r << ": gathers by enter";
+      });
+      for (int r = 0; r < t; ++r)
+        for (std::int64_t b = 0; b < kBatch; ++b)
+          for (std::int64_t i = 0; i < l * C; ++i) {
+            const std::int64_t at = (b * kSeq + r * l) * C + i;
+            ASSERT_NEAR(ys[r][b * l * C + i], y[at], kTol) << who << " rank " << r << " x_out";
+            ASSERT_NEAR(dxs[r][b * l * C + i], dx[at], kTol) << who << " rank " << r << " dx_in";
+          }
+      // Sliced tensors' gradients are each rank's own; replicated ones (the
+      // norms, the projections' biases) are summed over the ranks.
+      Worst worst;
+      std::vector<double> replicated(g.size(), 0.0);
+      for (int r = 0; r < t; ++r) {
+        std::vector<double> own = grads[r];
+        for (const ParamView& v : layouts[r].views()) {
+          if (v.layer != 0 || !v.is_whole()) continue;
+          const ParamView& whole = layout.find(v.name);
+          for (std::int64_t i = 0; i < v.size; ++i) {
+            replicated[whole.offset + i] += own[v.offset + i];
+            own[v.offset + i] = g[whole.offset + i];  // checked below, summed
+          }
         }
+        std::vector<ParamView> views;
+        for (const ParamView& v : layouts[r].views())
+          if (v.layer == 0) views.push_back(v);
+        compare_views(w, views, own, worst, who + " rank " + std::to_string(r));
+        if (HasFatalFailure()) return;
       }
-      std::vector<ParamView> views;
-      for (const ParamView& v : layouts[r].views())
-        if (v.layer == 0) views.push_back(v);
-      compare_views(w, views, own, worst, who + " rank " + std::to_string(r));
-      if (HasFatalFailure()) return;
+      for (const ParamView& v : layout.views_of_layer(0)) {
+        if (v.name.find("ln") == std::string::npos && v.name.find("proj.bias") == std::string::npos)
+          continue;
+        for (std::int64_t i = 0; i < v.size; ++i)
+          ASSERT_NEAR(replicated[v.offset + i], g[v.offset + i], kTol)
+              << who << ": the sum over ranks of " << v.name << "[" << i << "]";
+      }
+      std::printf("sequence-parallel norms, %s: worst relative difference %.2e\n", who.c_str(),
+                  worst.all);
     }
-    for (const ParamView& v : layout.views_of_layer(0)) {
-      if (v.name.find("ln") == std::string::npos && v.name.find("proj.bias") == std::string::npos)
-        continue;
-      for (std::int64_t i = 0; i < v.size; ++i)
-        ASSERT_NEAR(replicated[v.offset + i], g[v.offset + i], kTol)
-            << who << ": the sum over ranks of " << v.name << "[" << i << "]";
-    }
-    std::printf("sequence-parallel norms, %s: worst relative difference %.2e\n", who.c_str(),
-                worst.all);
-  }
 }
 
 UnitRange every_unit(const Gpt<double>& gpt) {
