@@ -295,10 +295,13 @@ void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole
 /// (a block's sublayers, the vocabulary-parallel embedding and head) the
 /// ranks need what Megatron (06.1) needs. Which sequence collective (or
 /// none) each seam is at each site is this step's lesson (the text's
-/// "Megatron sequence parallelism (SP)"). The model is given whole
-/// sequences and the shard says the seams cut them
-/// (ModelShard::cut_by_seams). The loss's vocab_max and vocab_sum are
-/// MegatronSeams' (06.5).
+/// "Megatron sequence parallelism (SP)"). The model calls enter, leave and
+/// their backwards at each block's attention and MLP, only leave and
+/// leave_backward at the embedding and only enter and enter_backward at the
+/// head; a seam at a site where neither f nor g stood returns its input
+/// unchanged. The model is given whole sequences and the shard says the
+/// seams cut them (ModelShard::cut_by_seams). The loss's vocab_max and
+/// vocab_sum are MegatronSeams' (06.5).
 template <TrainElement T>
 class SequenceParallelSeams : public MegatronSeams<T> {
  public:

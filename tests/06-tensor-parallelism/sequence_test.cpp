@@ -1,8 +1,12 @@
 // Step 06.6: Megatron sequence parallelism. The sequence all-gather and
 // reduce-scatter put every rank's token range in its place for batches of
 // several sequences, with exactly one allgather and one reduce-scatter of
-// the activations' volume; a block with its norms on T/t tokens equals the
-// whole block; the replicated gradients are summed in one allreduce.
+// the activations' volume; the seams put them wherever f and g stood; a
+// block with its norms on T/t tokens equals the whole block; the
+// replicated gradients are summed in one allreduce.
+#include <algorithm>
+#include <cmath>
+
 #include "dtw/model/gpt_layers.h"
 #include "tp_test.h"
 
@@ -10,9 +14,34 @@ namespace dtw::ch06 {
 namespace {
 
 using testing::expect_near;
+using testing::kTol;
 using testing::on_ranks;
 using testing::random_values;
 using testing::Sent;
+
+// Expects `got` [batch, len, dim] within kTol·max(1, |want|) of `want`;
+// the first miss is named as a token of the whole sequence: which sequence,
+// which token (the stretch [first, first + len) of it) and which rank's
+// stretch of t it lies in, not a flat index.
+void expect_tokens(int rank, const std::vector<double>& want, const std::vector<double>& got,
+                   const std::string& what, std::int64_t len, std::int64_t first,
+                   std::int64_t seq, int t, std::int64_t dim) {
+  if (got.size() != want.size()) {
+    ADD_FAILURE() << "rank " << rank << ": " << what << ": expected " << want.size()
+                  << " values, got " << got.size();
+    return;
+  }
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (std::abs(got[i] - want[i]) <= kTol * std::max(1.0, std::abs(want[i]))) continue;
+    const std::int64_t row = static_cast<std::int64_t>(i) / dim;
+    const std::int64_t b = row / len, s = first + row % len;
+    ADD_FAILURE() << "rank " << rank << ": " << what << ": sequence " << b << ", token " << s
+                  << " (rank " << s / (seq / t) << "'s stretch of " << seq << "/" << t
+                  << "), element " << static_cast<std::int64_t>(i) % dim << ": expected "
+                  << want[i] << ", got " << got[i];
+    return;
+  }
+}
 
 DTW_TEST_STEPS(SequenceCollectivesTest, "06.6");
 TEST(SequenceCollectivesTest, GatherAndScatterAlongTheSequenceOfEveryRow) {
@@ -36,23 +65,25 @@ TEST(SequenceCollectivesTest, GatherAndScatterAlongTheSequenceOfEveryRow) {
       Sent before = Sent::now(group);
       sequence_reduce_scatter<double>(group, local, partial, batch, seq, dim);
       Sent sent = Sent::now(group) - before;
-      expect_near(r, want, local, "the sum of the rank's tokens");
+      expect_tokens(r, want, local, "the sum of the rank's tokens", l, r * l, seq, t, dim);
       EXPECT_EQ(sent.messages, t - 1) << "rank " << r << ": one ring reduce-scatter";
       EXPECT_EQ(sent.bytes, 8 * n / t * (t - 1)) << "rank " << r << ": (t-1)/t of the volume";
       std::vector<double> whole(n);
       before = Sent::now(group);
       sequence_allgather<double>(group, whole, local, batch, seq, dim);
       sent = Sent::now(group) - before;
-      expect_near(r, sum, whole, "every rank's tokens in their place");
+      expect_tokens(r, sum, whole, "every rank's tokens in their place", seq, 0, seq, t, dim);
       EXPECT_EQ(sent.messages, t - 1) << "rank " << r << ": one ring allgather";
       EXPECT_EQ(sent.bytes, 8 * n / t * (t - 1)) << "rank " << r << ": (t-1)/t of the volume";
     });
   }
 }
 
-// What the GPT calls under tp-sp (SequenceParallelSeams): around a block's
-// sublayers an allgather in (enter, leave_backward) and a reduce-scatter out
-// (leave, enter_backward); at the ends (embedding, head) nothing.
+// What the GPT calls under tp-sp (SequenceParallelSeams): wherever tp's f
+// stood (before a block's sublayers and the head) an allgather forward and a
+// reduce-scatter backward; wherever g stood (after the sublayers and the
+// embedding) a reduce-scatter forward and an allgather backward; elsewhere
+// nothing.
 DTW_TEST_STEPS(SequenceParallelSeamsTest, "06.6");
 TEST(SequenceParallelSeamsTest, WhereFStoodTheyGatherWhereGStoodTheyReduceScatter) {
   const std::int64_t batch = 2, seq = 6, dim = 3, n = batch * seq * dim;
@@ -86,9 +117,17 @@ TEST(SequenceParallelSeamsTest, WhereFStoodTheyGatherWhereGStoodTheyReduceScatte
       const auto expect_seam = [&](const std::string& what, const std::vector<double>& want,
                                    bool sends, const std::string& why, auto call) {
         const Sent before = Sent::now(group);
-        const std::vector<double> got = vec(call());
+        std::vector<double> got;
+        try {
+          got = vec(call());
+        } catch (Error& e) {
+          e.add_note("in SequenceParallelSeams::" + what.substr(0, what.find(':')));
+          throw;
+        }
         const Sent sent = Sent::now(group) - before;
-        expect_near(r, want, got, what + why);
+        const bool whole_rows = want.size() == static_cast<std::size_t>(n);
+        expect_tokens(r, want, got, what + why, whole_rows ? seq : l, whole_rows ? 0 : r * l, seq,
+                      t, dim);
         EXPECT_EQ(sent.messages, sends ? t - 1 : 0)
             << "rank " << r << ": " << what
             << (sends ? " sends one ring collective" : " sends nothing") << why;
@@ -219,8 +258,8 @@ TEST(ReplicatedGradsTest, OneAllreduceSumsEveryReplicatedTensorAndNothingElse) {
       std::vector<double> buffer;
       const Sent before = Sent::now(group);
       reduce_replicated_grads(group, replica, buffer);
-      const std::int64_t R = replicated_params(spec.config(), true);
-      testing::expect_allreduces(group, Sent::now(group) - before, 1, R, "replicated gradients");
+      const Sent sent = Sent::now(group) - before;
+      // The values first: a tensor left out names itself.
       for (const model::ParamView& v : local.views())
         for (std::int64_t i = 0; i < v.size; i += 7) {
           const double own = (r + 1) * 1000.0 + static_cast<double>(v.offset + i);
@@ -231,6 +270,8 @@ TEST(ReplicatedGradsTest, OneAllreduceSumsEveryReplicatedTensorAndNothingElse) {
               << "rank " << r << ": " << v.name << "[" << i << "]"
               << (v.is_whole() ? " (replicated: summed)" : " (a slice: untouched)");
         }
+      const std::int64_t R = replicated_params(spec.config(), true);
+      testing::expect_allreduces(group, sent, 1, R, "replicated gradients");
     });
   }
 }
