@@ -149,6 +149,20 @@ TEST(CheckOutputTest, ADeadlockShowsTheFirstBlockedRankWhole) {
       << verbose.output;
 }
 
+// A rank outside the cycle may still be running when the report is made, or
+// already blocked elsewhere: its state line must not decide the short form's
+// length. Shown as the report's last one-line part, it made chapter 01's
+// planted bug 01.4 #3 print 16 lines in one CI run and 15 in others.
+TEST(CheckOutputTest, ADeadlockHidesTheStateOfARankOutsideTheCycle) {
+  const Finished out = check("deadlock-running");
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  EXPECT_THAT(out.output, HasSubstr("\n  ... (3 more lines: --verbose shows them)\n"
+                                    "  while: allgather recursive-doubling, p 3\n"))
+      << out.output;
+  EXPECT_THAT(out.output, Not(HasSubstr("rank   1  running"))) << out.output;
+  EXPECT_THAT(check("deadlock-running", true).output, HasSubstr("rank   1  running"));
+}
+
 TEST(CheckOutputTest, TheNextStepShowsTheHintOfEveryRegion) {
   const std::set<std::string> hints = short_hints("04.4");
   ASSERT_GE(hints.size(), 3u) << "chapter 04's step 04.4 has three regions; this test wants a "

@@ -94,7 +94,10 @@ std::size_t indent_of(const std::string& line) {
 // shown whole or not at all: the first ones, within kMessageLines - 2 lines;
 // the first part of several lines even past that (a deadlock's first blocked
 // rank with its operations and their decoded tags); the last part when it is
-// one line (often the conclusion); the decoded tags of the operations shown,
+// one line (often the conclusion) but not a rank's state ("rank 1 running"),
+// which depends on how far that rank got when the report was made and so
+// would make the short form's length vary from run to run; the decoded tags
+// of the operations shown,
 // and no others. A part longer than any rank's (a table)
 // may be cut: its first lines fill the kMessageLines - 2. Hiding a single
 // line saves nothing: then everything is shown.
@@ -131,7 +134,9 @@ std::vector<bool> short_message(const std::vector<std::string>& m) {
                                     [&](const auto& part) { return size(part) > 1; });
     if (block != parts.end() && size(*block) <= kLongestBlock) show(*block);
   }
-  if (size(parts.back()) == 1) show(parts.back());
+  static const std::regex kRankState(R"(^\s+rank\s+\d+\s)");
+  if (size(parts.back()) == 1 && !std::regex_search(m[parts.back().first], kRankState))
+    show(parts.back());
   // A deadlock report ends with the decoded tags ("tag 200000000 = gradient
   // of micro-batch 0 from chunk 0 to chunk -1"): show the decoding of every
   // tag a shown operation waits on, which is often the line that locates a
