@@ -192,24 +192,18 @@ void tensor_parallel_sp(train::RankRun<T>& run, const Faults& faults) {
   replica.set_seams(&seams);
   std::vector<T> buffer;
   for (std::int64_t step = 0; step < spec.steps; ++step) {
-    double loss = 0;
-    {
-      // The head gathers every token back: each rank's loss is the batch's
-      // mean, as under tp.
-      seams.begin_pass();
-      loss = replica.forward_backward(step, 0, 1);
-      seams.end_pass();
-    }
+    // The head gathers every token back: each rank's loss is the batch's
+    // mean, as under tp.
+    seams.begin_pass();
+    const double loss = replica.forward_backward(step, 0, 1);
+    seams.end_pass();
     {
       auto phase = run.phase("allreduce", {.compute = false});
-      if (faults.norm_grads_not_reduced) {
-        // The pitfall: the norms' partial gradients kept as they are.
-        const std::vector<std::pair<std::string, std::vector<T>>> kept = norm_grads(replica);
-        reduce_replicated_grads(group, replica, buffer);
-        for (const auto& [name, g] : kept) std::copy(g.begin(), g.end(), replica.tensor(name).grads.begin());
-      } else {
-        reduce_replicated_grads(group, replica, buffer);
-      }
+      // The pitfall puts the norms' partial gradients back as they were.
+      const auto kept = faults.norm_grads_not_reduced ? norm_grads(replica)
+                                                      : decltype(norm_grads(replica)){};
+      reduce_replicated_grads(group, replica, buffer);
+      for (const auto& [name, g] : kept) std::copy(g.begin(), g.end(), replica.tensor(name).grads.begin());
     }
     {
       auto phase = run.phase("optimizer", {.flops = update.flops, .bytes = update.bytes});

@@ -52,7 +52,9 @@ Seams<T>& seams_of(const EndSeams<T>& at) {
 }
 
 // The residual stream's rows at the ends: one per token unless the seams
-// cut the sequence (EndSeams::stream_rows), then a whole number per sequence.
+// cut the sequence (EndSeams::stream_rows), then a whole number per
+// sequence (batch 0: the head, which is not told the batch, checks only
+// that they are no more than the tokens).
 template <class T>
 std::int64_t stream_rows_of(const EndSeams<T>& at, std::int64_t rows, std::int64_t batch) {
   if (at.stream_rows < 0) return rows;
@@ -188,7 +190,7 @@ T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
                const HeadWeights<const T>& w, std::int64_t rows, std::int64_t dim,
                std::int64_t vocab, LayerTimes* times, const EndSeams<T>& at) {
   Seams<T>& seams = seams_of(at);
-  const std::int64_t n = at.stream_rows < 0 ? rows : at.stream_rows;  // x's rows
+  const std::int64_t n = stream_rows_of(at, rows, 0);  // x's rows
   {
     ScopedLayerTimer timer(times, "layernorm");
     kernels::layernorm_forward(sized(cache.ln, n * dim), sized(cache.mean, n),
@@ -255,7 +257,7 @@ void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::in
   }
   // logits = in Wᵀ: a linear layer without bias (tied: W is wte, whose
   // gradient also receives the embedding's contribution).
-  const std::int64_t n = at.stream_rows < 0 ? rows : at.stream_rows;  // x's rows
+  const std::int64_t n = stream_rows_of(at, rows, 0);  // x's rows
   const T* in = cache.in.empty() ? cache.ln.data() : cache.in.data();
   std::vector<T> again;
   if (at.head_input.enter_again) {
