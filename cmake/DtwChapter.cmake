@@ -85,12 +85,14 @@ function(_dtw_test_support)
   add_library(dtw_test_probe STATIC "${support}/dtw_step_probe.cpp")
   target_include_directories(dtw_test_probe PUBLIC "${support}")
   dtw_target_warnings(dtw_test_probe)
+  dtw_machinery(dtw_test_probe)
   # main() of every chapter's test programs, compiled once; each program adds
   # the two constants that say which chapter it tests (see _dtw_test_main).
   add_library(dtw_test_main OBJECT "${support}/dtw_test_main.cpp")
   target_include_directories(dtw_test_main PRIVATE "${support}")
   target_link_libraries(dtw_test_main PRIVATE GTest::gtest)
   dtw_target_warnings(dtw_test_main)
+  dtw_machinery(dtw_test_main)
   # The headers every test file includes -- GoogleTest, GoogleMock, dtw_test.h
   # and <dtw/dtw.h> -- are half of a test file's compile time (3.3 of 6.4 s
   # for tests/core/p2p_test.cpp). Precompiled once here, and reused by every
@@ -105,6 +107,7 @@ function(_dtw_test_support)
   target_precompile_headers(dtw_test_pch PRIVATE <gtest/gtest.h> <gmock/gmock.h> <dtw/dtw.h>
     "${support}/dtw_test.h")
   dtw_target_warnings(dtw_test_pch)
+  dtw_machinery(dtw_test_pch)
 endfunction()
 
 # An object library with what main() (tests/support/dtw_test_main.cpp) needs
@@ -401,6 +404,7 @@ function(dtw_add_chapter name)
     target_link_libraries(ch${id}_test_objects PUBLIC dtw::core ${ARG_LIBS} ${dep_libs} GTest::gtest
       ${ARG_TEST_LIBS})
     dtw_target_warnings(ch${id}_test_objects)
+    dtw_machinery(ch${id}_test_objects)
     target_precompile_headers(ch${id}_test_objects REUSE_FROM dtw_test_pch)
     _dtw_test_main(ch${id}_main_solution "${step_ids}" 1)
     _dtw_test_main(ch${id}_main_lab "${step_ids}" 0)
@@ -438,6 +442,7 @@ function(dtw_add_chapter name)
     target_include_directories(dtw_ch${id}_planted_pch PUBLIC "${contract_dir}")
     target_link_libraries(dtw_ch${id}_planted_pch PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
     dtw_target_warnings(dtw_ch${id}_planted_pch)
+    dtw_machinery(dtw_ch${id}_planted_pch)
     target_compile_options(dtw_ch${id}_planted_pch PRIVATE ${lab_warnings})
     target_precompile_headers(dtw_ch${id}_planted_pch PRIVATE <dtw/dtw.h> ${contract_headers})
     set(bug_file "${tests_dir}/planted_bugs")
@@ -489,6 +494,7 @@ function(dtw_add_chapter name)
       target_include_directories(${planted_lib} PUBLIC "${contract_dir}")
       target_link_libraries(${planted_lib} PUBLIC dtw::core ${ARG_LIBS} ${dep_libs})
       dtw_target_warnings(${planted_lib})
+      dtw_machinery(${planted_lib})
       # Buggy learner code, compiled as the lab is.
       target_compile_options(${planted_lib} PRIVATE ${lab_warnings})
       target_precompile_headers(${planted_lib} REUSE_FROM dtw_ch${id}_planted_pch)

@@ -40,6 +40,7 @@ if(DTW_BUILD_TESTS)
   target_include_directories(ch01_nonblocking_tests PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
   target_link_libraries(ch01_nonblocking_tests PRIVATE dtw_ch01_solution GTest::gtest_main)
   dtw_target_warnings(ch01_nonblocking_tests)
+  dtw_machinery(ch01_nonblocking_tests)
   gtest_discover_tests(ch01_nonblocking_tests TEST_PREFIX "ch01.solution."
     PROPERTIES LABELS solution TIMEOUT 120 DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60)
   # Its MPI twin (tests/mpi/CMakeLists.txt makes one per entry).
