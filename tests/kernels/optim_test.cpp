@@ -152,7 +152,9 @@ TEST(AdamWTest, TwoStepsMatchHandComputedValues) {
   constexpr double kTol = 1e-13;
   for (bool reference : {false, true}) {
     std::vector<double> p{1.0, -2.0}, m(2, 0.0), v(2, 0.0);
-    auto step = reference ? kernels::adamw_step_reference<double> : kernels::adamw_step<double>;
+    // The host kernel or its reference (the pointer's type picks the host overload).
+    decltype(&kernels::adamw_step_reference<double>) step = kernels::adamw_step_reference<double>;
+    if (!reference) step = kernels::adamw_step<double>;
     step(p.data(), g1, m.data(), v.data(), 2, 1, config);
     EXPECT_NEAR(m[0], 0.05, kTol);
     EXPECT_NEAR(v[0], 0.00025, kTol);
@@ -181,7 +183,8 @@ TEST(SgdTest, TwoStepsMatchTorchSemantics) {
   constexpr double kTol = 1e-14;  // a dozen double ops on O(1) values, no cancellation
   for (bool reference : {false, true}) {
     std::vector<double> p{1.0, -2.0}, vel(2, 0.0);
-    auto step = reference ? kernels::sgd_step_reference<double> : kernels::sgd_step<double>;
+    decltype(&kernels::sgd_step_reference<double>) step = kernels::sgd_step_reference<double>;
+    if (!reference) step = kernels::sgd_step<double>;
     step(p.data(), g1, vel.data(), 2, config);
     EXPECT_NEAR(vel[0], 0.51, kTol);
     EXPECT_NEAR(p[0], 0.949, kTol);

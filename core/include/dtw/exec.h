@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "dtw/kernels/place.h"
 #include "dtw/memory.h"
 
 namespace dtw {
@@ -41,6 +42,9 @@ class Exec {
   /// The cudaStream_t work is ordered on (nullptr: the default stream; always
   /// nullptr on the host).
   void* stream() const { return stream_; }
+  /// Where kernels on this Exec's memory run: the host, or the device and
+  /// stream (dtw/kernels/place.h; every training kernel takes one first).
+  kernels::Place place() const { return {device_, stream_}; }
   /// The ledger allocations are counted in, or nullptr when not counted.
   MemoryLedger* ledger() const { return ledger_.get(); }
   /// The ledger as shared with this Exec (for making another Exec that counts there).

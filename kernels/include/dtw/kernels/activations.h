@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "dtw/kernels/place.h"
+
 namespace dtw::kernels {
 
 /// `y[r][c] += bias[c]` for a rows×cols matrix y.
@@ -48,5 +50,28 @@ void gelu_backward_reference(T* dx, const T* x, const T* dy, std::int64_t n);
 /// `y[i] += x[i]` for n elements: the residual connection and gradient sums.
 template <class T>
 void add_into(T* y, const T* x, std::int64_t n);
+
+// ---- the same kernels on a Place (place.h): the host kernel above, or its
+// CUDA twin (cuda_activations.h) on the Place's device and stream ----
+
+/// bias_add on `at`: the host kernel, or device_bias_add on at's stream.
+template <class T>
+void bias_add(const Place& at, T* y, const T* bias, std::int64_t rows, std::int64_t cols);
+
+/// bias_backward on `at`: the host kernel, or device_bias_backward on at's stream.
+template <class T>
+void bias_backward(const Place& at, T* dbias, const T* dy, std::int64_t rows, std::int64_t cols);
+
+/// gelu_forward on `at`: the host kernel, or device_gelu_forward on at's stream.
+template <class T>
+void gelu_forward(const Place& at, T* y, const T* x, std::int64_t n);
+
+/// gelu_backward on `at`: the host kernel, or device_gelu_backward on at's stream.
+template <class T>
+void gelu_backward(const Place& at, T* dx, const T* x, const T* dy, std::int64_t n);
+
+/// add_into on `at`: the host kernel, or device_add_into on at's stream.
+template <class T>
+void add_into(const Place& at, T* y, const T* x, std::int64_t n);
 
 }  // namespace dtw::kernels

@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "dtw/kernels/place.h"
+
 namespace dtw::kernels {
 
 /// Sizes of one attention call.
@@ -44,13 +46,12 @@ void attention_forward_reference(T* out, T* probs, const T* q, const T* k, const
 
 /// Gradients of plain attention from the saved probs; overwrites dq, dk, dv.
 template <class T>
-void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* probs, const T* q,
-                        const T* k, const T* v, const AttentionShape& shape);
+void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* probs, const T* q, const T* k,
+                        const T* v, const AttentionShape& shape);
 /// attention_backward as plain loops: the reference the kernel is tested against.
 template <class T>
-void attention_backward_reference(T* dq, T* dk, T* dv, const T* dout, const T* probs,
-                                  const T* q, const T* k, const T* v,
-                                  const AttentionShape& shape);
+void attention_backward_reference(T* dq, T* dk, T* dv, const T* dout, const T* probs, const T* q,
+                                  const T* k, const T* v, const AttentionShape& shape);
 
 /// Attention of q over one block of keys and values: overwrites out
 /// ([batch, heads, q_len, head_dim]) and lse ([batch, heads, q_len]).
@@ -88,7 +89,54 @@ void attention_blockwise_forward(T* out, T* lse, const T* q, const T* k, const T
 
 /// Backward of attention_blockwise_forward; overwrites dq, dk, dv.
 template <class T>
-void attention_blockwise_backward(T* dq, T* dk, T* dv, const T* dout, const T* out,
+void attention_blockwise_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse,
+                                  const T* q, const T* k, const T* v, const AttentionShape& shape,
+                                  std::int64_t block, bool causal = true);
+
+// ---- the same kernels on a Place (place.h): the host kernel above, or its
+// CUDA twin (cuda_attention.h) on the Place's device and stream ----
+
+/// attention_forward on `at`: the host kernel, or device_attention_forward on at's stream.
+template <class T>
+void attention_forward(const Place& at, T* out, T* probs, const T* q, const T* k, const T* v,
+                       const AttentionShape& shape, bool causal = true);
+
+/// attention_backward on `at`: the host kernel, or device_attention_backward on at's stream.
+template <class T>
+void attention_backward(const Place& at, T* dq, T* dk, T* dv, const T* dout, const T* probs,
+                        const T* q, const T* k, const T* v, const AttentionShape& shape);
+
+/// attention_block_forward on `at`: the host kernel, or device_attention_block_forward on at's
+/// stream.
+template <class T>
+void attention_block_forward(const Place& at, T* out, T* lse, const T* q, const T* k, const T* v,
+                             const AttentionShape& shape, std::int64_t q_offset,
+                             std::int64_t k_offset, bool causal = true);
+
+/// attention_merge on `at`: the host kernel, or device_attention_merge on at's stream.
+template <class T>
+void attention_merge(const Place& at, T* out, T* lse, const T* out_b, const T* lse_b,
+                     std::int64_t rows, std::int64_t head_dim);
+
+/// attention_block_backward on `at`: the host kernel, or device_attention_block_backward on at's
+/// stream.
+template <class T>
+void attention_block_backward(const Place& at, T* dq, T* dk, T* dv, const T* dout, const T* out,
+                              const T* lse, const T* q, const T* k, const T* v,
+                              const AttentionShape& shape, std::int64_t q_offset,
+                              std::int64_t k_offset, bool causal = true);
+
+/// attention_blockwise_forward on `at`: the host kernel, or device_attention_blockwise_forward on
+/// at's stream.
+template <class T>
+void attention_blockwise_forward(const Place& at, T* out, T* lse, const T* q, const T* k,
+                                 const T* v, const AttentionShape& shape, std::int64_t block,
+                                 bool causal = true);
+
+/// attention_blockwise_backward on `at`: the host kernel, or device_attention_blockwise_backward on
+/// at's stream.
+template <class T>
+void attention_blockwise_backward(const Place& at, T* dq, T* dk, T* dv, const T* dout, const T* out,
                                   const T* lse, const T* q, const T* k, const T* v,
                                   const AttentionShape& shape, std::int64_t block,
                                   bool causal = true);

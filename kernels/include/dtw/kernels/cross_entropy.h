@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "dtw/kernels/place.h"
+
 namespace dtw::kernels {
 
 /// For each of `rows` rows of logits (length vocab): probs = softmax(logits)
@@ -17,9 +19,8 @@ T cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t
                         std::int64_t rows, std::int64_t vocab);
 /// cross_entropy_forward as plain loops: the reference the kernel is tested against.
 template <class T>
-T cross_entropy_forward_reference(T* probs, T* losses, const T* logits,
-                                  const std::int32_t* targets, std::int64_t rows,
-                                  std::int64_t vocab);
+T cross_entropy_forward_reference(T* probs, T* losses, const T* logits, const std::int32_t* targets,
+                                  std::int64_t rows, std::int64_t vocab);
 
 /// `dlogits[r][c] = dloss · (probs[r][c] − [c == targets[r]])`: the gradient of
 /// `dloss · Σ_r losses[r]`. Pass dloss = 1/rows for the gradient of the mean
@@ -32,5 +33,20 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
 template <class T>
 void cross_entropy_backward_reference(T* dlogits, const T* probs, const std::int32_t* targets,
                                       std::int64_t rows, std::int64_t vocab, T dloss);
+
+// ---- the same kernels on a Place (place.h): the host kernel above, or its
+// CUDA twin (cuda_cross_entropy.h) on the Place's device and stream ----
+
+/// cross_entropy_forward on `at`: the host kernel, or device_cross_entropy_forward on at's stream.
+template <class T>
+T cross_entropy_forward(const Place& at, T* probs, T* losses, const T* logits,
+                        const std::int32_t* targets, std::int64_t rows, std::int64_t vocab);
+
+/// cross_entropy_backward on `at`: the host kernel, or device_cross_entropy_backward on at's
+/// stream.
+template <class T>
+void cross_entropy_backward(const Place& at, T* dlogits, const T* probs,
+                            const std::int32_t* targets, std::int64_t rows, std::int64_t vocab,
+                            T dloss);
 
 }  // namespace dtw::kernels

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "dtw/kernels/place.h"
+
 namespace dtw::kernels {
 
 /// Whether an operand is used as stored or transposed.
@@ -21,17 +23,25 @@ enum class Trans { kNo, kYes };
 /// allowed (K = 0 scales C by beta). Negative sizes raise InvalidArgument.
 /// Safe to call from many rank threads at once. T is float or double.
 template <class T>
-void matmul(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-            T alpha, const T* a, const T* b, T beta, T* c);
+void matmul(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+            const T* a, const T* b, T beta, T* c);
 
 /// The same product as three plain loops (accumulating in double): the
 /// reference matmul is tested against.
 template <class T>
-void matmul_reference(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n,
-                      std::int64_t k, T alpha, const T* a, const T* b, T beta, T* c);
+void matmul_reference(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                      T alpha, const T* a, const T* b, T beta, T* c);
 
 /// The BLAS behind matmul and its build, e.g.
 /// "OpenBLAS (OpenBLAS 0.3.21 DYNAMIC_ARCH ... Haswell MAX_THREADS=64, 1 thread per call)".
 const char* blas_name();
+
+// ---- the same kernels on a Place (place.h): the host kernel above, or its
+// CUDA twin (cuda_matmul.h) on the Place's device and stream ----
+
+/// matmul on `at`: the host kernel, or device_matmul on at's stream.
+template <class T>
+void matmul(const Place& at, Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n,
+            std::int64_t k, T alpha, const T* a, const T* b, T beta, T* c);
 
 }  // namespace dtw::kernels

@@ -9,15 +9,17 @@
 
 #include <cstdint>
 
+#include "dtw/kernels/place.h"
+
 namespace dtw::kernels {
 
 /// AdamW (Loshchilov & Hutter): decoupled weight decay.
 struct AdamWConfig {
-  double lr = 1e-3;            ///< learning rate
-  double beta1 = 0.9;          ///< decay of the first moment (mean of g)
-  double beta2 = 0.999;        ///< decay of the second moment (mean of g²)
-  double eps = 1e-8;           ///< added to √v so tiny second moments do not blow up the step
-  double weight_decay = 0.0;   ///< decoupled: p −= lr·weight_decay·p, apart from the gradient
+  double lr = 1e-3;           ///< learning rate
+  double beta1 = 0.9;         ///< decay of the first moment (mean of g)
+  double beta2 = 0.999;       ///< decay of the second moment (mean of g²)
+  double eps = 1e-8;          ///< added to √v so tiny second moments do not blow up the step
+  double weight_decay = 0.0;  ///< decoupled: p −= lr·weight_decay·p, apart from the gradient
 };
 
 /// One AdamW step at `step` (1-based; the bias corrections use it):
@@ -30,14 +32,14 @@ void adamw_step(T* params, const T* grads, T* m, T* v, std::int64_t n, std::int6
                 const AdamWConfig& config);
 /// adamw_step as plain loops: the reference the kernel is tested against.
 template <class T>
-void adamw_step_reference(T* params, const T* grads, T* m, T* v, std::int64_t n,
-                          std::int64_t step, const AdamWConfig& config);
+void adamw_step_reference(T* params, const T* grads, T* m, T* v, std::int64_t n, std::int64_t step,
+                          const AdamWConfig& config);
 
 /// SGD with (heavy-ball) momentum and L2 weight decay, as torch.optim.SGD.
 struct SgdConfig {
-  double lr = 1e-2;            ///< learning rate
-  double momentum = 0.0;       ///< 0: plain SGD
-  double weight_decay = 0.0;   ///< L2: added to the gradient (g + weight_decay·p)
+  double lr = 1e-2;           ///< learning rate
+  double momentum = 0.0;      ///< 0: plain SGD
+  double weight_decay = 0.0;  ///< L2: added to the gradient (g + weight_decay·p)
 };
 /// One SGD step: g' = g + weight_decay·p; velocity = momentum·velocity + g';
 /// p −= lr·velocity. With momentum 0, velocity may be nullptr.
@@ -62,5 +64,30 @@ void scale(T* x, std::int64_t n, T factor);
 /// raises InvalidArgument.
 template <class T>
 double clip_grad_norm(T* grads, std::int64_t n, double max_norm);
+
+// ---- the same kernels on a Place (place.h): the host kernel above, or its
+// CUDA twin (cuda_optim.h) on the Place's device and stream ----
+
+/// adamw_step on `at`: the host kernel, or device_adamw_step on at's stream.
+template <class T>
+void adamw_step(const Place& at, T* params, const T* grads, T* m, T* v, std::int64_t n,
+                std::int64_t step, const AdamWConfig& config);
+
+/// sgd_step on `at`: the host kernel, or device_sgd_step on at's stream.
+template <class T>
+void sgd_step(const Place& at, T* params, const T* grads, T* velocity, std::int64_t n,
+              const SgdConfig& config);
+
+/// sum_of_squares on `at`: the host kernel, or device_sum_of_squares on at's stream.
+template <class T>
+double sum_of_squares(const Place& at, const T* x, std::int64_t n);
+
+/// scale on `at`: the host kernel, or device_scale on at's stream.
+template <class T>
+void scale(const Place& at, T* x, std::int64_t n, T factor);
+
+/// clip_grad_norm on `at`: the host kernel, or device_clip_grad_norm on at's stream.
+template <class T>
+double clip_grad_norm(const Place& at, T* grads, std::int64_t n, double max_norm);
 
 }  // namespace dtw::kernels

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "dtw/kernels/place.h"
+
 namespace dtw::kernels {
 
 /// `y[r][c] = exp(x[r][c] − max_r) / Σ_c' exp(x[r][c'] − max_r)`. y may alias x.
@@ -22,5 +24,17 @@ void softmax_backward(T* dx, const T* y, const T* dy, std::int64_t rows, std::in
 template <class T>
 void softmax_backward_reference(T* dx, const T* y, const T* dy, std::int64_t rows,
                                 std::int64_t cols);
+
+// ---- the same kernels on a Place (place.h): the host kernel above, or its
+// CUDA twin (cuda_softmax.h) on the Place's device and stream ----
+
+/// softmax_forward on `at`: the host kernel, or device_softmax_forward on at's stream.
+template <class T>
+void softmax_forward(const Place& at, T* y, const T* x, std::int64_t rows, std::int64_t cols);
+
+/// softmax_backward on `at`: the host kernel, or device_softmax_backward on at's stream.
+template <class T>
+void softmax_backward(const Place& at, T* dx, const T* y, const T* dy, std::int64_t rows,
+                      std::int64_t cols);
 
 }  // namespace dtw::kernels
