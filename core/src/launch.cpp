@@ -1,6 +1,9 @@
 // launch(): picks the backend and turns a collecting launch into a throwing one.
 #include "dtw/launch.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "dtw/config.h"
 #include "dtw/errors.h"
 #include "dtw/process_comm.h"
@@ -39,6 +42,46 @@ std::string known_backends() {
   return names;
 }
 
+// LaunchOptions::device. "cuda" on the threads backend needs OS threads: the
+// CUDA runtime's current device is per thread, which the fibers of one worker
+// would share, and a rank waiting for its stream would hold up the others.
+// kAuto runs threads then; only an explicit fiber mode is refused.
+void check_device(const LaunchOptions& options, const detail::BackendEntry* backend) {
+  const std::string& device = options.device;
+  DTW_CHECK_ARG(device.empty() || device == "host" || device == "cuda",
+                "launch: device '" << device
+                                   << "' is not a place launch knows: \"\" or \"host\" (each "
+                                      "backend's own), or \"cuda\" (threads ranks with device "
+                                      "buffers, or nccl)");
+  const std::string runs_on = backend ? backend->name : "threads";
+  const std::string asked = runs_on == options.backend
+                                ? ""
+                                : " (which runs this program's '" + options.backend + "' launches)";
+  DTW_CHECK_ARG(device != "host" || runs_on != "nccl",
+                "launch: device 'host' with backend 'nccl': the nccl backend runs every rank on a "
+                "GPU (leave device empty, or use backend 'threads' for ranks on the host)");
+  if (device != "cuda") return;
+  DTW_CHECK_ARG(runs_on == "threads" || runs_on == "nccl",
+                "launch: device 'cuda' with backend '"
+                    << runs_on << "'" << asked
+                    << ": only the threads backend (ranks sharing GPUs) and nccl (one rank per "
+                       "GPU) run ranks on CUDA devices");
+  DTW_CHECK_ARG(DTW_HAVE_CUDA, "launch: device 'cuda': this build has no CUDA (configure where "
+                               "the CUDA toolkit is installed, with -DDTW_ENABLE_CUDA=ON)");
+  if (runs_on != "threads") return;
+  const char* env = std::getenv("DTW_RANK_MODE");
+  const bool fibers =
+      options.rank_mode == RankMode::kFibers ||
+      (options.rank_mode == RankMode::kAuto && env && std::string_view(env) == "fibers");
+  DTW_CHECK_ARG(!fibers, "launch: device 'cuda' with rank mode fibers ("
+                             << (options.rank_mode == RankMode::kFibers ? "RankMode::kFibers"
+                                                                        : "DTW_RANK_MODE=fibers")
+                             << "): ranks on GPUs need an OS thread each (the CUDA runtime keeps "
+                                "the current device per thread, and a rank waiting for its "
+                                "stream would hold up its worker's other fibers); use "
+                                "RankMode::kThreads or kAuto");
+}
+
 // Every option is checked here, before any backend sees it, for launch and
 // launch_collecting alike.
 void validate(int world_size, const LaunchOptions& options) {
@@ -73,6 +116,7 @@ void validate(int world_size, const LaunchOptions& options) {
   DTW_CHECK_ARG(options.bytes_per_rank >= 0,
                 "launch: bytes per rank " << options.bytes_per_rank
                                           << " must be >= 0 (0: not given)");
+  check_device(options, backend);
   if (backend && backend->check_options) backend->check_options(options);
 }
 

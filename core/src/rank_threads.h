@@ -85,6 +85,7 @@ struct RankRecorders {
       traffic.push_back(std::make_shared<Traffic>(world_size));
       tracers.push_back(std::make_shared<Tracer>(r, trace, epoch));
       ledgers.push_back(std::make_shared<MemoryLedger>(r, memory_cap));
+      places.emplace_back("host");
     }
   }
   // The report of a finished launch; `first_error`, when given, receives the
@@ -102,6 +103,7 @@ struct RankRecorders {
       out.trace.insert(out.trace.end(), events.begin(), events.end());
       out.memory.push_back(ledgers[r]->snapshot());
     }
+    out.places = places;
     out.errors = failures.take_errors();
     if (first_error) *first_error = failures.first();
     return out;
@@ -112,6 +114,8 @@ struct RankRecorders {
   std::vector<std::shared_ptr<Traffic>> traffic;
   std::vector<std::shared_ptr<Tracer>> tracers;
   std::vector<std::shared_ptr<MemoryLedger>> ledgers;
+  // Where each rank runs (Report::places), set before the ranks start.
+  std::vector<std::string> places;
 };
 
 }  // namespace dtw::detail

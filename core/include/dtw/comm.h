@@ -55,14 +55,17 @@ class Comm {
   virtual const char* backend() const = 0;
   /// Where this rank's memory lives and work runs, with the rank's memory
   /// ledger: the host on the threads and mpi backends, the rank's GPU and
-  /// stream on nccl. Make a rank's Arrays here: `Array<float> a(comm.exec(), n);`
+  /// stream on nccl and on threads launched with LaunchOptions::device
+  /// "cuda". Make a rank's Arrays here: `Array<float> a(comm.exec(), n);`
   const Exec& exec() const { return exec_; }
 
   // ---- typed point-to-point -------------------------------------------------
   // Buffers are host memory on the CPU backends. The nccl backend moves device
   // (or managed) memory at NCCL's speed and stages host memory through a device
   // buffer: two extra copies per message, so timings of host buffers there
-  // measure staged transfers.
+  // measure staged transfers. Threads with device buffers (LaunchOptions::
+  // device "cuda") copy between any mix of host and device memory on the
+  // receiver's stream, after the work the sender queued before its send.
 
   /// Sends `data` to `peer` with `tag` and returns once `peer` has received it.
   template <detail::ElementRange R>

@@ -14,7 +14,8 @@ namespace dtw {
 /// A place to allocate and to run: the host, or CUDA device `device()` with
 /// its stream. Cheap to copy (a device number, a stream handle and a shared
 /// ledger). `Comm::exec()` gives a rank's: the host with the rank's ledger on
-/// the threads and mpi backends, the rank's GPU and stream on nccl.
+/// the threads and mpi backends, the rank's GPU and stream on nccl and on
+/// threads with device buffers (LaunchOptions::device "cuda").
 class Exec {
  public:
   /// The host, counted in no ledger.

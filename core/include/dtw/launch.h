@@ -57,6 +57,25 @@ bool ranks_run_as_fibers(int world_size, RankMode mode);
 struct LaunchOptions {
   /// "threads" (ranks are threads of this process) or, when built, "mpi"/"nccl".
   std::string backend = "threads";
+  /// Where the ranks keep their memory and run their work. "" (the default)
+  /// or "host": each backend's own place (the host on threads and mpi, one
+  /// GPU per rank on nccl). "cuda": the threads backend with device buffers
+  /// -- rank r's `Comm::exec()` is CUDA device r % (number of devices) with a
+  /// stream of its own, so p ranks share one GPU when the machine has one;
+  /// messages are device-to-device copies, local steps and reductions CUDA
+  /// kernels on the rank's stream (docs/gpu.md, "Ranks that share one GPU").
+  /// It checks the device path's correctness at any world size, not its
+  /// speed: nccl, one rank per GPU, stays the performance path (and accepts
+  /// "cuda" as what it does anyway). A string, like `backend`, because it is
+  /// chosen the same way (a command-line word) and names a place as
+  /// Exec::describe() does; a bool would have no room for another kind.
+  /// launch refuses, naming the value: any other value; "cuda" in a build
+  /// without CUDA, on a machine without a CUDA device, with a backend other
+  /// than threads and nccl, or with fibers (RankMode::kFibers or
+  /// DTW_RANK_MODE=fibers; kAuto then runs threads): the CUDA runtime's
+  /// current device is per OS thread, which a worker's fibers would share,
+  /// and a rank waiting for its stream would hold up its worker's fibers.
+  std::string device;
   /// A rank blocked in one call for longer than this fails with TimeoutError
   /// (for a peer that never arrives; true deadlocks are detected at once).
   /// A rank that polls (Comm::test, a PendingCollective's test) for this long
@@ -113,6 +132,10 @@ struct Report {
   /// memory[r]: world rank r's ledger when its function had returned (peak and
   /// final bytes per category), on every backend and every process.
   std::vector<MemorySnapshot> memory;
+  /// places[r]: where world rank r's memory lived and its work ran, as its
+  /// `comm.exec().describe()` says ("host", "cuda:0"). Filled by the threads
+  /// and nccl backends; empty from mpi (every rank there is on its host).
+  std::vector<std::string> places;
 
   /// True when no rank failed.
   bool ok() const { return errors.empty(); }

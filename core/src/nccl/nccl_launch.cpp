@@ -35,7 +35,8 @@ Report launch(int world_size, const LaunchOptions& options, const RankFunction& 
   DTW_NCCL_CHECK(ncclGetUniqueId(&id));
 
   auto world_failed = std::make_shared<std::atomic<bool>>(false);
-  const detail::RankRecorders recorders(world_size, options.trace, options.memory_cap);
+  detail::RankRecorders recorders(world_size, options.trace, options.memory_cap);
+  for (int r = 0; r < world_size; ++r) recorders.places[r] = "cuda:" + std::to_string(r % devices);
   detail::RankFailures failures;
   {
     std::vector<std::jthread> threads;

@@ -3,14 +3,20 @@
 #include <array>
 #include <string_view>
 
+#include "who.h"
+
 namespace dtw::threads {
 
 ThreadsComm::ThreadsComm(std::shared_ptr<World> world, int context, int rank,
                          std::vector<int> members, std::shared_ptr<Traffic> traffic,
-                         std::shared_ptr<Tracer> tracer, Exec exec)
+                         std::shared_ptr<Tracer> tracer, Exec exec,
+                         std::shared_ptr<DeviceRanks> devices)
     : Comm(rank, std::move(members), std::move(traffic), std::move(tracer), std::move(exec)),
       world_(std::move(world)),
-      context_(context) {}
+      context_(context),
+      devices_(std::move(devices)) {}
+
+std::string ThreadsComm::who() const { return detail::who(rank(), world_rank()); }
 
 std::shared_ptr<Op> ThreadsComm::make_op(int peer, int tag, const char* op_name) const {
   auto op = std::make_shared<Op>();
@@ -23,6 +29,8 @@ std::shared_ptr<Op> ThreadsComm::make_op(int peer, int tag, const char* op_name)
   op->channel = is_collective_channel();
   op->call = op_name;
   op->world = world_;
+  op->device = exec().device();
+  op->stream = exec().stream();
   return op;
 }
 
@@ -33,6 +41,8 @@ std::shared_ptr<detail::RequestState> ThreadsComm::start_send(ConstBuffer data, 
   op->src = data.data;
   op->count = data.count;
   op->type = data.type;
+  // Device world: the receiver's copy waits for what this rank's stream holds now.
+  if (devices_ && data.count > 0) op->ready = devices_->ready_marker(exec());
   world_->post(op);
   return op;
 }
@@ -116,7 +126,7 @@ std::unique_ptr<Comm> ThreadsComm::make_dup(std::uint64_t dup_id, bool channel) 
   constexpr int kDupColor = -2, kChannelColor = -3;
   const int context = world_->subgroup_context(context_, dup_id, channel ? kChannelColor : kDupColor);
   return std::make_unique<ThreadsComm>(world_, context, rank(), members(), traffic_ptr(),
-                                       tracer_ptr(), exec());
+                                       tracer_ptr(), exec(), devices_);
 }
 
 std::unique_ptr<Comm> ThreadsComm::make_subgroup(const std::vector<int>& group, int color,
@@ -129,7 +139,24 @@ std::unique_ptr<Comm> ThreadsComm::make_subgroup(const std::vector<int>& group, 
   }
   const int context = world_->subgroup_context(context_, split_id, color);
   return std::make_unique<ThreadsComm>(world_, context, my_rank, std::move(members),
-                                       traffic_ptr(), tracer_ptr(), exec());
+                                       traffic_ptr(), tracer_ptr(), exec(), devices_);
+}
+
+// Device worlds run the local steps on the rank's stream (device_ranks.h);
+// host worlds keep Comm's memmove and host kernels.
+void ThreadsComm::do_copy_local(Buffer dst, ConstBuffer src) {
+  if (devices_) devices_->copy_local(exec(), who(), dst, src);
+  else Comm::do_copy_local(dst, src);
+}
+
+void ThreadsComm::do_divide_local(Buffer data, int divisor) {
+  if (devices_) devices_->divide_local(exec(), who(), data, divisor);
+  else Comm::do_divide_local(data, divisor);
+}
+
+void ThreadsComm::do_reduce_local(Buffer inout, ConstBuffer in, ReduceOp op) {
+  if (devices_) devices_->reduce_local(exec(), who(), inout, in, op);
+  else Comm::do_reduce_local(inout, in, op);
 }
 
 }  // namespace dtw::threads

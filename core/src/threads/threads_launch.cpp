@@ -12,6 +12,7 @@
 #include "dtw/world_fit.h"
 #include "launch_backends.h"
 #include "rank_threads.h"
+#include "threads/device_ranks.h"
 #include "threads/fibers.h"
 #include "threads/threads_comm.h"
 
@@ -35,6 +36,33 @@ void run_rank(World& world, Comm& comm, const RankFunction& fn, detail::RankFail
     failures.add(rank, e, std::make_exception_ptr(e));
     world.abort(rank, e.kind());
   }
+}
+
+// A rank on a GPU (LaunchOptions::device "cuda"): its stream is made on its
+// own thread, whose current device the CUDA runtime keeps per thread, and
+// released once its communicators are gone.
+void run_device_rank(const std::shared_ptr<World>& world,
+                     const std::shared_ptr<DeviceRanks>& devices, int r,
+                     const detail::RankRecorders& recorders, const RankFunction& fn,
+                     detail::RankFailures& failures) {
+  Exec exec;
+  const std::exception_ptr failed = detail::run_recording(
+      r, failures, [&] { exec = devices->open_rank(r, recorders.ledgers[r]); });
+  if (failed) {
+    std::string kind = "Error";
+    try {
+      std::rethrow_exception(failed);
+    } catch (const Error& e) {
+      kind = e.kind();
+    }
+    world->abort(r, kind);
+    world->finish_rank(r);
+  } else {
+    ThreadsComm comm(world, 0, r, recorders.members, recorders.traffic[r], recorders.tracers[r],
+                     exec, devices);
+    run_rank(*world, comm, fn, failures);
+  }
+  devices->close_rank(r);
 }
 
 }  // namespace
@@ -109,15 +137,24 @@ void run_fibers(int world_size, World& world, detail::RankFailures& failures,
 
 Report launch(int world_size, const LaunchOptions& options, const RankFunction& fn,
               std::exception_ptr* first_error) {
-  const bool fibers = ranks_run_as_fibers(world_size, options.rank_mode);
+  // Device buffers: every rank an OS thread (launch refused fibers with them).
+  const std::shared_ptr<DeviceRanks> devices =
+      options.device == "cuda" ? make_device_ranks(world_size) : nullptr;
+  const bool fibers = !devices && ranks_run_as_fibers(world_size, options.rank_mode);
   const int workers = fibers ? worker_count() : 0;
   if (world_size >= kCheckFitFrom || options.bytes_per_rank > 0)
     check_threads_world_fits(world_size, machine_room(), workers, options.bytes_per_rank);
   auto world = std::make_shared<World>(world_size, options.timeout);
-  const detail::RankRecorders recorders(world_size, options.trace, options.memory_cap);
+  detail::RankRecorders recorders(world_size, options.trace, options.memory_cap);
+  if (devices) {
+    world->use_devices(devices);
+    for (int r = 0; r < world_size; ++r)
+      recorders.places[r] = "cuda:" + std::to_string(devices->device_of(r));
+  }
   detail::RankFailures failures;
   failures.set_memory_note(describe_world_estimate(world_size, workers, options.bytes_per_rank));
   const std::function<void(int)> body = [&](int r) {
+    if (devices) return run_device_rank(world, devices, r, recorders, fn, failures);
     ThreadsComm comm(world, 0, r, recorders.members, recorders.traffic[r], recorders.tracers[r],
                      Exec::host().with_ledger(recorders.ledgers[r]));
     run_rank(*world, comm, fn, failures);

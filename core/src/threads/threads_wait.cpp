@@ -213,6 +213,7 @@ void World::throw_if_failed(int rank, std::unique_lock<std::mutex>& lock) {
 void World::throw_op_error(const Op& op) {
   if (op.error.empty()) return;
   if (op.error_is_abort) throw AbortedError(op.error);
+  if (op.error_is_cuda) throw CudaError(op.error);
   throw InvalidArgument(op.error);
 }
 

@@ -10,6 +10,7 @@
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
 #include "threads/describe.h"
+#include "threads/device_ranks.h"
 #include "threads/fibers.h"
 
 namespace dtw::threads {
@@ -153,7 +154,15 @@ void World::unqueue(const Op& op) {
 }
 
 void World::transfer(Op& send, Op& recv) {
-  if (send.count > 0) {
+  if (devices_ && send.count > 0) {
+    // On the receiver's thread (match() made it a copy job); an error fails both sides.
+    std::string error = devices_->transfer(send, recv);
+    if (!error.empty()) {
+      send.error = recv.error = std::move(error);
+      send.error_is_cuda = recv.error_is_cuda = true;
+      return;
+    }
+  } else if (send.count > 0) {
     if (recv.reduce) {
       kernels::reduce_into(Buffer{recv.dst, send.count, send.type},
                            ConstBuffer{send.src, send.count, send.type}, recv.reduce_op);
@@ -184,7 +193,9 @@ void World::match(const std::shared_ptr<Op>& send, const std::shared_ptr<Op>& re
   recv->partner = send;
   send->state = recv->state = Op::State::kMatched;
   const std::int64_t bytes = send->count * static_cast<std::int64_t>(size_of(send->type));
-  if (bytes > kEagerBytes) {
+  // A device world's copies run on the receiver's thread, on its stream and
+  // current device (device_ranks.h), whatever their size.
+  if (bytes > kEagerBytes || (devices_ && bytes > 0)) {
     ranks_[recv->owner].copy_jobs.push_back(recv);
     if (by_rank != recv->owner) {  // the receiver is posting: it runs the job in its wait
       unstick(ranks_[recv->owner]);

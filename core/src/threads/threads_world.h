@@ -43,6 +43,7 @@
 namespace dtw::threads {
 
 class FiberPool;
+class DeviceRanks;
 
 using Clock = std::chrono::steady_clock;
 
@@ -80,6 +81,11 @@ struct Op : detail::RequestState, std::enable_shared_from_this<Op> {
   bool reduce = false;  // a recv_reduce: combine into dst instead of copying
   ReduceOp reduce_op = ReduceOp::kSum;
   const char* call = "";  // the public call, for reports
+  // Device worlds only (device_ranks.h): the owner's device and stream, and
+  // for a send the event after the work its owner queued before it.
+  int device = -1;
+  void* stream = nullptr;
+  std::shared_ptr<void> ready;
 
   // Guarded by the owner's lock (World::lock_of); a change of `partner` or
   // of a matched pair's states holds both owners' locks.
@@ -87,6 +93,7 @@ struct Op : detail::RequestState, std::enable_shared_from_this<Op> {
   std::shared_ptr<Op> partner;
   std::string error;  // set on both sides of a bad match
   bool error_is_abort = false;  // the error is a consequence of another rank's failure
+  bool error_is_cuda = false;   // the device copy failed (a CudaError, not bad input)
   std::atomic<bool> done{false};
   // While unmatched: its place in the receiver's OpQueue.
   Key queued_key;
@@ -110,6 +117,10 @@ class World {
   // parks its fiber instead of sleeping on its condition variable. Set before
   // any rank runs.
   void use_fibers(FiberPool* pool) { fibers_ = pool; }
+  // Device buffers (LaunchOptions::device "cuda"): every message that carries
+  // data is copied by its receiver through `devices` (device_ranks.h). Set
+  // before any rank runs.
+  void use_devices(std::shared_ptr<DeviceRanks> devices) { devices_ = std::move(devices); }
 
   // Posts a send or receive; may match (and for small messages copy) at once.
   void post(const std::shared_ptr<Op>& op);
@@ -300,6 +311,7 @@ class World {
   const std::chrono::milliseconds timeout_;
   const bool oversubscribed_;
   FiberPool* fibers_ = nullptr;
+  std::shared_ptr<DeviceRanks> devices_;
   std::vector<RankState> ranks_;
   std::vector<Stripe> stripes_;
   // The failure, published by failure_ (release) once its text is written;
