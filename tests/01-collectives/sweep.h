@@ -9,6 +9,7 @@
 // x roots) so that thread start-up is paid eight times, not thousands.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <cstdint>
 #include <limits>
@@ -169,11 +170,25 @@ class Checker {
   bool failed_ = false;
 };
 
+/// False for a world the MPI twin (tests/mpi) would not run on MPI: one
+/// larger than the job (DTW_MPI_TWIN_PROCESSES, set by its main) runs on
+/// threads inside every process -- what the threads program tests already,
+/// and, np copies at once, most of the twin's time on a two-core machine.
+inline bool runs_here(int p) {
+  static const int processes = [] {
+    const char* n = std::getenv("DTW_MPI_TWIN_PROCESSES");
+    return n != nullptr ? std::atoi(n) : 0;
+  }();
+  return processes == 0 || p <= processes;
+}
+
 /// Runs `body(comm)` on every world size with a bounded launch generous
-/// enough for the large counts on a loaded two-core machine.
+/// enough for the large counts on a loaded two-core machine (under the MPI
+/// twin, on the worlds that run on MPI: runs_here).
 template <class F>
 void on_every_world(F&& body, const std::vector<int>& worlds = kWorlds) {
   for (int p : worlds) {
+    if (!runs_here(p)) continue;
     DTW_TRACE("world size " << p);
     dtw::testing::launch_bounded(p, body, std::chrono::seconds(60));
   }
