@@ -1,14 +1,13 @@
 // The training kernels on a Place (dtw/kernels/place.h): the host kernel, or
-// its CUDA twin (cuda_*.h) on the Place's device and stream. This file is the
-// one place that decides; the model and the training layer pass their rank's
-// Place and never branch on where their memory is.
+// its CUDA twin (cuda_*.h) on the Place's device and stream. This file and
+// placed_layers.cpp (the model's permutes and vocabulary-slice pieces) are
+// the one place that decides; the model and the training layer pass their
+// rank's Place and never branch on where their memory is.
 //
 // The device branch is compiled only where CUDA was found (`if constexpr` on
 // DTW_HAVE_CUDA, and each device call in a generic lambda that only that
 // branch instantiates), so a build without the toolkit links no CUDA symbol
 // and answers a device Place with a clear error instead.
-#include "dtw/config.h"
-#include "dtw/errors.h"
 #include "dtw/kernels/activations.h"
 #include "dtw/kernels/attention.h"
 #include "dtw/kernels/cross_entropy.h"
@@ -28,25 +27,8 @@
 #include "placed.h"
 
 namespace dtw::kernels {
-namespace {
 
-// Runs `run(stream)` on `at`'s device (made current first), or raises: a
-// device Place in a build without CUDA is the caller's mistake to hear about,
-// named by kernel and place, not a missing symbol or a silent host run.
-template <class Run>
-void on_device(const Place& at, const char* kernel, Run&& run) {
-  if constexpr (DTW_HAVE_CUDA) {
-    detail::make_current(at, kernel);
-    run(at.stream);
-  } else {
-    (void)run;
-    DTW_CHECK_ARG(false, "kernels::" << kernel << " on " << at.describe()
-                                     << ": this dtw was built without CUDA (CMake found no "
-                                        "toolkit, or DTW_ENABLE_CUDA=OFF); only the host runs");
-  }
-}
-
-}  // namespace
+using detail::on_device;
 
 // ---- activations.h ----
 template <class T>

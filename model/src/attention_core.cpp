@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "dtw/errors.h"
+#include "dtw/kernels/permute.h"
 
 namespace dtw::model {
 namespace {
@@ -37,7 +38,7 @@ void PlainAttention<T>::forward(T* out, CoreCache<T>& cache, const T* q, const T
                                 int /*layer*/) {
   check_whole("PlainAttention", positions, shape);
   cache.probs.resize(static_cast<std::size_t>(cache_elements(shape)));
-  kernels::attention_forward(out, cache.probs.data(), q, k, v, shape, true);
+  kernels::attention_forward(this->place(), out, cache.probs.data(), q, k, v, shape, true);
 }
 
 template <TrainElement T>
@@ -46,7 +47,7 @@ void PlainAttention<T>::backward(T* dq, T* dk, T* dv, const T* dout, const T* /*
                                  const kernels::AttentionShape& shape, const TokenRuns& positions,
                                  int /*layer*/) {
   check_whole("PlainAttention", positions, shape);
-  kernels::attention_backward(dq, dk, dv, dout, cache.probs.data(), q, k, v, shape);
+  kernels::attention_backward(this->place(), dq, dk, dv, dout, cache.probs.data(), q, k, v, shape);
 }
 
 template <TrainElement T>
@@ -55,8 +56,9 @@ std::int64_t PlainAttention<T>::cache_elements(const kernels::AttentionShape& s)
 }
 
 template <TrainElement T>
-void attend_runs_forward(T* out, T* lse, const T* q, const TokenRuns& q_pos, const T* k,
-                         const T* v, const TokenRuns& k_pos, const kernels::AttentionShape& shape) {
+void attend_runs_forward(T* out, T* lse, const T* q, const TokenRuns& q_pos, const T* k, const T* v,
+                         const TokenRuns& k_pos, const kernels::AttentionShape& shape,
+                         const kernels::Place& at) {
   const std::int64_t Q = q_pos.size(), K = k_pos.size(), D = shape.head_dim;
   const std::vector<std::int64_t> qs = run_starts(q_pos), ks = run_starts(k_pos);
   std::vector<T> part_out, part_lse;
@@ -71,11 +73,12 @@ void attend_runs_forward(T* out, T* lse, const T* q, const TokenRuns& q_pos, con
       part_lse.resize(static_cast<std::size_t>(qn));
       for (std::size_t j = 0; j < k_pos.runs.size(); ++j) {
         const std::int64_t kn = k_pos.runs[j].end - k_pos.runs[j].begin;
-        kernels::attention_block_forward(part_out.data(), part_lse.data(), q + (bh * Q + qs[i]) * D,
-                                         k + (bh * K + ks[j]) * D, v + (bh * K + ks[j]) * D,
-                                         {1, 1, qn, kn, D}, q_pos.runs[i].begin,
-                                         k_pos.runs[j].begin, true);
-        kernels::attention_merge(o, l, part_out.data(), part_lse.data(), qn, D);
+        kernels::attention_block_forward(at, part_out.data(), part_lse.data(),
+                                         q + (bh * Q + qs[i]) * D, k + (bh * K + ks[j]) * D,
+                                         v + (bh * K + ks[j]) * D, {1, 1, qn, kn, D},
+                                         q_pos.runs[i].begin, k_pos.runs[j].begin, true);
+        kernels::attention_merge(at, o, l, static_cast<const T*>(part_out.data()),
+                                 static_cast<const T*>(part_lse.data()), qn, D);
       }
     }
   }
@@ -84,7 +87,8 @@ void attend_runs_forward(T* out, T* lse, const T* q, const TokenRuns& q_pos, con
 template <TrainElement T>
 void attend_runs_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse,
                           const T* q, const TokenRuns& q_pos, const T* k, const T* v,
-                          const TokenRuns& k_pos, const kernels::AttentionShape& shape) {
+                          const TokenRuns& k_pos, const kernels::AttentionShape& shape,
+                          const kernels::Place& at) {
   const std::int64_t Q = q_pos.size(), K = k_pos.size(), D = shape.head_dim;
   const std::vector<std::int64_t> qs = run_starts(q_pos), ks = run_starts(k_pos);
   for (std::int64_t bh = 0; bh < shape.batch * shape.heads; ++bh) {
@@ -92,10 +96,9 @@ void attend_runs_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, cons
       const std::int64_t qn = q_pos.runs[i].end - q_pos.runs[i].begin, qa = (bh * Q + qs[i]) * D;
       for (std::size_t j = 0; j < k_pos.runs.size(); ++j) {
         const std::int64_t kn = k_pos.runs[j].end - k_pos.runs[j].begin, ka = (bh * K + ks[j]) * D;
-        kernels::attention_block_backward(dq + qa, dk + ka, dv + ka, dout + qa, out + qa,
-                                          lse + bh * Q + qs[i], q + qa, k + ka, v + ka,
-                                          {1, 1, qn, kn, D}, q_pos.runs[i].begin,
-                                          k_pos.runs[j].begin, true);
+        kernels::attention_block_backward(
+            at, dq + qa, dk + ka, dv + ka, dout + qa, out + qa, lse + bh * Q + qs[i], q + qa,
+            k + ka, v + ka, {1, 1, qn, kn, D}, q_pos.runs[i].begin, k_pos.runs[j].begin, true);
       }
     }
   }
@@ -109,9 +112,11 @@ void BlockwiseAttention<T>::forward(T* out, CoreCache<T>& cache, const T* q, con
                 "BlockwiseAttention: " << shape.q_len << " queries and " << shape.kv_len
                                        << " keys but " << positions.size() << " positions");
   const std::int64_t rows = shape.batch * shape.heads * shape.q_len;
-  std::fill_n(out, rows * shape.head_dim, T(0));
-  cache.lse.assign(static_cast<std::size_t>(rows), -std::numeric_limits<T>::infinity());
-  attend_runs_forward(out, cache.lse.data(), q, positions, k, v, positions, shape);
+  // The merge starts from out = 0, lse = −∞ (no keys seen yet).
+  kernels::fill_values(this->place(), out, rows * shape.head_dim, T(0));
+  cache.lse.resize(static_cast<std::size_t>(rows));
+  kernels::fill_values(this->place(), cache.lse.data(), rows, -std::numeric_limits<T>::infinity());
+  attend_runs_forward(out, cache.lse.data(), q, positions, k, v, positions, shape, this->place());
 }
 
 template <TrainElement T>
@@ -120,11 +125,12 @@ void BlockwiseAttention<T>::backward(T* dq, T* dk, T* dv, const T* dout, const T
                                      const T* v, const kernels::AttentionShape& shape,
                                      const TokenRuns& positions, int /*layer*/) {
   const std::int64_t n = shape.batch * shape.heads * shape.q_len * shape.head_dim;
-  std::fill_n(dq, n, T(0));
-  std::fill_n(dk, n, T(0));
-  std::fill_n(dv, n, T(0));
+  // attend_runs_backward accumulates: start from 0.
+  kernels::fill_values(this->place(), dq, n, T(0));
+  kernels::fill_values(this->place(), dk, n, T(0));
+  kernels::fill_values(this->place(), dv, n, T(0));
   attend_runs_backward(dq, dk, dv, dout, out, cache.lse.data(), q, positions, k, v, positions,
-                       shape);
+                       shape, this->place());
 }
 
 template <TrainElement T>
@@ -136,10 +142,11 @@ std::int64_t BlockwiseAttention<T>::cache_elements(const kernels::AttentionShape
   template class PlainAttention<T>;                                                             \
   template class BlockwiseAttention<T>;                                                         \
   template void attend_runs_forward<T>(T*, T*, const T*, const TokenRuns&, const T*, const T*,  \
-                                       const TokenRuns&, const kernels::AttentionShape&);       \
+                                       const TokenRuns&, const kernels::AttentionShape&,        \
+                                       const kernels::Place&);                                  \
   template void attend_runs_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,     \
                                         const TokenRuns&, const T*, const T*, const TokenRuns&, \
-                                        const kernels::AttentionShape&);
+                                        const kernels::AttentionShape&, const kernels::Place&);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)
 #undef DTW_INSTANTIATE

@@ -8,6 +8,7 @@
 
 #include "buffers.h"
 #include "dtw/errors.h"
+#include "dtw/kernels/permute.h"
 
 namespace dtw::model {
 
@@ -67,8 +68,10 @@ BlockDims shard_dims(const ModelConfig& c, const ModelShard& s, std::int64_t bat
 // positions of its tokens.
 template <class T>
 EndSeams<T> end_seams(const ModelConfig& c, const ModelShard& s, Seams<T>* seams,
-                      const TokenRuns* positions, std::int64_t batch, std::int64_t stream) {
+                      const TokenRuns* positions, std::int64_t batch, std::int64_t stream,
+                      const kernels::Place& place) {
   EndSeams<T> at{seams, {}, positions};
+  at.place = place;
   const IndexRange v = s.vocab.resolved(c.vocab);
   if (v.begin != 0 || v.end != c.vocab) at.vocab = v;
   if (s.cut_by_seams) at.stream_rows = batch * stream;
@@ -136,7 +139,8 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
   const std::int64_t N = batch * seq_len, n = batch * stream, C = c.dim, L = c.layers,
                      V = vocab_rows(c, shard_);
   positions_ = shard_.positions(whole_len);
-  const EndSeams<T> ends = end_seams(c, shard_, seams_, &positions_, batch, stream);
+  Seams<T>* seams = seams_ != nullptr ? seams_ : &own_seams_;
+  const EndSeams<T> ends = end_seams(c, shard_, seams, &positions_, batch, stream, place_);
   const auto [b0, b1] = blocks_of(range, static_cast<int>(L));
   GptActivations<T>& a = acts_;
   a.batch = batch;
@@ -171,7 +175,7 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
                   e + layout_.find("wpe").offset, c, batch, seq_len, 0, times_, ends);
     access.release_params(0);
   } else {
-    std::copy_n(x_in, n * C, sized(a.x[b0], n * C));
+    kernels::copy_values(place_, sized(a.x[b0], n * C), x_in, n * C);
   }
   // ... every block reads it and writes the next version of it ...
   const BlockDims d = shard_dims(c, shard_, batch, stream);
@@ -180,7 +184,7 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
     const T* p = access.params(u);
     block_forward(sized(a.x[l + 1], n * C), a.blocks[l], a.x[l].data(),
                   unit_block_weights(layout_, l, p, units_[u].begin), d, times_,
-                  BlockSeams<T>{seams_, l, &positions_});
+                  BlockSeams<T>{seams, l, &positions_, place_});
     access.release_params(u);
   }
   // ... and the head turns the last version into next-token probabilities.
@@ -229,7 +233,8 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
                      V = vocab_rows(c, shard_);
   const auto [b0, b1] = blocks_of(a.range, static_cast<int>(L));
   const BlockDims d = shard_dims(c, shard_, a.batch, a.stream);
-  const EndSeams<T> ends = end_seams(c, shard_, seams_, &positions_, a.batch, a.stream);
+  Seams<T>* seams = seams_ != nullptr ? seams_ : &own_seams_;
+  const EndSeams<T> ends = end_seams(c, shard_, seams, &positions_, a.batch, a.stream, place_);
   T* scratch = sized(scratch_, std::max(last ? head_scratch_size(N, C, V) : 0,
                                         b1 > b0 ? block_scratch_size(d) : 0));
   T* dx = sized(dx_, n * C);
@@ -251,7 +256,7 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
     if (head_is_tied(c)) access.release_params(0);
     ready(head.begin, head.end);
   } else if (dx_out != nullptr) {  // checked above; the test tells the compiler too
-    std::copy_n(dx_out, n * C, dx);
+    kernels::copy_values(place_, dx, dx_out, n * C);
   }
   // Backward through the blocks in reverse; dx holds d loss / d x[l] as l
   // falls (block_backward may overwrite its input gradient in place).
@@ -269,7 +274,7 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
     block_backward(dx, unit_block_weights(layout_, l, g, units_[u].begin),
                    static_cast<const T*>(dx), a.x[l].data(), a.blocks[l],
                    unit_block_weights(layout_, l, p, units_[u].begin), d, scratch, times_, done,
-                   BlockSeams<T>{seams_, l, &positions_});
+                   BlockSeams<T>{seams, l, &positions_, place_});
     access.release_params(u);
   }
   if (first) {

@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "buffers.h"
-#include "dtw/kernels/activations.h"
-#include "dtw/kernels/attention.h"
-#include "dtw/kernels/layernorm.h"
 #include "dtw/errors.h"
+#include "dtw/kernels/activations.h"
+#include "dtw/kernels/layernorm.h"
+#include "dtw/kernels/permute.h"
 #include "dtw/model/gpt_layers.h"
 
 namespace dtw::model {
@@ -28,6 +28,15 @@ void report(const GradFinal<T>& done, const T* weight, std::int64_t weight_count
   done(weight, weight_count);
 }
 
+// The core runs its own kernels on its own Place (AttentionCore::place):
+// it must be the layer's, or one of them would read the other's memory.
+template <class T>
+void check_core_place(const char* who, const AttentionCore<T>& core, const kernels::Place& at) {
+  DTW_CHECK_ARG(core.place() == at, who << ": the attention core runs on "
+                                        << core.place().describe() << " but the layer on "
+                                        << at.describe() << " (AttentionCore::set_place)");
+}
+
 kernels::AttentionShape attention_shape(const BlockDims& d) {
   return {d.batch, d.heads, d.seq, d.seq, d.head_dim};
 }
@@ -45,28 +54,29 @@ template <TrainElement T>
 void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
                                 const AttentionWeights<const T>& w, const BlockDims& d,
                                 LayerTimes* times, AttentionCore<T>* core,
-                                const TokenRuns* positions, int layer) {
+                                const TokenRuns* positions, int layer, const kernels::Place& at) {
   const std::int64_t N = d.rows(), W = d.width(), C = d.dim;
   const TokenRuns whole{{{0, d.seq}}};
   if (core == nullptr) core = &identity_seams<T>().attention();
   if (positions == nullptr) positions = &whole;
+  check_core_place("attention_sublayer_forward", *core, at);
   // One product computes the queries, keys and values of every head at once.
-  linear_forward(sized(cache.qkv, N * 3 * W), x, w.qkv_weight, w.qkv_bias, N, C, 3 * W, times);
+  linear_forward(sized(cache.qkv, N * 3 * W), x, w.qkv_weight, w.qkv_bias, N, C, 3 * W, times, at);
   {
     ScopedLayerTimer timer(times, "attention", attention_flops(d));
     T* q = sized(cache.q, N * W);
     T* k = sized(cache.k, N * W);
     T* v = sized(cache.v, N * W);
-    split_qkv(q, k, v, cache.qkv.data(), d.batch, d.seq, d.heads, d.head_dim);
+    split_qkv(q, k, v, cache.qkv.data(), d.batch, d.seq, d.heads, d.head_dim, at);
     // The core is the only part that sees other tokens than a row's own:
     // where sequence parallelism exchanges keys and values (seams.h).
     core->forward(sized(cache.per_head, N * W), cache.core, q, k, v, attention_shape(d),
                   *positions, layer);
     merge_heads(sized(cache.merged, N * W), cache.per_head.data(), d.batch, d.seq, d.heads,
-                d.head_dim);
+                d.head_dim, at);
   }
   // The output projection mixes the heads back into the residual width.
-  linear_forward(y, cache.merged.data(), w.proj_weight, w.proj_bias, N, W, C, times);
+  linear_forward(y, cache.merged.data(), w.proj_weight, w.proj_bias, N, W, C, times, at);
 }
 
 template <TrainElement T>
@@ -74,11 +84,12 @@ void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const 
                                  const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
                                  const BlockDims& d, T* scratch, LayerTimes* times,
                                  const GradFinal<T>& done, AttentionCore<T>* core,
-                                 const TokenRuns* positions, int layer) {
+                                 const TokenRuns* positions, int layer, const kernels::Place& at) {
   const std::int64_t N = d.rows(), W = d.width(), C = d.dim;
   const TokenRuns whole{{{0, d.seq}}};
   if (core == nullptr) core = &identity_seams<T>().attention();
   if (positions == nullptr) positions = &whole;
+  check_core_place("attention_sublayer_backward", *core, at);
   T* d_merged = scratch;
   T* d_per_head = d_merged + N * W;
   T* dq = d_per_head + N * W;
@@ -87,19 +98,20 @@ void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const 
   T* dqkv = dv + N * W;
   // y = merged Wpᵀ + bp: a linear layer (dmerged = dy Wp, dWp += dyᵀ merged).
   linear_backward(d_merged, grads.proj_weight, grads.proj_bias, dy, cache.merged.data(),
-                  w.proj_weight, N, W, C, times);
+                  w.proj_weight, N, W, C, times, at);
   report<T>(done, grads.proj_weight, C * W, grads.proj_bias, C);
   {
     // The permutes only move numbers, so their gradients are the inverse
     // permutes; the core differentiates softmax(q kᵀ/√D) v.
     ScopedLayerTimer timer(times, "attention", 2 * attention_flops(d));
-    split_heads(d_per_head, d_merged, d.batch, d.seq, d.heads, d.head_dim);
+    split_heads(d_per_head, d_merged, d.batch, d.seq, d.heads, d.head_dim, at);
     core->backward(dq, dk, dv, d_per_head, cache.per_head.data(), cache.core, cache.q.data(),
                    cache.k.data(), cache.v.data(), attention_shape(d), *positions, layer);
-    join_qkv(dqkv, dq, dk, dv, d.batch, d.seq, d.heads, d.head_dim);
+    join_qkv(dqkv, dq, dk, dv, d.batch, d.seq, d.heads, d.head_dim, at);
   }
   // qkv = x Wqkvᵀ + bqkv: dx = dqkv Wqkv, dWqkv += dqkvᵀ x.
-  linear_backward(dx, grads.qkv_weight, grads.qkv_bias, dqkv, x, w.qkv_weight, N, C, 3 * W, times);
+  linear_backward(dx, grads.qkv_weight, grads.qkv_bias, dqkv, x, w.qkv_weight, N, C, 3 * W, times,
+                  at);
   report<T>(done, grads.qkv_weight, 3 * W * C, grads.qkv_bias, 3 * W);
 }
 
@@ -109,34 +121,35 @@ std::int64_t attention_sublayer_scratch_size(const BlockDims& d) {
 
 template <TrainElement T>
 void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights<const T>& w,
-                          const BlockDims& d, LayerTimes* times) {
+                          const BlockDims& d, LayerTimes* times, const kernels::Place& at) {
   const std::int64_t N = d.rows(), F = d.mlp_hidden, C = d.dim;
-  linear_forward(sized(cache.pre, N * F), x, w.fc_weight, w.fc_bias, N, C, F, times);
+  linear_forward(sized(cache.pre, N * F), x, w.fc_weight, w.fc_bias, N, C, F, times, at);
   {
     ScopedLayerTimer timer(times, "gelu");
-    kernels::gelu_forward(sized(cache.act, N * F), cache.pre.data(), N * F);
+    kernels::gelu_forward(at, sized(cache.act, N * F), static_cast<const T*>(cache.pre.data()),
+                          N * F);
   }
-  linear_forward(y, cache.act.data(), w.proj_weight, w.proj_bias, N, F, C, times);
+  linear_forward(y, cache.act.data(), w.proj_weight, w.proj_bias, N, F, C, times, at);
 }
 
 template <TrainElement T>
 void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const T* x,
                            const MlpCache<T>& cache, const MlpWeights<const T>& w,
                            const BlockDims& d, T* scratch, LayerTimes* times,
-                           const GradFinal<T>& done) {
+                           const GradFinal<T>& done, const kernels::Place& at) {
   const std::int64_t N = d.rows(), F = d.mlp_hidden, C = d.dim;
   T* d_act = scratch;
   // y = act Wpᵀ + bp  ⇒  dact = dy Wp.
   linear_backward(d_act, grads.proj_weight, grads.proj_bias, dy, cache.act.data(), w.proj_weight, N,
-                  F, C, times);
+                  F, C, times, at);
   report<T>(done, grads.proj_weight, C * F, grads.proj_bias, C);
   {
     // act = GELU(pre) element-wise  ⇒  dpre = dact ∘ GELU'(pre) (in place).
     ScopedLayerTimer timer(times, "gelu");
-    kernels::gelu_backward(d_act, cache.pre.data(), d_act, N * F);
+    kernels::gelu_backward(at, d_act, cache.pre.data(), static_cast<const T*>(d_act), N * F);
   }
   // pre = x Wfcᵀ + bfc  ⇒  dx = dpre Wfc.
-  linear_backward(dx, grads.fc_weight, grads.fc_bias, d_act, x, w.fc_weight, N, C, F, times);
+  linear_backward(dx, grads.fc_weight, grads.fc_bias, d_act, x, w.fc_weight, N, C, F, times, at);
   report<T>(done, grads.fc_weight, F * C, grads.fc_bias, F);
 }
 
@@ -152,7 +165,7 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
   std::vector<T> out;  // where a seam that changes the row count writes
   {
     ScopedLayerTimer timer(times, "layernorm");
-    kernels::layernorm_forward(sized(cache.ln1, N * C), sized(cache.ln1_mean, N),
+    kernels::layernorm_forward(at.place, sized(cache.ln1, N * C), sized(cache.ln1_mean, N),
                                sized(cache.ln1_rstd, N), x_in, w.ln1_gamma, w.ln1_beta, N, C);
   }
   // enter → sublayer → leave → bias → residual: the projection's bias is
@@ -185,14 +198,14 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
     DTW_CHECK_ARG(static_cast<std::int64_t>(added.size()) == N * C,
                   "Seams::leave(" << name_of(site) << ", layer " << at.layer << ") returned "
                                   << added.size() << " values; the residual stream holds " << N * C);
-    if (added.data() != to) std::copy(added.begin(), added.end(), to);
+    kernels::copy_values(at.place, to, added.data(), N * C);  // nothing when leave wrote in place
     if (bias != nullptr) {
       ScopedLayerTimer timer(times, "bias");
-      kernels::bias_add(to, bias, N, C);
+      kernels::bias_add(at.place, to, bias, N, C);
     }
     ScopedLayerTimer timer(times, "residual");
     // Pre-norm residual: the sublayer's output is added to its un-normalised input.
-    kernels::add_into(to, residual, N * C);
+    kernels::add_into(at.place, to, residual, N * C);
   };
   AttentionWeights<const T> attn = w.attn;
   attn.proj_bias = nullptr;
@@ -203,19 +216,20 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
              // all-gather) sees the whole sequence.
              const TokenRuns whole{{{0, sd.seq}}};
              const TokenRuns* pos = sd.seq == d.seq ? at.positions : &whole;
-             attention_sublayer_forward(y, cache.attn, in, attn, sd, times,
-                                        &seams.attention(), pos, at.layer);
+             attention_sublayer_forward(y, cache.attn, in, attn, sd, times, &seams.attention(), pos,
+                                        at.layer, at.place);
            });
   {
     ScopedLayerTimer timer(times, "layernorm");
-    kernels::layernorm_forward(sized(cache.ln2, N * C), sized(cache.ln2_mean, N),
-                               sized(cache.ln2_rstd, N), mid, w.ln2_gamma, w.ln2_beta, N, C);
+    kernels::layernorm_forward(at.place, sized(cache.ln2, N * C), sized(cache.ln2_mean, N),
+                               sized(cache.ln2_rstd, N), static_cast<const T*>(mid), w.ln2_gamma,
+                               w.ln2_beta, N, C);
   }
   MlpWeights<const T> mlp = w.mlp;
   mlp.proj_bias = nullptr;
-  sublayer(Site::kMlp, {cache.ln2.data(), cache.ln2.size()}, cache.mlp_in, x_out,
-           w.mlp.proj_bias, mid, [&](T* y, const T* in, const BlockDims& sd) {
-             mlp_sublayer_forward(y, cache.mlp, in, mlp, sd, times);
+  sublayer(Site::kMlp, {cache.ln2.data(), cache.ln2.size()}, cache.mlp_in, x_out, w.mlp.proj_bias,
+           mid, [&](T* y, const T* in, const BlockDims& sd) {
+             mlp_sublayer_forward(y, cache.mlp, in, mlp, sd, times, at.place);
            });
 }
 
@@ -238,7 +252,7 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
                       const std::vector<T>& in_norm, auto&& run) {
     if (bias_grad != nullptr) {
       ScopedLayerTimer timer(times, "bias");
-      kernels::bias_backward(bias_grad, dy, N, C);
+      kernels::bias_backward(at.place, bias_grad, dy, N, C);
     }
     if (done && bias_grad != nullptr) done(bias_grad, C);
     const std::span<const T> dsub =
@@ -268,7 +282,7 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
                   "Seams::enter_backward(" << name_of(site) << ", layer " << at.layer
                                            << ") returned " << dnorm.size()
                                            << " values; the norm's output holds " << N * C);
-    if (dnorm.data() != d_ln) std::copy(dnorm.begin(), dnorm.end(), d_ln);
+    kernels::copy_values(at.place, d_ln, dnorm.data(), N * C);  // nothing when in place
   };
   // x_out = mid + mlp(LN2(mid))  ⇒  dmid = dx_out + LN2ᵀ(mlpᵀ(dx_out)): the
   // residual passes the gradient through unchanged and the branch adds its own.
@@ -280,17 +294,18 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
   gmlp.proj_bias = nullptr;
   sublayer(Site::kMlp, dx_out, grads.mlp.proj_bias, cache.mlp_in, cache.ln2,
            [&](T* dx, const T* dy, const T* in, const BlockDims& sd, T* s) {
-             mlp_sublayer_backward(dx, gmlp, dy, in, cache.mlp, mlp, sd, s, times, done);
+             mlp_sublayer_backward(dx, gmlp, dy, in, cache.mlp, mlp, sd, s, times, done, at.place);
            });
   {
     ScopedLayerTimer timer(times, "layernorm");
-    kernels::layernorm_backward(d_mid, grads.ln2_gamma, grads.ln2_beta, d_ln, cache.mid.data(),
+    kernels::layernorm_backward(at.place, d_mid, grads.ln2_gamma, grads.ln2_beta,
+                                static_cast<const T*>(d_ln), cache.mid.data(),
                                 cache.ln2_mean.data(), cache.ln2_rstd.data(), w.ln2_gamma, N, C);
   }
   report<T>(done, grads.ln2_gamma, C, grads.ln2_beta, C);  // β after γ in the buffer
   {
     ScopedLayerTimer timer(times, "residual");
-    kernels::add_into(d_mid, dx_out, N * C);
+    kernels::add_into(at.place, d_mid, dx_out, N * C);
   }
   // mid = x_in + attention(LN1(x_in))  ⇒  dx_in = dmid + LN1ᵀ(attentionᵀ(dmid)).
   // dx_out is not read after this point, so dx_in may share its memory.
@@ -303,16 +318,17 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
              const TokenRuns whole{{{0, sd.seq}}};
              const TokenRuns* pos = sd.seq == d.seq ? at.positions : &whole;
              attention_sublayer_backward(dx, gattn, dy, in, cache.attn, attn, sd, s, times, done,
-                                         &seams.attention(), pos, at.layer);
+                                         &seams.attention(), pos, at.layer, at.place);
            });
   {
     ScopedLayerTimer timer(times, "layernorm");
-    kernels::layernorm_backward(dx_in, grads.ln1_gamma, grads.ln1_beta, d_ln, x_in,
-                                cache.ln1_mean.data(), cache.ln1_rstd.data(), w.ln1_gamma, N, C);
+    kernels::layernorm_backward(at.place, dx_in, grads.ln1_gamma, grads.ln1_beta,
+                                static_cast<const T*>(d_ln), x_in, cache.ln1_mean.data(),
+                                cache.ln1_rstd.data(), w.ln1_gamma, N, C);
   }
   report<T>(done, grads.ln1_gamma, C, grads.ln1_beta, C);
   ScopedLayerTimer timer(times, "residual");
-  kernels::add_into(dx_in, static_cast<const T*>(d_mid), N * C);
+  kernels::add_into(at.place, dx_in, static_cast<const T*>(d_mid), N * C);
 }
 
 std::int64_t block_scratch_size(const BlockDims& d) {
@@ -320,25 +336,25 @@ std::int64_t block_scratch_size(const BlockDims& d) {
          std::max(attention_sublayer_scratch_size(d), mlp_sublayer_scratch_size(d));
 }
 
-#define DTW_INSTANTIATE(T)                                                                        \
-  template void attention_sublayer_forward<T>(T*, AttentionCache<T>&, const T*,                   \
-                                              const AttentionWeights<const T>&, const BlockDims&, \
-                                              LayerTimes*, AttentionCore<T>*, const TokenRuns*,   \
-                                              int);                                               \
-  template void attention_sublayer_backward<T>(                                                   \
-      T*, const AttentionWeights<T>&, const T*, const T*, const AttentionCache<T>&,               \
-      const AttentionWeights<const T>&, const BlockDims&, T*, LayerTimes*, const GradFinal<T>&,   \
-      AttentionCore<T>*, const TokenRuns*, int);                                                  \
-  template void mlp_sublayer_forward<T>(T*, MlpCache<T>&, const T*, const MlpWeights<const T>&,   \
-                                        const BlockDims&, LayerTimes*);                           \
-  template void mlp_sublayer_backward<T>(T*, const MlpWeights<T>&, const T*, const T*,            \
-                                         const MlpCache<T>&, const MlpWeights<const T>&,          \
-                                         const BlockDims&, T*, LayerTimes*, const GradFinal<T>&); \
-  template void block_forward<T>(T*, BlockCache<T>&, const T*, const BlockWeights<const T>&,      \
-                                 const BlockDims&, LayerTimes*, const BlockSeams<T>&);            \
-  template void block_backward<T>(T*, const BlockWeights<T>&, const T*, const T*,                 \
-                                  const BlockCache<T>&, const BlockWeights<const T>&,             \
-                                  const BlockDims&, T*, LayerTimes*, const GradFinal<T>&,         \
+#define DTW_INSTANTIATE(T)                                                                       \
+  template void attention_sublayer_forward<T>(                                                   \
+      T*, AttentionCache<T>&, const T*, const AttentionWeights<const T>&, const BlockDims&,      \
+      LayerTimes*, AttentionCore<T>*, const TokenRuns*, int, const kernels::Place&);             \
+  template void attention_sublayer_backward<T>(                                                  \
+      T*, const AttentionWeights<T>&, const T*, const T*, const AttentionCache<T>&,              \
+      const AttentionWeights<const T>&, const BlockDims&, T*, LayerTimes*, const GradFinal<T>&,  \
+      AttentionCore<T>*, const TokenRuns*, int, const kernels::Place&);                          \
+  template void mlp_sublayer_forward<T>(T*, MlpCache<T>&, const T*, const MlpWeights<const T>&,  \
+                                        const BlockDims&, LayerTimes*, const kernels::Place&);   \
+  template void mlp_sublayer_backward<T>(T*, const MlpWeights<T>&, const T*, const T*,           \
+                                         const MlpCache<T>&, const MlpWeights<const T>&,         \
+                                         const BlockDims&, T*, LayerTimes*, const GradFinal<T>&, \
+                                         const kernels::Place&);                                 \
+  template void block_forward<T>(T*, BlockCache<T>&, const T*, const BlockWeights<const T>&,     \
+                                 const BlockDims&, LayerTimes*, const BlockSeams<T>&);           \
+  template void block_backward<T>(T*, const BlockWeights<T>&, const T*, const T*,                \
+                                  const BlockCache<T>&, const BlockWeights<const T>&,            \
+                                  const BlockDims&, T*, LayerTimes*, const GradFinal<T>&,        \
                                   const BlockSeams<T>&);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)

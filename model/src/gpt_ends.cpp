@@ -2,7 +2,6 @@
 // output head (final norm, projection to the vocabulary, cross-entropy), for
 // the whole model or a shard of it (a vocabulary slice, a token range).
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "buffers.h"
@@ -10,6 +9,8 @@
 #include "dtw/kernels/cross_entropy.h"
 #include "dtw/kernels/embedding.h"
 #include "dtw/kernels/layernorm.h"
+#include "dtw/kernels/permute.h"
+#include "dtw/kernels/vocab_slice.h"
 #include "dtw/model/gpt_layers.h"
 
 namespace dtw::model {
@@ -64,11 +65,10 @@ std::int64_t stream_rows_of(const EndSeams<T>& at, std::int64_t rows, std::int64
   return at.stream_rows;
 }
 
-// The rows of a vocabulary slice [v0, v1) of ids: the local row of id, or −1.
+// A vocabulary slice [v0, v1) of ids.
 struct VocabSlice {
   std::int64_t v0, v1;
   bool whole;
-  std::int64_t row(std::int32_t id) const { return id >= v0 && id < v1 ? id - v0 : -1; }
 };
 // The head is told its slice only when it holds one (EndSeams' default is
 // the whole vocabulary, which takes the fused kernel).
@@ -96,16 +96,14 @@ void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
   std::vector<T> looked;
   T* e = n == N ? x : sized(looked, N * C);
   // x = wte[token] + wpe[position]: a lookup, then a second lookup added on top.
+  const kernels::Place& place = at.place;
   if (vocab.whole) {
-    kernels::embedding_forward(e, tokens, wte, N, C, config.vocab);
+    kernels::embedding_forward(place, e, tokens, wte, N, C, config.vocab);
   } else {
     // A vocabulary slice holds some tokens' rows; the others are another
-    // slice's, and leave() sums the slices (Megatron's VocabParallelEmbedding).
-    for (std::int64_t i = 0; i < N; ++i) {
-      const std::int64_t r = vocab.row(tokens[i]);
-      if (r < 0) std::fill_n(e + i * C, C, T(0));
-      else std::copy_n(wte + r * C, C, e + i * C);
-    }
+    // slice's (zero rows here), and leave() sums the slices (Megatron's
+    // VocabParallelEmbedding).
+    kernels::vocab_embedding_forward(place, e, tokens, wte, N, C, vocab.v0, vocab.v1);
   }
   std::vector<T> buffer;
   const std::span<const T> summed =
@@ -113,9 +111,9 @@ void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
   DTW_CHECK_ARG(static_cast<std::int64_t>(summed.size()) == n * C,
                 "Seams::leave(embedding) returned " << summed.size() << " values, not " << n * C
                     << (n == N ? "" : " (the stream's rows: the seams cut the sequence)"));
-  if (summed.data() != x) std::copy(summed.begin(), summed.end(), x);
+  kernels::copy_values(place, x, summed.data(), n * C);  // nothing when leave wrote in place
   for (std::int64_t b = 0; b < batch; ++b)
-    kernels::embedding_forward(x + b * s * C, pos.data(), wpe, s, C, config.context, true);
+    kernels::embedding_forward(place, x + b * s * C, pos.data(), wpe, s, C, config.context, true);
 }
 
 template <TrainElement T>
@@ -137,17 +135,15 @@ void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
   DTW_CHECK_ARG(static_cast<std::int64_t>(d_tok.size()) == N * C,
                 "Seams::leave_backward(embedding) returned " << d_tok.size() << " values, not "
                                                              << N * C << " (one row per token)");
+  const kernels::Place& place = at.place;
   if (vocab.whole) {
-    kernels::embedding_backward(dwte, tokens, d_tok.data(), N, C, config.vocab);
+    kernels::embedding_backward(place, dwte, tokens, d_tok.data(), N, C, config.vocab);
   } else {
-    for (std::int64_t i = 0; i < N; ++i) {
-      const std::int64_t r = vocab.row(tokens[i]);
-      if (r < 0) continue;
-      for (std::int64_t j = 0; j < C; ++j) dwte[r * C + j] += d_tok[i * C + j];
-    }
+    // Only the slice's rows: the other tokens' gradients are another slice's.
+    kernels::vocab_embedding_backward(place, dwte, tokens, d_tok.data(), N, C, vocab.v0, vocab.v1);
   }
   for (std::int64_t b = 0; b < batch; ++b)
-    kernels::embedding_backward(dwpe, pos.data(), dx + b * s * C, s, C, config.context);
+    kernels::embedding_backward(place, dwpe, pos.data(), dx + b * s * C, s, C, config.context);
 }
 
 namespace {
@@ -157,30 +153,20 @@ namespace {
 // slices. Two reductions across the slices: the maxima (vocab_max), then the
 // sums of exponentials and the target's logit together (vocab_sum).
 template <class T>
-T sliced_cross_entropy(T* probs, T* losses, const T* logits, const std::int32_t* targets,
-                       std::int64_t rows, std::int64_t vocab_local, const VocabSlice& vocab,
-                       Seams<T>& seams) {
+T sliced_cross_entropy(const kernels::Place& at, T* probs, T* losses, const T* logits,
+                       const std::int32_t* targets, std::int64_t rows, std::int64_t vocab_local,
+                       const VocabSlice& vocab, Seams<T>& seams) {
   std::vector<T> row_max(static_cast<std::size_t>(rows)), sums(static_cast<std::size_t>(2 * rows));
-  for (std::int64_t r = 0; r < rows; ++r)
-    row_max[r] = *std::max_element(logits + r * vocab_local, logits + (r + 1) * vocab_local);
+  kernels::vocab_row_max(at, row_max.data(), logits, rows, vocab_local);
   seams.vocab_max(row_max);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    T sum = 0;
-    for (std::int64_t j = 0; j < vocab_local; ++j)
-      sum += std::exp(logits[r * vocab_local + j] - row_max[r]);
-    sums[r] = sum;
-    const std::int64_t t = vocab.row(targets[r]);
-    sums[rows + r] = t < 0 ? T(0) : logits[r * vocab_local + t];
-  }
+  // Σ exp(l − m) over the slice and the target's logit (0 unless this
+  // slice holds it): vocab_sum adds both over the slices at once.
+  kernels::vocab_exp_sums(at, sums.data(), logits, static_cast<const T*>(row_max.data()), targets,
+                          rows, vocab_local, vocab.v0);
   seams.vocab_sum(sums);
-  T total = 0;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    losses[r] = std::log(sums[r]) + row_max[r] - sums[rows + r];
-    total += losses[r];
-    for (std::int64_t j = 0; j < vocab_local; ++j)
-      probs[r * vocab_local + j] = std::exp(logits[r * vocab_local + j] - row_max[r]) / sums[r];
-  }
-  return total / static_cast<T>(rows);
+  return kernels::vocab_cross_entropy(at, probs, losses, logits,
+                                      static_cast<const T*>(row_max.data()),
+                                      static_cast<const T*>(sums.data()), rows, vocab_local);
 }
 
 }  // namespace
@@ -193,7 +179,7 @@ T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
   const std::int64_t n = stream_rows_of(at, rows, 0);  // x's rows
   {
     ScopedLayerTimer timer(times, "layernorm");
-    kernels::layernorm_forward(sized(cache.ln, n * dim), sized(cache.mean, n),
+    kernels::layernorm_forward(at.place, sized(cache.ln, n * dim), sized(cache.mean, n),
                                sized(cache.rstd, n), x, w.lnf_gamma, w.lnf_beta, n, dim);
   }
   const std::span<const T> in = seams.enter(Site::kHead, -1, cache.ln, cache.in);
@@ -207,7 +193,7 @@ T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
                                                  : ""));
   if (!new_buffer) cache.in.clear();
   linear_forward(sized(cache.logits, rows * vocab), in.data(), w.weight,
-                 static_cast<const T*>(nullptr), rows, dim, vocab, times);
+                 static_cast<const T*>(nullptr), rows, dim, vocab, times, at.place);
   // The backward enters again (Megatron-SP): the gathered input goes now.
   if (at.head_input.enter_again) std::vector<T>().swap(cache.in);
   if (targets == nullptr) {
@@ -216,15 +202,15 @@ T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
   }
   ScopedLayerTimer timer(times, "loss");
   if (whole_vocab(at.vocab)) {
-    return kernels::cross_entropy_forward(sized(cache.probs, rows * vocab),
-                                          sized(cache.losses, rows), cache.logits.data(), targets,
-                                          rows, vocab);
+    return kernels::cross_entropy_forward(
+        at.place, sized(cache.probs, rows * vocab), sized(cache.losses, rows),
+        static_cast<const T*>(cache.logits.data()), targets, rows, vocab);
   }
   const VocabSlice slice{at.vocab.begin, at.vocab.end, false};
   DTW_CHECK_ARG(slice.v1 - slice.v0 == vocab,
                 "head_forward: the vocabulary slice [" << slice.v0 << ", " << slice.v1
                                                        << ") does not have " << vocab << " rows");
-  return sliced_cross_entropy(sized(cache.probs, rows * vocab), sized(cache.losses, rows),
+  return sliced_cross_entropy(at.place, sized(cache.probs, rows * vocab), sized(cache.losses, rows),
                               cache.logits.data(), targets, rows, vocab, slice, seams);
 }
 
@@ -242,17 +228,13 @@ void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::in
     // loss = logsumexp(logits) − logits[target]  ⇒  dlogits = dloss·(probs − onehot).
     ScopedLayerTimer timer(times, "loss");
     if (whole_vocab(at.vocab)) {
-      kernels::cross_entropy_backward(dlogits, cache.probs.data(), targets, rows, vocab, dloss);
+      kernels::cross_entropy_backward(at.place, dlogits, cache.probs.data(), targets, rows, vocab,
+                                      dloss);
     } else {
       // The probabilities are already normalised over every slice; the
       // one-hot lands only on the slice holding the target.
-      const VocabSlice slice{at.vocab.begin, at.vocab.end, false};
-      for (std::int64_t r = 0; r < rows; ++r) {
-        for (std::int64_t j = 0; j < vocab; ++j)
-          dlogits[r * vocab + j] = dloss * cache.probs[r * vocab + j];
-        const std::int64_t t = slice.row(targets[r]);
-        if (t >= 0) dlogits[r * vocab + t] -= dloss;
-      }
+      kernels::vocab_cross_entropy_backward(at.place, dlogits, cache.probs.data(), targets, rows,
+                                            vocab, at.vocab.begin, dloss);
     }
   }
   // logits = in Wᵀ: a linear layer without bias (tied: W is wte, whose
@@ -268,7 +250,7 @@ void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::in
     in = x_again.data();
   }
   linear_backward(dln, grads.weight, static_cast<T*>(nullptr), dlogits, in, w.weight, rows, dim,
-                  vocab, times);
+                  vocab, times, at.place);
   std::vector<T> buffer;
   const std::span<const T> d_norm = seams_of(at).enter_backward(
       Site::kHead, -1, {dln, static_cast<std::size_t>(rows * dim)}, buffer);
@@ -276,7 +258,7 @@ void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::in
                 "Seams::enter_backward(head) returned " << d_norm.size() << " values; the final "
                                                         << "norm's output holds " << n * dim);
   ScopedLayerTimer timer(times, "layernorm");
-  kernels::layernorm_backward(dx, grads.lnf_gamma, grads.lnf_beta, d_norm.data(), x,
+  kernels::layernorm_backward(at.place, dx, grads.lnf_gamma, grads.lnf_beta, d_norm.data(), x,
                               cache.mean.data(), cache.rstd.data(), w.lnf_gamma, n, dim);
 }
 

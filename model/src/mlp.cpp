@@ -8,6 +8,7 @@
 #include "dtw/errors.h"
 #include "dtw/kernels/activations.h"
 #include "dtw/kernels/cross_entropy.h"
+#include "dtw/kernels/permute.h"
 #include "dtw/model/gpt_layers.h"  // linear_forward / linear_backward
 
 namespace dtw::model {
@@ -16,27 +17,28 @@ using detail::sized;
 
 template <TrainElement T>
 void mlp_layer_forward(T* y, T* pre, const T* x, const T* w, const T* b, std::int64_t rows,
-                       std::int64_t in, std::int64_t out, bool gelu, LayerTimes* times) {
+                       std::int64_t in, std::int64_t out, bool gelu, LayerTimes* times,
+                       const kernels::Place& at) {
   if (!gelu) {
-    linear_forward(y, x, w, b, rows, in, out, times);
+    linear_forward(y, x, w, b, rows, in, out, times, at);
     return;
   }
-  linear_forward(pre, x, w, b, rows, in, out, times);
+  linear_forward(pre, x, w, b, rows, in, out, times, at);
   ScopedLayerTimer timer(times, "gelu");
-  kernels::gelu_forward(y, static_cast<const T*>(pre), rows * out);
+  kernels::gelu_forward(at, y, static_cast<const T*>(pre), rows * out);
 }
 
 template <TrainElement T>
 void mlp_layer_backward(T* dx, T* dw, T* db, T* dy, const T* x, const T* pre, const T* w,
                         std::int64_t rows, std::int64_t in, std::int64_t out, bool gelu,
-                        LayerTimes* times) {
+                        LayerTimes* times, const kernels::Place& at) {
   if (gelu) {
     // y = GELU(pre)  ⇒  dpre = dy ∘ GELU'(pre), computed in place.
     ScopedLayerTimer timer(times, "gelu");
-    kernels::gelu_backward(dy, pre, static_cast<const T*>(dy), rows * out);
+    kernels::gelu_backward(at, dy, pre, static_cast<const T*>(dy), rows * out);
   }
   // pre = x Wᵀ + b  ⇒  dx = dpre W, dW += dpreᵀ x, db += Σ_rows dpre.
-  linear_backward(dx, dw, db, static_cast<const T*>(dy), x, w, rows, in, out, times);
+  linear_backward(dx, dw, db, static_cast<const T*>(dy), x, w, rows, in, out, times, at);
 }
 
 template <TrainElement T>
@@ -99,7 +101,7 @@ T Mlp<T>::forward(UnitAccess<T>& access, UnitRange range, const T* x_in,
     a.losses.clear();
   }
   const std::int64_t in = rows * width(range.begin);
-  std::copy_n(x_in, in, sized(a.x[range.begin], in));
+  kernels::copy_values(place_, sized(a.x[range.begin], in), x_in, in);
   for (int i = range.begin; i < range.end; ++i) {
     const Unit& u = units_[i];
     const T* p = access.params(i);
@@ -108,16 +110,16 @@ T Mlp<T>::forward(UnitAccess<T>& access, UnitRange range, const T* x_in,
     T* pre = gelu ? sized(a.pre[i], rows * width(i + 1)) : nullptr;
     mlp_layer_forward(sized(a.x[i + 1], rows * width(i + 1)), pre, a.x[i].data(),
                       p + (layout_.find(f + "weight").offset - u.begin),
-                      p + (layout_.find(f + "bias").offset - u.begin), rows, width(i),
-                      width(i + 1), gelu, times_);
+                      p + (layout_.find(f + "bias").offset - u.begin), rows, width(i), width(i + 1),
+                      gelu, times_, place_);
     access.release_params(i);
   }
   T loss = 0;
   if (last) {
     ScopedLayerTimer timer(times_, "loss");
-    loss = kernels::cross_entropy_forward(sized(a.probs, rows * config_.classes),
-                                          sized(a.losses, rows), a.x[n].data(), labels, rows,
-                                          config_.classes);
+    loss = kernels::cross_entropy_forward(
+        place_, sized(a.probs, rows * config_.classes), sized(a.losses, rows),
+        static_cast<const T*>(a.x[n].data()), labels, rows, config_.classes);
   }
   has_forward_ = true;
   return loss;
@@ -151,10 +153,10 @@ void Mlp<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
   if (last) {
     // Mean loss over the rows: each row's loss enters with weight loss_scale/rows.
     ScopedLayerTimer timer(times_, "loss");
-    kernels::cross_entropy_backward(dy, a.probs.data(), a.labels.data(), a.rows, config_.classes,
-                                    loss_scale / static_cast<T>(a.rows));
+    kernels::cross_entropy_backward(place_, dy, a.probs.data(), a.labels.data(), a.rows,
+                                    config_.classes, loss_scale / static_cast<T>(a.rows));
   } else if (dx_out != nullptr) {  // checked above; the test tells the compiler too
-    std::copy_n(dx_out, a.rows * width(a.range.end), dy);
+    kernels::copy_values(place_, dy, dx_out, a.rows * width(a.range.end));
   }
   for (int i = a.range.end - 1; i >= a.range.begin; --i) {
     const Unit& u = units_[i];
@@ -166,7 +168,7 @@ void Mlp<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
                        g + (layout_.find(f + "bias").offset - u.begin), dy, a.x[i].data(),
                        a.pre[i].empty() ? nullptr : a.pre[i].data(),
                        p + (layout_.find(f + "weight").offset - u.begin), a.rows, width(i),
-                       width(i + 1), i + 1 < n, times_);
+                       width(i + 1), i + 1 < n, times_, place_);
     access.release_params(i);
     if (on_grad_ready) on_grad_ready(u.begin, u.end);
     std::swap(dx, dy);  // this layer's input gradient is the next one's output gradient
@@ -210,9 +212,11 @@ void Mlp<T>::release_activations() {
 
 #define DTW_INSTANTIATE(T)                                                                        \
   template void mlp_layer_forward<T>(T*, T*, const T*, const T*, const T*, std::int64_t,          \
-                                     std::int64_t, std::int64_t, bool, LayerTimes*);              \
+                                     std::int64_t, std::int64_t, bool, LayerTimes*,               \
+                                     const kernels::Place&);                                      \
   template void mlp_layer_backward<T>(T*, T*, T*, T*, const T*, const T*, const T*, std::int64_t, \
-                                      std::int64_t, std::int64_t, bool, LayerTimes*);             \
+                                      std::int64_t, std::int64_t, bool, LayerTimes*,              \
+                                      const kernels::Place&);                                     \
   template class Mlp<T>;
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)

@@ -18,7 +18,8 @@ double learning_rate_scale(const TrainOptions& options, std::int64_t step) {
 
 template <TrainElement T>
 void optimizer_step(const ParamLayout& layout, const TrainOptions& options, std::int64_t step,
-                    std::int64_t begin, std::int64_t end, T* params, const T* grads, T* m, T* v) {
+                    std::int64_t begin, std::int64_t end, T* params, const T* grads, T* m, T* v,
+                    const kernels::Place& at) {
   DTW_CHECK_ARG(0 <= begin && begin <= end && end <= layout.size(),
                 "optimizer_step: range [" << begin << ", " << end << ") is outside [0, "
                                           << layout.size() << ")");
@@ -30,24 +31,25 @@ void optimizer_step(const ParamLayout& layout, const TrainOptions& options, std:
     const std::int64_t lo = std::max(begin, view.offset);
     const std::int64_t hi = std::min(end, view.offset + view.size);
     if (lo >= hi) continue;
-    const std::int64_t at = lo - begin, n = hi - lo;
+    const std::int64_t off = lo - begin, n = hi - lo;
     if (options.optimizer == Optimizer::kAdamW) {
       kernels::AdamWConfig config = options.adamw;
       config.lr *= lr_scale;
       if (!view.decay) config.weight_decay = 0;
-      kernels::adamw_step(params + at, grads + at, m + at, v + at, n, step, config);
+      kernels::adamw_step(at, params + off, grads + off, m + off, v + off, n, step, config);
     } else {
       kernels::SgdConfig config = options.sgd;
       config.lr *= lr_scale;
       if (!view.decay) config.weight_decay = 0;
-      kernels::sgd_step(params + at, grads + at, m + at, n, config);
+      kernels::sgd_step(at, params + off, static_cast<const T*>(grads + off), m + off, n, config);
     }
   }
 }
 
 #define DTW_INSTANTIATE(T)                                                               \
   template void optimizer_step<T>(const ParamLayout&, const TrainOptions&, std::int64_t, \
-                                  std::int64_t, std::int64_t, T*, const T*, T*, T*);
+                                  std::int64_t, std::int64_t, T*, const T*, T*, T*,      \
+                                  const kernels::Place&);
 DTW_INSTANTIATE(float)
 DTW_INSTANTIATE(double)
 #undef DTW_INSTANTIATE

@@ -29,6 +29,8 @@ struct Place {
   static Place cuda(int device, void* stream = nullptr) { return {device, stream}; }
   /// True on the host.
   bool is_host() const { return device < 0; }
+  /// The same device and the same stream (two Places that order work alike).
+  bool operator==(const Place&) const = default;
   /// "host" or "cuda:1".
   std::string describe() const {
     return is_host() ? std::string("host") : "cuda:" + std::to_string(device);

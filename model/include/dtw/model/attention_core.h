@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "dtw/kernels/attention.h"
+#include "dtw/kernels/place.h"
 #include "dtw/model/shard.h"
 #include "dtw/types.h"
 
@@ -53,6 +54,19 @@ class AttentionCore {
                         int layer) = 0;
   /// Elements the cache holds after forward (for the memory ledger).
   virtual std::int64_t cache_elements(const kernels::AttentionShape& shape) const = 0;
+
+  /// Where this core runs its kernels: the Place of the q, k, v and outputs
+  /// it is given (the host by default). Set by whoever owns the core, before
+  /// the passes; the sublayers check it is theirs (gpt_layers.h). A core
+  /// shared by rank threads on different Places cannot serve them all: the
+  /// shared identity_seams() keep theirs on the host, and a Gpt on a device
+  /// uses an identity core of its own (Gpt::set_place).
+  void set_place(const kernels::Place& at) { place_ = at; }
+  /// The Place set by set_place.
+  const kernels::Place& place() const { return place_; }
+
+ private:
+  kernels::Place place_ = kernels::Place::host();
 };
 
 /// Plain causal attention (kernels::attention_forward): the probabilities are
@@ -91,16 +105,20 @@ class BlockwiseAttention final : public AttentionCore<T> {
 /// attention hop. out, q are [batch, heads, q_pos.size(), D], lse [batch,
 /// heads, q_pos.size()] (start from out = 0, lse = −∞), k, v [batch, heads,
 /// k_pos.size(), D]; shape's q_len/kv_len are ignored (the runs' sizes rule).
+/// The kernels run on `at` (the partial results between them are still host
+/// vectors: a device Place needs device scratch, the next step).
 template <TrainElement T>
-void attend_runs_forward(T* out, T* lse, const T* q, const TokenRuns& q_pos, const T* k,
-                         const T* v, const TokenRuns& k_pos, const kernels::AttentionShape& shape);
+void attend_runs_forward(T* out, T* lse, const T* q, const TokenRuns& q_pos, const T* k, const T* v,
+                         const TokenRuns& k_pos, const kernels::AttentionShape& shape,
+                         const kernels::Place& at = kernels::Place::host());
 
 /// The gradient contribution of one key block, given the final out and lse of
 /// every query row (after all blocks merged): accumulates (+=) into dq (the
-/// queries') and dk, dv (the block's).
+/// queries') and dk, dv (the block's); the kernels run on `at`.
 template <TrainElement T>
 void attend_runs_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse,
                           const T* q, const TokenRuns& q_pos, const T* k, const T* v,
-                          const TokenRuns& k_pos, const kernels::AttentionShape& shape);
+                          const TokenRuns& k_pos, const kernels::AttentionShape& shape,
+                          const kernels::Place& at = kernels::Place::host());
 
 }  // namespace dtw::model

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "dtw/kernels/place.h"
 #include "dtw/model/config.h"
 #include "dtw/model/gpt_layers.h"
 #include "dtw/model/params.h"
@@ -67,6 +68,21 @@ class Gpt {
   void set_seams(Seams<T>* seams) { seams_ = seams; }
   /// Records per-layer-kind time into `times` from now on (nullptr: stop).
   void set_times(LayerTimes* times) { times_ = times; }
+  /// Where every kernel of the passes runs (default: the host): each layer
+  /// gets this Place (gpt_layers.h), so the parameters, gradients and
+  /// x_in/dx_out passed must live there, and so must the activations. They
+  /// are still host vectors (GptActivations), as are the token ids and
+  /// positions the lookups read, so only the host works end to end until
+  /// the buffers move to the device -- the next step of the device path.
+  /// Without seams the model's own identity core takes the Place; with
+  /// seams (set_seams), their attention core must be placed by their owner
+  /// (AttentionCore::set_place), or the block raises InvalidArgument.
+  void set_place(const kernels::Place& at) {
+    place_ = at;
+    own_seams_.attention().set_place(at);
+  }
+  /// The Place set by set_place.
+  const kernels::Place& place() const { return place_; }
 
   /// Runs the model on tokens [batch, seq_len] (row-major, ids in [0, vocab))
   /// and returns the mean next-token cross-entropy against targets [batch,
@@ -140,6 +156,10 @@ class Gpt {
   ModelShard shard_;
   ParamLayout layout_;
   Seams<T>* seams_ = nullptr;
+  // The identity seams used when none are set: the model's own, so that its
+  // core can take the model's Place (identity_seams() is shared by threads).
+  Seams<T> own_seams_;
+  kernels::Place place_ = kernels::Place::host();
   std::vector<Unit> units_;
   LayerTimes* times_ = nullptr;
   GptActivations<T> acts_;

@@ -18,12 +18,20 @@
 /// `*_scratch_size` function returns. Every function is safe to call from many
 /// rank threads at once on distinct caches and scratch. An optional
 /// LayerTimes records time per kind of layer (profile.h).
+///
+/// Every kernel call goes through a `kernels::Place` (dtw/kernels/place.h):
+/// the trailing `at` of the linear layers, permutes and sublayers, the
+/// `place` of BlockSeams and EndSeams; the host by default. Every tensor a
+/// call is given must live there. The caches are still host vectors, so a
+/// device Place is for the layers whose buffers the caller owns until the
+/// model's buffers move to the device (the next step of the device path).
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "dtw/kernels/place.h"
 #include "dtw/model/attention_core.h"
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
@@ -36,34 +44,40 @@ namespace dtw::model {
 // ---------------------------------------------------------------------------
 // Linear layers and head permutes
 
-/// `y = x Wᵀ + b`: x [rows, in], W [out, in], b [out] (nullptr: no bias), y [rows, out].
+/// `y = x Wᵀ + b`: x [rows, in], W [out, in], b [out] (nullptr: no bias), y [rows, out],
+/// all on `at`.
 template <TrainElement T>
 void linear_forward(T* y, const T* x, const T* w, const T* b, std::int64_t rows, std::int64_t in,
-                    std::int64_t out, LayerTimes* times = nullptr);
+                    std::int64_t out, LayerTimes* times = nullptr,
+                    const kernels::Place& at = kernels::Place::host());
 
 /// `dx = dy W` (overwritten; skipped when dx is nullptr), `dW += dyᵀ x`,
-/// `db += Σ_rows dy` (skipped when db is nullptr).
+/// `db += Σ_rows dy` (skipped when db is nullptr); on `at`.
 template <TrainElement T>
 void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, std::int64_t rows,
-                     std::int64_t in, std::int64_t out, LayerTimes* times = nullptr);
+                     std::int64_t in, std::int64_t out, LayerTimes* times = nullptr,
+                     const kernels::Place& at = kernels::Place::host());
 
 /// qkv [batch·seq, 3·heads·head_dim] (columns [q; k; v], heads contiguous in
-/// each) → q, k, v [batch, heads, seq, head_dim], the layout attention wants.
+/// each) → q, k, v [batch, heads, seq, head_dim], the layout attention wants
+/// (kernels::split_qkv on `at`).
 template <TrainElement T>
 void split_qkv(T* q, T* k, T* v, const T* qkv, std::int64_t batch, std::int64_t seq,
-               std::int64_t heads, std::int64_t head_dim);
+               std::int64_t heads, std::int64_t head_dim,
+               const kernels::Place& at = kernels::Place::host());
 /// The inverse of split_qkv (used on gradients: dq, dk, dv → dqkv).
 template <TrainElement T>
 void join_qkv(T* qkv, const T* q, const T* k, const T* v, std::int64_t batch, std::int64_t seq,
-              std::int64_t heads, std::int64_t head_dim);
+              std::int64_t heads, std::int64_t head_dim,
+              const kernels::Place& at = kernels::Place::host());
 /// [batch, heads, seq, head_dim] → [batch·seq, heads·head_dim].
 template <TrainElement T>
 void merge_heads(T* x, const T* per_head, std::int64_t batch, std::int64_t seq, std::int64_t heads,
-                 std::int64_t head_dim);
+                 std::int64_t head_dim, const kernels::Place& at = kernels::Place::host());
 /// The inverse of merge_heads.
 template <TrainElement T>
 void split_heads(T* per_head, const T* x, std::int64_t batch, std::int64_t seq, std::int64_t heads,
-                 std::int64_t head_dim);
+                 std::int64_t head_dim, const kernels::Place& at = kernels::Place::host());
 
 /// Told by a backward pass that one parameter tensor's gradient is final for
 /// this pass: `grad` is its first element (a pointer into the gradients the
@@ -167,21 +181,24 @@ struct AttentionCache {
 /// of the (already normalised) x [rows, dim]; y [rows, dim] is overwritten.
 /// `core` computes softmax(q kᵀ/√D) v (nullptr: PlainAttention) on tokens at
 /// `positions` (nullptr: the whole sequence [0, seq)); `layer` is passed on
-/// to the core.
+/// to the core. Runs on `at`, which must be the core's place
+/// (AttentionCore::place(); InvalidArgument naming both otherwise).
 template <TrainElement T>
 void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
                                 const AttentionWeights<const T>& w, const BlockDims& d,
                                 LayerTimes* times = nullptr, AttentionCore<T>* core = nullptr,
-                                const TokenRuns* positions = nullptr, int layer = -1);
+                                const TokenRuns* positions = nullptr, int layer = -1,
+                                const kernels::Place& at = kernels::Place::host());
 /// Overwrites dx [rows, dim]; accumulates into grads and reports each
 /// gradient tensor to `done` when it is final (the projection's first).
-/// `core`, `positions` and `layer` must be the forward's.
+/// `core`, `positions`, `layer` and `at` must be the forward's.
 template <TrainElement T>
 void attention_sublayer_backward(T* dx, const AttentionWeights<T>& grads, const T* dy, const T* x,
                                  const AttentionCache<T>& cache, const AttentionWeights<const T>& w,
                                  const BlockDims& d, T* scratch, LayerTimes* times = nullptr,
                                  const GradFinal<T>& done = {}, AttentionCore<T>* core = nullptr,
-                                 const TokenRuns* positions = nullptr, int layer = -1);
+                                 const TokenRuns* positions = nullptr, int layer = -1,
+                                 const kernels::Place& at = kernels::Place::host());
 /// Elements of scratch attention_sublayer_backward needs: 8·rows·width
 /// (d_merged, d_per_head, dq, dk, dv, and dqkv at 3·width).
 std::int64_t attention_sublayer_scratch_size(const BlockDims& d);
@@ -193,17 +210,19 @@ struct MlpCache {
   std::vector<T> act;  ///< GELU(pre)
 };
 
-/// `y = GELU(x Wfcᵀ + bfc) Wprojᵀ + bproj` for x [rows, dim]; y overwritten.
+/// `y = GELU(x Wfcᵀ + bfc) Wprojᵀ + bproj` for x [rows, dim]; y overwritten; on `at`.
 template <TrainElement T>
 void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights<const T>& w,
-                          const BlockDims& d, LayerTimes* times = nullptr);
+                          const BlockDims& d, LayerTimes* times = nullptr,
+                          const kernels::Place& at = kernels::Place::host());
 /// Overwrites dx [rows, dim]; accumulates into grads and reports each
-/// gradient tensor to `done` when it is final (the projection's first).
+/// gradient tensor to `done` when it is final (the projection's first); on `at`.
 template <TrainElement T>
 void mlp_sublayer_backward(T* dx, const MlpWeights<T>& grads, const T* dy, const T* x,
                            const MlpCache<T>& cache, const MlpWeights<const T>& w,
                            const BlockDims& d, T* scratch, LayerTimes* times = nullptr,
-                           const GradFinal<T>& done = {});
+                           const GradFinal<T>& done = {},
+                           const kernels::Place& at = kernels::Place::host());
 /// Elements of scratch mlp_sublayer_backward needs: rows·mlp_hidden (the
 /// gradient at the hidden units).
 std::int64_t mlp_sublayer_scratch_size(const BlockDims& d);
@@ -238,6 +257,9 @@ struct BlockSeams {
   Seams<T>* seams = nullptr;            ///< nullptr: identity_seams()
   int layer = -1;                       ///< the block's index, passed to the seams
   const TokenRuns* positions = nullptr;  ///< the tokens' positions (nullptr: [0, seq))
+  /// Where the block's kernels run (its tensors and the seams' attention
+  /// core must be there too).
+  kernels::Place place = kernels::Place::host();
 };
 
 /// One pre-norm transformer block:
@@ -282,6 +304,9 @@ struct EndSeams {
   /// What the head's enter makes (Seams::sublayer_input(kHead, ...)): a new
   /// buffer, and whether the head drops it and enters again in the backward.
   SublayerInput head_input;
+  /// Where the ends' kernels run (their tensors must be there too; the
+  /// token ids and positions are still read on the host).
+  kernels::Place place = kernels::Place::host();
 };
 
 /// `x[b·seq + t] = leave(wte[tokens[b·seq + t]]) + wpe[position(t)]` for

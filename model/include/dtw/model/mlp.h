@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "dtw/kernels/place.h"
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
@@ -19,17 +20,20 @@ namespace dtw::model {
 
 /// One layer of the MLP: `pre = x Wᵀ + b` (x [rows, in], W [out, in]), then
 /// `y = GELU(pre)` when `gelu`, else y = pre and `pre` may be nullptr (the
-/// classifier). y [rows, out] is overwritten.
+/// classifier). y [rows, out] is overwritten. The kernels run on `at`, where
+/// every tensor must live.
 template <TrainElement T>
 void mlp_layer_forward(T* y, T* pre, const T* x, const T* w, const T* b, std::int64_t rows,
-                       std::int64_t in, std::int64_t out, bool gelu, LayerTimes* times = nullptr);
+                       std::int64_t in, std::int64_t out, bool gelu, LayerTimes* times = nullptr,
+                       const kernels::Place& at = kernels::Place::host());
 
 /// Backward of mlp_layer_forward: overwrites dx (skipped when nullptr) and dy
-/// (it becomes the gradient at `pre`); accumulates dW and db.
+/// (it becomes the gradient at `pre`); accumulates dW and db; on `at`.
 template <TrainElement T>
 void mlp_layer_backward(T* dx, T* dw, T* db, T* dy, const T* x, const T* pre, const T* w,
                         std::int64_t rows, std::int64_t in, std::int64_t out, bool gelu,
-                        LayerTimes* times = nullptr);
+                        LayerTimes* times = nullptr,
+                        const kernels::Place& at = kernels::Place::host());
 
 /// Everything one forward pass keeps for its backward pass.
 template <class T>
@@ -61,6 +65,13 @@ class Mlp {
   int layers() const { return layout_.layers(); }
   /// Records per-layer-kind time into `times` from now on (nullptr: stop).
   void set_times(LayerTimes* times) { times_ = times; }
+  /// Where every kernel of the passes runs (default: the host): the
+  /// parameters, gradients, inputs and activations must live there. The
+  /// activations are still host vectors, so only the host works end to end
+  /// until they move to the device (the next step of the device path).
+  void set_place(const kernels::Place& at) { place_ = at; }
+  /// The Place set by set_place.
+  const kernels::Place& place() const { return place_; }
 
   /// Classifies inputs [rows, features] and returns the mean cross-entropy
   /// against labels [rows] (ids in [0, classes)); keeps the activations.
@@ -110,6 +121,7 @@ class Mlp {
   ParamLayout layout_;
   std::vector<Unit> units_;
   LayerTimes* times_ = nullptr;
+  kernels::Place place_ = kernels::Place::host();
   MlpActivations<T> acts_;
   bool has_forward_ = false;
   std::vector<T> grad_a_, grad_b_;  // ping-pong gradients of consecutive layers

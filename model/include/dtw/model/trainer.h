@@ -90,8 +90,10 @@ double learning_rate_scale(const TrainOptions& options, std::int64_t step);
 /// own range and buffers; the whole model passes 0, layout.size()). m and v
 /// are AdamW's moments; SGD uses m as its velocity and ignores v (may be
 /// nullptr). State starts at zero.
+/// The kernels run on `at` (the host by default), where every buffer must live.
 template <TrainElement T>
 void optimizer_step(const ParamLayout& layout, const TrainOptions& options, std::int64_t step,
-                    std::int64_t begin, std::int64_t end, T* params, const T* grads, T* m, T* v);
+                    std::int64_t begin, std::int64_t end, T* params, const T* grads, T* m, T* v,
+                    const kernels::Place& at = kernels::Place::host());
 
 }  // namespace dtw::model
