@@ -116,7 +116,7 @@ void Replica<T>::zero_grads() { state_->grads.fill(T(0)); }
 
 template <TrainElement T>
 void Replica<T>::scale_grads(T factor) {
-  kernels::scale(state_->grads.data(), state_->grads.size(), factor);
+  kernels::scale(exec_.place(), state_->grads.data(), state_->grads.size(), factor);
 }
 
 template <TrainElement T>
@@ -165,7 +165,7 @@ double Replica<T>::local_sum_of_squares() {
   for (const Range& r : o.ranges) {
     if (rep.tensors.empty() || rep.group_rank == 0) {
       const std::span<T> g = grads(r);
-      sum += kernels::sum_of_squares(g.data(), r.size());
+      sum += kernels::sum_of_squares(exec_.place(), g.data(), r.size());
       continue;
     }
     // A replicated tensor is counted by its group's first member only, so the
@@ -175,7 +175,7 @@ double Replica<T>::local_sum_of_squares() {
       const std::int64_t lo = std::max(r.begin, v.offset), hi = std::min(r.end, v.offset + v.size);
       if (lo >= hi || rep.holds(v.name)) continue;
       const std::span<T> g = grads(lo, hi);
-      sum += kernels::sum_of_squares(g.data(), hi - lo);
+      sum += kernels::sum_of_squares(exec_.place(), g.data(), hi - lo);
     }
   }
   return sum;
@@ -192,7 +192,7 @@ double Replica<T>::clip(double global_sum_of_squares) {
     const T factor = static_cast<T>(spec_.clip_norm / (norm + 1e-6));
     for (const Range& r : state_->opt_pieces.ranges) {
       const std::span<T> g = grads(r);
-      kernels::scale(g.data(), r.size(), factor);
+      kernels::scale(exec_.place(), g.data(), r.size(), factor);
     }
   }
   return norm;
@@ -209,7 +209,8 @@ void Replica<T>::step(std::int64_t step) {
     const Range r = o.ranges[i];
     T* m = state_->m.data() + o.at[i];
     model::optimizer_step(layout(), options, step + 1, r.begin, r.end, params(r).data(),
-                          grads(r).data(), m, adam ? state_->v.data() + o.at[i] : nullptr);
+                          grads(r).data(), m, adam ? state_->v.data() + o.at[i] : nullptr,
+                          exec_.place());
   }
   zero_grads();
 }
