@@ -9,23 +9,15 @@
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
 #include "host_policy.h"
+#include "layout_checks.h"
 
 namespace dtw::kernels {
 namespace {
 
+using detail::check_dims;
+using detail::check_count;
+
 using detail::host_range;
-
-// All checks before any kernel runs: an exception must not leave a parallel region.
-void check_dims(const char* kernel, std::int64_t batch, std::int64_t seq, std::int64_t heads,
-                std::int64_t head_dim) {
-  DTW_CHECK_ARG(batch >= 0 && seq >= 0 && heads >= 0 && head_dim >= 0,
-                kernel << ": sizes must not be negative (batch " << batch << ", seq " << seq
-                       << ", heads " << heads << ", head_dim " << head_dim << ")");
-}
-
-void check_count(const char* kernel, std::int64_t n) {
-  DTW_CHECK_ARG(n >= 0, kernel << ": count " << n << " is negative");
-}
 
 // Offset of [b, h, t, 0] in the per-head layout, and of row b·seq + t, head h
 // in the [rows, width] layout (width = heads·head_dim, or 3× that for qkv).

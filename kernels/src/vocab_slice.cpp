@@ -13,26 +13,17 @@
 #include "dtw/errors.h"
 #include "dtw/kernels/reduce.h"
 #include "host_policy.h"
+#include "layout_checks.h"
 
 namespace dtw::kernels {
 namespace {
 
+using detail::check_lookup;
+using detail::check_rows;
+
 using detail::host_range;
 
 constexpr std::int64_t kColumnStrip = 128;
-
-// All checks before any kernel runs: an exception must not leave a parallel region.
-void check_lookup(const char* kernel, std::int64_t n, std::int64_t dim, std::int64_t v0,
-                  std::int64_t v1) {
-  DTW_CHECK_ARG(n >= 0 && dim >= 0 && v0 >= 0 && v1 >= v0,
-                kernel << ": sizes must not be negative and the slice [" << v0 << ", " << v1
-                       << ") not reversed (n " << n << ", dim " << dim << ")");
-}
-
-void check_rows(const char* kernel, std::int64_t rows, std::int64_t cols) {
-  DTW_CHECK_ARG(rows >= 0 && cols >= 1, kernel << ": rows " << rows << " must not be negative and "
-                                               << "cols " << cols << " must be at least 1");
-}
 
 // The local row of id in [v0, v1), or −1.
 inline std::int64_t local_row(std::int32_t id, std::int64_t v0, std::int64_t v1) {

@@ -18,6 +18,7 @@ namespace dtw::kernel_test {
 namespace {
 
 using testing::DeviceArray;
+using testing::to_device;
 
 // 1 row and 1 column; odd sizes that divide no block size; columns that are
 // a multiple of the 16-byte vector (300: bias_add's vector path) and ones
@@ -38,13 +39,6 @@ std::vector<T> nan_vector(std::int64_t n) {
 }
 
 template <class T>
-DeviceArray<T> on_device(const std::vector<T>& host) {
-  DeviceArray<T> d(host.size());
-  d.upload(host);
-  return d;
-}
-
-template <class T>
 class CudaActivationsTest : public ::testing::Test {};
 TYPED_TEST_SUITE(CudaActivationsTest, RealTypes);
 
@@ -58,7 +52,7 @@ TYPED_TEST(CudaActivationsTest, BiasAddMatchesReferenceBitwise) {
                          y0 = random_values<T>(s.rows * s.cols, 2);
     std::vector<std::vector<T>> runs;
     for (int run = 0; run < 2; ++run) {
-      DeviceArray<T> dy = on_device(y0), db = on_device(bias);
+      DeviceArray<T> dy = to_device(y0), db = to_device(bias);
       kernels::device_bias_add(dy.data(), db.data(), s.rows, s.cols);
       runs.push_back(dy.download());
     }
@@ -84,7 +78,7 @@ TYPED_TEST(CudaActivationsTest, BiasBackwardMatchesReference) {
                          db0 = random_values<T>(s.cols, 4);
     std::vector<std::vector<T>> runs;
     for (int run = 0; run < 2; ++run) {
-      DeviceArray<T> d_db = on_device(db0), d_dy = on_device(dy);
+      DeviceArray<T> d_db = to_device(db0), d_dy = to_device(dy);
       kernels::device_bias_backward(d_db.data(), d_dy.data(), s.rows, s.cols);
       runs.push_back(d_db.download());
     }
@@ -136,7 +130,7 @@ TYPED_TEST(CudaActivationsTest, GeluForwardMatchesReference) {
   for (std::int64_t n : kCounts) {
     SCOPED_TRACE(::testing::Message() << "n " << n);
     const std::vector<T> x = random_values<T>(n, 5, 3.0);
-    DeviceArray<T> dx = on_device(x), dy = on_device(nan_vector<T>(n));
+    DeviceArray<T> dx = to_device(x), dy = to_device(nan_vector<T>(n));
     kernels::device_gelu_forward(dy.data(), dx.data(), n);
     const std::vector<T> got = dy.download();
     dy.upload(nan_vector<T>(n));
@@ -168,7 +162,7 @@ TYPED_TEST(CudaActivationsTest, GeluBackwardMatchesReference) {
   for (std::int64_t n : kCounts) {
     SCOPED_TRACE(::testing::Message() << "n " << n);
     const std::vector<T> x = random_values<T>(n, 6, 3.0), dy = random_values<T>(n, 7);
-    DeviceArray<T> d_x = on_device(x), d_dy = on_device(dy), d_dx = on_device(nan_vector<T>(n));
+    DeviceArray<T> d_x = to_device(x), d_dy = to_device(dy), d_dx = to_device(nan_vector<T>(n));
     kernels::device_gelu_backward(d_dx.data(), d_x.data(), d_dy.data(), n);
     const std::vector<T> got = d_dx.download();
     d_dx.upload(nan_vector<T>(n));
@@ -195,7 +189,7 @@ TYPED_TEST(CudaActivationsTest, AddIntoMatchesHostBitwise) {
     const std::vector<T> x = random_values<T>(n, 8), y0 = random_values<T>(n, 9);
     std::vector<std::vector<T>> runs;
     for (int run = 0; run < 2; ++run) {
-      DeviceArray<T> d_y = on_device(y0), d_x = on_device(x);
+      DeviceArray<T> d_y = to_device(y0), d_x = to_device(x);
       kernels::device_add_into(d_y.data(), d_x.data(), n);
       runs.push_back(d_y.download());
     }
@@ -211,7 +205,7 @@ TYPED_TEST(CudaActivationsTest, ZeroSizesTouchNothing) {
   DTW_REQUIRE_GPUS(1);
   using T = TypeParam;
   const std::vector<T> poison = nan_vector<T>(4);
-  DeviceArray<T> a = on_device(poison), b = on_device(poison);
+  DeviceArray<T> a = to_device(poison), b = to_device(poison);
   kernels::device_bias_add(a.data(), b.data(), 0, 4);
   kernels::device_bias_add(a.data(), b.data(), 4, 0);
   kernels::device_bias_backward(a.data(), b.data(), 0, 4);

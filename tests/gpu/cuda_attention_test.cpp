@@ -22,13 +22,8 @@ namespace dtw::kernel_test {
 namespace {
 
 using testing::DeviceArray;
+using testing::to_device;
 
-template <class T>
-DeviceArray<T> to_device(const std::vector<T>& x) {
-  DeviceArray<T> a(x.size());
-  if (!x.empty()) a.upload(x);
-  return a;
-}
 template <class T>
 DeviceArray<T> poisoned(std::size_t n) {
   return to_device(std::vector<T>(n, std::numeric_limits<T>::quiet_NaN()));

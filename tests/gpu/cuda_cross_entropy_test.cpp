@@ -24,7 +24,7 @@ using kernel_test::expect_invalid;
 using kernel_test::random_indices;
 using kernel_test::random_values;
 using testing::DeviceArray;
-using testing::on_device;
+using testing::to_device;
 using testing::poisoned;
 using testing::sum_bound;
 using testing::unit_roundoff;
@@ -47,8 +47,8 @@ void check_forward(Shape s, std::uint64_t key) {
   const T mean = kernels::cross_entropy_forward_reference(probs.data(), losses.data(),
                                                           logits.data(), targets.data(), s.rows,
                                                           s.vocab);
-  auto d_logits = on_device(logits);
-  auto d_targets = on_device(targets);
+  auto d_logits = to_device(logits);
+  auto d_targets = to_device(targets);
   std::vector<T> got_probs[2], got_losses[2];
   T got_mean[2];
   for (int k = 0; k < 2; ++k) {
@@ -115,8 +115,8 @@ void check_backward(Shape s, std::uint64_t key) {
   const T dloss = T(1) / static_cast<T>(s.rows);
   kernels::cross_entropy_backward_reference(dlogits.data(), probs.data(), targets.data(), s.rows,
                                             s.vocab, dloss);
-  auto d_probs = on_device(probs);
-  auto d_targets = on_device(targets);
+  auto d_probs = to_device(probs);
+  auto d_targets = to_device(targets);
   std::vector<T> got[2];
   for (auto& out : got) {
     auto d_dlogits = poisoned<T>(n);
@@ -164,8 +164,8 @@ TEST(CudaCrossEntropyTest, OutOfRangeTargets) {
   const std::int64_t rows = 5, vocab = 7;
   const auto logits = random_values<float>(rows * vocab, 700);
   const std::vector<std::int32_t> targets = {0, 6, 3, 7, -1};
-  auto d_logits = on_device(logits);
-  auto d_targets = on_device(targets);
+  auto d_logits = to_device(logits);
+  auto d_targets = to_device(targets);
   auto d_probs = poisoned<float>(rows * vocab), d_losses = poisoned<float>(rows);
   expect_invalid(
       [&] {

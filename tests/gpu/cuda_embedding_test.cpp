@@ -28,6 +28,7 @@ using kernel_test::expect_invalid;
 using kernel_test::random_indices;
 using kernel_test::random_values;
 using testing::DeviceArray;
+using testing::to_device;
 
 struct Shape {
   std::int64_t n, dim, rows;
@@ -36,13 +37,6 @@ struct Shape {
 const std::vector<Shape> kShapes = {{1, 1, 1},     {1, 7, 3},       {5, 1, 2},
                                     {37, 13, 11},  {257, 65, 3},    {1000, 33, 1000},
                                     {8192, 768, 50257}};
-
-template <class T>
-DeviceArray<T> to_device(const std::vector<T>& host) {
-  DeviceArray<T> d(host.size());
-  d.upload(host);
-  return d;
-}
 
 template <class T>
 void check_forward(const Shape& s, bool accumulate, std::uint64_t key) {

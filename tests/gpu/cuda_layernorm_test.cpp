@@ -19,7 +19,7 @@ namespace {
 using kernel_test::bitwise_equal;
 using kernel_test::expect_invalid;
 using kernel_test::random_values;
-using testing::on_device;
+using testing::to_device;
 using testing::poisoned;
 using testing::sum_bound;
 using testing::unit_roundoff;
@@ -42,7 +42,7 @@ void check_forward(Shape s, std::uint64_t key) {
   std::vector<T> y(n), mean(s.rows), rstd(s.rows);
   kernels::layernorm_forward_reference(y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
                                        beta.data(), s.rows, s.cols, eps);
-  auto dx = on_device(x), dgamma = on_device(gamma), dbeta = on_device(beta);
+  auto dx = to_device(x), dgamma = to_device(gamma), dbeta = to_device(beta);
   std::vector<T> got[2][3];
   for (auto& out : got) {
     auto dy = poisoned<T>(n), dmean = poisoned<T>(s.rows), drstd = poisoned<T>(s.rows);
@@ -98,11 +98,11 @@ void check_backward(Shape s, std::uint64_t key) {
   kernels::layernorm_backward_reference(dx.data(), dgamma.data(), dbeta.data(), dy.data(),
                                         x.data(), mean.data(), rstd.data(), gamma.data(), s.rows,
                                         s.cols);
-  auto d_x = on_device(x), d_dy = on_device(dy), d_gamma = on_device(gamma);
-  auto d_mean = on_device(mean), d_rstd = on_device(rstd);
+  auto d_x = to_device(x), d_dy = to_device(dy), d_gamma = to_device(gamma);
+  auto d_mean = to_device(mean), d_rstd = to_device(rstd);
   std::vector<T> got[2][3];
   for (auto& out : got) {
-    auto d_dx = poisoned<T>(n), d_dgamma = on_device(dgamma0), d_dbeta = on_device(dbeta0);
+    auto d_dx = poisoned<T>(n), d_dgamma = to_device(dgamma0), d_dbeta = to_device(dbeta0);
     kernels::device_layernorm_backward(d_dx.data(), d_dgamma.data(), d_dbeta.data(), d_dy.data(),
                                        d_x.data(), d_mean.data(), d_rstd.data(), d_gamma.data(),
                                        s.rows, s.cols);
@@ -154,7 +154,7 @@ void check_backward(Shape s, std::uint64_t key) {
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(bitwise_equal(got[0][i], got[1][i])) << "output " << i;
 
   // dx may alias dy: the same bits as into a separate buffer.
-  auto d_dgamma = on_device(dgamma0), d_dbeta = on_device(dbeta0);
+  auto d_dgamma = to_device(dgamma0), d_dbeta = to_device(dbeta0);
   kernels::device_layernorm_backward(d_dy.data(), d_dgamma.data(), d_dbeta.data(), d_dy.data(),
                                      d_x.data(), d_mean.data(), d_rstd.data(), d_gamma.data(),
                                      s.rows, s.cols);

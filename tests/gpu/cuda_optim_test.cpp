@@ -36,17 +36,11 @@ using kernel_test::expect_invalid;
 using kernel_test::kDoubleEps;
 using kernel_test::random_values;
 using testing::DeviceArray;
+using testing::to_device;
 
 // 1; odd; around a block of 256; just past one full reduction grid (1024
 // blocks x 256 threads), so threads loop; a few million.
 const std::vector<std::int64_t> kSizes = {1, 7, 255, 256, 257, 1000, 262145, (1 << 22) + 3};
-
-template <class T>
-DeviceArray<T> to_device(const std::vector<T>& host) {
-  DeviceArray<T> d(host.size());
-  d.upload(host);
-  return d;
-}
 
 template <class T>
 constexpr double eps() {

@@ -23,6 +23,7 @@ using kernel_test::bitwise_equal;
 using kernel_test::expect_invalid;
 using kernel_test::random_values;
 using testing::DeviceArray;
+using testing::to_device;
 
 struct Shape {
   std::int64_t batch, seq, heads, head_dim;
@@ -30,13 +31,6 @@ struct Shape {
 };
 const std::vector<Shape> kShapes = {
     {0, 4, 2, 3}, {1, 1, 1, 1}, {3, 5, 7, 2}, {2, 33, 4, 13}, {8, 1024, 12, 64}};
-
-template <class T>
-DeviceArray<T> to_device(const std::vector<T>& host) {
-  DeviceArray<T> d(host.size());
-  d.upload(host);
-  return d;
-}
 
 template <class T>
 class CudaPermuteTest : public ::testing::Test {};

@@ -26,6 +26,7 @@ using kernel_test::bitwise_equal;
 using kernel_test::random_indices;
 using kernel_test::random_values;
 using testing::DeviceArray;
+using testing::to_device;
 
 // A stream of its own that is destroyed with the test.
 struct Stream {
@@ -33,13 +34,6 @@ struct Stream {
   Stream() { DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
   ~Stream() { cudaStreamDestroy(s); }
 };
-
-template <class T>
-DeviceArray<T> on_device(const std::vector<T>& host) {
-  DeviceArray<T> d(host.size());
-  d.upload(host);
-  return d;
-}
 
 template <class T>
 class CudaPlacedTest : public ::testing::Test {};
@@ -51,7 +45,7 @@ TYPED_TEST(CudaPlacedTest, ADevicePlaceRunsTheTwinOnItsStream) {
   Stream stream;
   const Place at = Place::cuda(0, stream.s);
   const std::int64_t m = 33, n = 17, k = 65;
-  auto a = on_device(random_values<T>(m * k, 1)), b = on_device(random_values<T>(k * n, 2));
+  auto a = to_device(random_values<T>(m * k, 1)), b = to_device(random_values<T>(k * n, 2));
   DeviceArray<T> c1(m * n), c2(m * n);
   device_matmul(Trans::kNo, Trans::kYes, m, n, k, T(1), a.data(), b.data(), T(0), c1.data(),
                 stream.s);
@@ -60,8 +54,8 @@ TYPED_TEST(CudaPlacedTest, ADevicePlaceRunsTheTwinOnItsStream) {
   EXPECT_TRUE(bitwise_equal(c1.download(), c2.download())) << "matmul";
 
   // A value-returning kernel returns the twin's value (it waits on the stream).
-  auto logits = on_device(random_values<T>(m * n, 3));
-  auto targets = on_device(random_indices(m, n, 4));
+  auto logits = to_device(random_values<T>(m * n, 3));
+  auto targets = to_device(random_indices(m, n, 4));
   DeviceArray<T> p1(m * n), p2(m * n), l1(m), l2(m);
   const T direct = device_cross_entropy_forward(p1.data(), l1.data(), logits.data(),
                                                 targets.data(), m, n, stream.s);
@@ -82,8 +76,8 @@ TYPED_TEST(CudaPlacedTest, RankThreadsOnStreamsOfTheirOwnGetALoneCallsBits) {
   auto step = [&](int r, std::vector<T>& out) {
     Stream stream;
     const Place at = Place::cuda(0, stream.s);
-    auto p = on_device(random_values<T>(n, 10 + r)), g = on_device(random_values<T>(n, 20 + r));
-    auto mom = on_device(std::vector<T>(n, T(0))), v = on_device(std::vector<T>(n, T(0)));
+    auto p = to_device(random_values<T>(n, 10 + r)), g = to_device(random_values<T>(n, 20 + r));
+    auto mom = to_device(std::vector<T>(n, T(0))), v = to_device(std::vector<T>(n, T(0)));
     for (std::int64_t s = 1; s <= 3; ++s)
       adamw_step(at, p.data(), g.data(), mom.data(), v.data(), n, s, AdamWConfig{});
     clip_grad_norm(at, p.data(), n, 1.0);
@@ -102,7 +96,7 @@ TYPED_TEST(CudaPlacedTest, RankThreadsOnStreamsOfTheirOwnGetALoneCallsBits) {
 TEST(CudaPlaceDeviceTest, APlaceMakesItsDeviceCurrent) {
   DTW_REQUIRE_GPUS(2);
   DTW_CUDA_CHECK(cudaSetDevice(1));
-  auto x = on_device(std::vector<float>(1000, 2.0f));  // memory on device 1
+  auto x = to_device(std::vector<float>(1000, 2.0f));  // memory on device 1
   DTW_CUDA_CHECK(cudaSetDevice(0));
   scale(Place::cuda(1), x.data(), 1000, 0.5f);
   int current = -1;

@@ -21,7 +21,7 @@ namespace {
 using kernel_test::bitwise_equal;
 using kernel_test::expect_invalid;
 using kernel_test::random_values;
-using testing::on_device;
+using testing::to_device;
 using testing::poisoned;
 using testing::sum_bound;
 using testing::unit_roundoff;
@@ -41,7 +41,7 @@ void check_forward(Shape s, std::uint64_t key) {
   const auto x = random_values<T>(n, key, 3.0);
   std::vector<T> y(n);
   kernels::softmax_forward_reference(y.data(), x.data(), s.rows, s.cols);
-  auto d_x = on_device(x);
+  auto d_x = to_device(x);
   std::vector<T> got[2];
   for (auto& out : got) {
     auto d_y = poisoned<T>(n);
@@ -84,7 +84,7 @@ void check_backward(Shape s, std::uint64_t key) {
   const auto dy = random_values<T>(n, key + 1);
   std::vector<T> dx(n);
   kernels::softmax_backward_reference(dx.data(), y.data(), dy.data(), s.rows, s.cols);
-  auto d_y = on_device(y), d_dy = on_device(dy);
+  auto d_y = to_device(y), d_dy = to_device(dy);
   std::vector<T> got[2];
   for (auto& out : got) {
     auto d_dx = poisoned<T>(n);

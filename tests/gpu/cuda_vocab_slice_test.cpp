@@ -30,6 +30,7 @@ using kernel_test::expect_invalid;
 using kernel_test::random_indices;
 using kernel_test::random_values;
 using testing::DeviceArray;
+using testing::to_device;
 
 struct Case {
   std::int64_t rows, vocab, v0, v1, dim;
@@ -37,13 +38,6 @@ struct Case {
 const std::vector<Case> kCases = {
     {1, 1, 0, 1, 1},     {5, 40, 0, 13, 3},           {37, 40, 13, 29, 65},
     {64, 41, 29, 41, 7}, {8192, 50257, 0, 25129, 64}, {8192, 50257, 25129, 50257, 64}};
-
-template <class T>
-DeviceArray<T> to_device(const std::vector<T>& host) {
-  DeviceArray<T> d(host.size());
-  d.upload(host);
-  return d;
-}
 
 // All six pieces of one case on the device; returns their outputs.
 template <class T>

@@ -115,4 +115,12 @@ class DeviceArray {
   std::size_t count_;
 };
 
+/// `host`'s values in a new DeviceArray (plain device memory), uploaded and waited for.
+template <class T>
+DeviceArray<T> to_device(const std::vector<T>& host) {
+  DeviceArray<T> d(host.size());
+  if (!host.empty()) d.upload(host);
+  return d;
+}
+
 }  // namespace dtw::testing

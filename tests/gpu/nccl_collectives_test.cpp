@@ -16,19 +16,13 @@ namespace dtw::ch01 {
 namespace {
 
 using testing::DeviceArray;
+using testing::to_device;
 
 template <class T>
 std::vector<T> input(int rank, std::int64_t n) {
   std::vector<T> v(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<T>((i * 3 + rank * 7) % 11 - 5);
   return v;
-}
-
-template <class T>
-DeviceArray<T> on_device(const std::vector<T>& host) {
-  DeviceArray<T> d(host.size());
-  d.upload(host);
-  return d;
 }
 
 std::vector<std::int64_t> counts(int p) { return {0, 1, p - 1, 3 * p + 1, 100'003}; }
@@ -60,7 +54,7 @@ void allreduce_all_algos(Comm& comm) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kAvg}) {
       for (std::int64_t n : counts(p)) {
         const auto in = input<T>(r, n);
-        auto want = on_device(in), got = on_device(in);
+        auto want = to_device(in), got = to_device(in);
         reference::allreduce(comm, want.span(), op);
         allreduce(comm, got.span(), op, algo);
         expect_same(r, want.download(), got.download(),
@@ -68,8 +62,8 @@ void allreduce_all_algos(Comm& comm) {
       }
     }
     // Out of place: the copy of `in` into `out` happens on the device too.
-    const auto in = on_device(input<T>(r, 3 * p + 1));
-    auto want = on_device(input<T>(r, 3 * p + 1));
+    const auto in = to_device(input<T>(r, 3 * p + 1));
+    auto want = to_device(input<T>(r, 3 * p + 1));
     DeviceArray<T> out(in.size());
     reference::allreduce(comm, want.span(), ReduceOp::kAvg);
     allreduce(comm, std::span<const T>(in.span()), out.span(), ReduceOp::kAvg, algo);
@@ -93,13 +87,13 @@ TEST(NcclCollectivesTest, BroadcastAndReduceMatchNccl) {
       for (std::int64_t n : counts(p)) {
         const auto in = input<float>(r, n);
         for (BroadcastAlgo algo : {BroadcastAlgo::kLinear, BroadcastAlgo::kBinomial, BroadcastAlgo::kScatterAllgather}) {
-          auto want = on_device(in), got = on_device(in);
+          auto want = to_device(in), got = to_device(in);
           reference::broadcast(comm, want.span(), root);
           broadcast(comm, got.span(), root, algo);
           expect_same(r, want.download(), got.download(), "broadcast " + std::string(name_of(algo)));
         }
         for (ReduceAlgo algo : {ReduceAlgo::kLinear, ReduceAlgo::kBinomial}) {
-          auto want = on_device(in), got = on_device(in);
+          auto want = to_device(in), got = to_device(in);
           reference::reduce(comm, want.span(), ReduceOp::kSum, root);
           reduce(comm, got.span(), ReduceOp::kSum, root, algo);
           if (r == root) expect_same(r, want.download(), got.download(), "reduce " + std::string(name_of(algo)));
@@ -115,7 +109,7 @@ TEST(NcclCollectivesTest, GatherFamilyMatchesNccl) {
     const int p = comm.size(), r = comm.rank();
     const auto up = static_cast<std::size_t>(p);
     for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3 * p + 1}, std::int64_t{33'334}}) {
-      const auto mine = on_device(input<std::int64_t>(r, n));
+      const auto mine = to_device(input<std::int64_t>(r, n));
       const auto nn = static_cast<std::size_t>(n);
       DeviceArray<std::int64_t> want(up * nn), got(up * nn);
       for (AllgatherAlgo algo : {AllgatherAlgo::kRing, AllgatherAlgo::kRecursiveDoubling}) {
@@ -127,7 +121,7 @@ TEST(NcclCollectivesTest, GatherFamilyMatchesNccl) {
       reference::gather(comm, std::span<const std::int64_t>(mine.span()), want.span(), root);
       gather(comm, std::span<const std::int64_t>(mine.span()), got.span(), root);
       if (r == root) expect_same(r, want.download(), got.download(), "gather");
-      const auto all = on_device(input<std::int64_t>(r, n * p));
+      const auto all = to_device(input<std::int64_t>(r, n * p));
       DeviceArray<std::int64_t> s_want(nn), s_got(nn);
       reference::scatter(comm, std::span<const std::int64_t>(all.span()), s_want.span(), root);
       scatter(comm, std::span<const std::int64_t>(all.span()), s_got.span(), root);
@@ -149,7 +143,7 @@ TEST(NcclCollectivesTest, ReduceScatterMatchesNccl) {
       const Chunks chunks(n, p);
       const auto in = input<float>(r, n);
       for (ReduceScatterAlgo algo : {ReduceScatterAlgo::kRing, ReduceScatterAlgo::kRecursiveHalving}) {
-        auto src = on_device(in), scratch = on_device(in);
+        auto src = to_device(in), scratch = to_device(in);
         DeviceArray<float> want(static_cast<std::size_t>(chunks.size(r))),
             got(static_cast<std::size_t>(chunks.size(r)));
         reference::reduce_scatter(comm, std::span<const float>(src.span()), want.span(), ReduceOp::kSum);

@@ -43,14 +43,6 @@ DeviceArray<T> poisoned(std::int64_t n) {
   return a;
 }
 
-/// A device copy of host values.
-template <class T>
-DeviceArray<T> on_device(const std::vector<T>& host) {
-  DeviceArray<T> a(host.size());
-  a.upload(host);
-  return a;
-}
-
 /// Empty when |got[i] − want[i]| ≤ tol[i] for every i (a NaN never is);
 /// otherwise how many elements failed and the worst one, named with `what`.
 template <class T>

@@ -12,9 +12,13 @@
 #include "dtw/errors.h"
 #include "dtw/kernels/cuda_fill.h"
 #include "dtw/kernels/cuda_permute.h"
+#include "../layout_checks.h"
 
 namespace dtw::kernels {
 namespace {
+
+using detail::check_count;
+using detail::check_dims;
 
 constexpr int kThreads = 256;
 constexpr std::int64_t kMaxBlocks = 65535;  // grid-stride loops cover the rest
@@ -22,13 +26,6 @@ constexpr std::int64_t kMaxBlocks = 65535;  // grid-stride loops cover the rest
 int blocks_for(std::int64_t work) {
   const std::int64_t wanted = (work + kThreads - 1) / kThreads;
   return static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
-}
-
-void check_dims(const char* kernel, std::int64_t batch, std::int64_t seq, std::int64_t heads,
-                std::int64_t head_dim) {
-  DTW_CHECK_ARG(batch >= 0 && seq >= 0 && heads >= 0 && head_dim >= 0,
-                kernel << ": sizes must not be negative (batch " << batch << ", seq " << seq
-                       << ", heads " << heads << ", head_dim " << head_dim << ")");
 }
 
 // Element e = row·width + h·D + d of the [rows, heads·D] side; returns the
@@ -105,7 +102,7 @@ void device_split_heads(T* per_head, const T* x, std::int64_t batch, std::int64_
 
 template <class T>
 void device_copy_values(T* dst, const T* src, std::int64_t n, void* stream) {
-  DTW_CHECK_ARG(n >= 0, "device_copy_values: count " << n << " is negative");
+  check_count("device_copy_values", n);
   if (n == 0 || dst == src) return;
   DTW_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(T),
                                  cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
@@ -113,7 +110,7 @@ void device_copy_values(T* dst, const T* src, std::int64_t n, void* stream) {
 
 template <class T>
 void device_fill_values(T* dst, std::int64_t n, T value, void* stream) {
-  DTW_CHECK_ARG(n >= 0, "device_fill_values: count " << n << " is negative");
+  check_count("device_fill_values", n);
   device_fill(dst, n, &value, sizeof(T), stream);
 }
 

@@ -17,26 +17,19 @@
 #include "dtw/kernels/cuda_vocab_slice.h"
 #include "row_reduce.cuh"
 #include "stream_scratch.cuh"
+#include "../layout_checks.h"
 
 namespace dtw::kernels {
 namespace {
+
+using detail::check_lookup;
+using detail::check_rows;
 
 using cuda_detail::Add;
 using cuda_detail::block_reduce;
 using cuda_detail::exp_of;
 using cuda_detail::grid_for;
 using cuda_detail::kThreads;
-
-void check_lookup(const char* kernel, std::int64_t n, std::int64_t dim, std::int64_t v0,
-                  std::int64_t v1) {
-  DTW_CHECK_ARG(n >= 0 && dim >= 0 && v0 >= 0 && v1 >= v0,
-                kernel << ": sizes must not be negative and the slice [" << v0 << ", " << v1
-                       << ") not reversed (n " << n << ", dim " << dim << ")");
-}
-void check_rows(const char* kernel, std::int64_t rows, std::int64_t cols) {
-  DTW_CHECK_ARG(rows >= 0 && cols >= 1, kernel << ": rows " << rows << " must not be negative and "
-                                               << "cols " << cols << " must be at least 1");
-}
 
 unsigned elements_grid(std::int64_t n) {
   return grid_for((n + kThreads - 1) / kThreads);
