@@ -238,8 +238,9 @@ int main(int argc, char** argv) {
     if (device == "cuda") return dtw::bench::cuda_kernels_report(repeats);
     // Every value is checked before the first section measures anything.
     const dtw::model::ModelConfig config = dtw::model::model_config(model);
-    DTW_CHECK_ARG(config.kind == dtw::model::ModelKind::kGpt,
-                  "--model must be a GPT (gpt-tiny, gpt-small, gpt-base), not " << model);
+    DTW_CHECK_ARG(
+        config.kind == dtw::model::ModelKind::kGpt,
+        "--model must be a GPT (gpt-tiny, gpt-small, gpt-base, gpt2-124m), not " << model);
     check_memory(size, model, batch);
     matmul_section(size, repeats);
     attention_section(repeats);

@@ -304,6 +304,7 @@ int cuda_kernels_report(int repeats) {
                                                         lse.get(), q.get(), k.get(), v.get(), shape, 256, true, s);
          }));
   }
+  cuda_step_report(stream, repeats, 4);
   DTW_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;
 }

@@ -3,11 +3,19 @@
 // was found): the model's CUDA kernels at GPT-2-124M shapes, each next to its
 // ceiling measured in the same run.
 
+#include <cstdint>
+
 namespace dtw::bench {
 
 /// Prints the report for CUDA device 0, each figure the median of `repeats`
 /// timed runs; without a device it says so and returns 0. Throws CudaError
 /// when a CUDA or cuBLAS call fails.
 int cuda_kernels_report(int repeats);
+
+/// The last section of that report: one GPT-2-124M training step (batch ×
+/// 1024 tokens) of the model's own code on a device Place against the
+/// cuBLAS time of its matrix products, with tokens/s and MFU
+/// (train_step_cuda.cpp). `stream` is the report's cudaStream_t.
+void cuda_step_report(void* stream, int repeats, std::int64_t batch);
 
 }  // namespace dtw::bench

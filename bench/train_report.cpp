@@ -88,7 +88,7 @@ Cluster fit_this_machine() {
 int run_bench(int argc, char** argv) {
   CLI::App app{"dtw bench train: strategies side by side, measured and modeled", "dtw bench train"};
   std::string strategies = "single", backend = "threads", fabric_name = "nvlink-8", json_path,
-              svg_stem, dtype = "float32", hostfile;
+              svg_stem, dtype = "float32", hostfile, device = "host";
   std::vector<int> worlds{1};  // --ranks: every strategy but single on each
   RunSpec spec = standard_run("gpt-tiny");
   spec.steps = 10;
@@ -105,11 +105,17 @@ int run_bench(int argc, char** argv) {
                  "threads (every row in this process) or mpi (this program starts mpirun with "
                  "--ranks processes; every row runs on them, single's on rank 0; rank 0 prints)")
       ->capture_default_str();
+  app.add_option("--device", device,
+                 "host, or cuda: every rank's model and messages on a GPU (threads ranks, rank r "
+                 "on device r % GPUs); the single row too")
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->capture_default_str();
   dtw::cli::add_path(app, "--hostfile", hostfile,
                      "With --backend mpi: an OpenMPI hostfile (lines like `node1 slots=2`)");
   app.add_option("--fabric", fabric_name, "pcie-8, nvlink-8, ib-2x8, ib-4x8, ideal-8 or this-machine")
       ->capture_default_str();
-  app.add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")->capture_default_str();
+  app.add_option("--model", spec.model, "mlp-tiny, gpt-tiny, gpt-small, gpt-base or gpt2-124m")
+      ->capture_default_str();
   // Numbers as dtw train parses them (no clamping); ranges are RunSpec::validate's.
   dtw::cli::add_int(app, "--steps", spec.steps, "Steps per strategy", {1});
   dtw::cli::add_int(app, "--batch", spec.batch, "Global batch", {1});
@@ -294,8 +300,11 @@ int run_bench(int argc, char** argv) {
           ranks, dtw::cli::mpi_job_size(), ranks));
     const Cluster fabric =
         fabric_name == "this-machine" ? fit_this_machine() : find_gpu_cluster(fabric_name);
-    fmt::print("dtw bench train: {} ({} tokens per step); fabric {} ({})\n",
-               spec.hyperparameters(), spec.tokens_per_step(), fabric.name, fabric.sources);
+    fmt::print(
+        "dtw bench train: {} ({} tokens per step){}; fabric {} ({})\n", spec.hyperparameters(),
+        spec.tokens_per_step(),
+        device == "cuda" ? "; every rank on a CUDA device (threads ranks sharing the GPUs)" : "",
+        fabric.name, fabric.sources);
     if (fabric.measured_compute)
       fmt::print("  this-machine links: alpha {:.2f} us, 1/beta {:.2f} GB/s\n", fabric.intra.alpha * 1e6,
                  1e-9 / fabric.intra.beta);
@@ -303,8 +312,8 @@ int run_bench(int argc, char** argv) {
     std::exception_ptr failure;  // a row that failed while running: the rows before it still print
     for (const Planned& r : plan) {
       try {
-        rows.push_back(run_row(*r.strategy, spec, r.ranks, backend, r.knobs, fabric,
-                               printing ? svg_stem : std::string(), r.label));
+        rows.push_back(run_row(*r.strategy, spec, r.ranks, backend, device == "host" ? "" : device,
+                               r.knobs, fabric, printing ? svg_stem : std::string(), r.label));
       } catch (const std::exception&) {
         failure = std::current_exception();
         fmt::print("  {}{} on {} rank(s): failed (the error is below); {} row(s) not run\n",

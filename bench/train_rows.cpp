@@ -53,10 +53,12 @@ std::string timeline_stem(const std::string& svg_stem, const std::string& strate
 }
 
 Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std::string& backend,
-            const Knobs& knobs, const Cluster& fabric, const std::string& svg_stem, const std::string& label_suffix) {
+            const std::string& device, const Knobs& knobs, const Cluster& fabric,
+            const std::string& svg_stem, const std::string& label_suffix) {
   HarnessOptions o;
   o.ranks = ranks;
   o.backend = backend;
+  o.device = device;
   o.trace = true;
   o.knobs = knobs;
   std::vector<double> step_seconds;
@@ -89,32 +91,35 @@ Row run_row(const Strategy& strategy, const RunSpec& spec, int ranks, const std:
   const bool stages = measured.has_stages;
   Row r;
   r.mismatch = out.mismatch;
-  r.j = {{"strategy", strategy.name},
-         {"label", strategy.name + label_suffix},
-         {"knobs", knobs.describe()},
-         {"ranks", ranks},
-         {"backend", rep.backend},
-         {"model", spec.model},
-         {"dtype", name_of(spec.dtype)},
-         {"steps", spec.steps},
-         {"tokens_per_s", static_cast<double>(spec.tokens_per_step()) / step_s},
-         {"step_s", step_s},
-         {"bytes_per_rank_step", static_cast<double>(busiest_bytes) / static_cast<double>(spec.steps)},
-         {"bytes_formula", strategy.bytes_formula ? maybe(strategy.bytes_formula(in)) : json(nullptr)},
-         {"peak_bytes", peak},
-         {"peak_formula", peak_formula},
-         {"bubble_measured", stages ? maybe(measured.bubble) : json(nullptr)},
-         {"bubble_modeled", stages ? maybe(modeled.timeline.bubble) : json(nullptr)},
-         {"bubble_formula", strategy.bubble_formula ? maybe(strategy.bubble_formula(in)) : json(nullptr)},
-         {"overlap_measured", maybe(measured.overlap)},
-         {"overlap_modeled", maybe(modeled.timeline.overlap)},
-         {"modeled_step_s", modeled.seconds / static_cast<double>(spec.steps)},
-         {"unmodeled_phases", modeled.unmodeled},
-         {"fabric", fabric.name},
-         // Null for a row not compared with the reference (Strategy::reproduces).
-         {"max_abs_param_diff", out.checked ? json(out.max_abs_param_diff) : json(nullptr)},
-         {"matches_reference", out.checked ? json(out.matches) : json(nullptr)},
-         {"final_loss", out.losses.empty() ? json(nullptr) : json(out.losses.back())}};
+  r.j = {
+      {"strategy", strategy.name},
+      {"label", strategy.name + label_suffix},
+      {"knobs", knobs.describe()},
+      {"ranks", ranks},
+      {"backend", rep.backend},
+      {"device", device.empty() ? "host" : device},
+      {"model", spec.model},
+      {"dtype", name_of(spec.dtype)},
+      {"steps", spec.steps},
+      {"tokens_per_s", static_cast<double>(spec.tokens_per_step()) / step_s},
+      {"step_s", step_s},
+      {"bytes_per_rank_step", static_cast<double>(busiest_bytes) / static_cast<double>(spec.steps)},
+      {"bytes_formula", strategy.bytes_formula ? maybe(strategy.bytes_formula(in)) : json(nullptr)},
+      {"peak_bytes", peak},
+      {"peak_formula", peak_formula},
+      {"bubble_measured", stages ? maybe(measured.bubble) : json(nullptr)},
+      {"bubble_modeled", stages ? maybe(modeled.timeline.bubble) : json(nullptr)},
+      {"bubble_formula",
+       strategy.bubble_formula ? maybe(strategy.bubble_formula(in)) : json(nullptr)},
+      {"overlap_measured", maybe(measured.overlap)},
+      {"overlap_modeled", maybe(modeled.timeline.overlap)},
+      {"modeled_step_s", modeled.seconds / static_cast<double>(spec.steps)},
+      {"unmodeled_phases", modeled.unmodeled},
+      {"fabric", fabric.name},
+      // Null for a row not compared with the reference (Strategy::reproduces).
+      {"max_abs_param_diff", out.checked ? json(out.max_abs_param_diff) : json(nullptr)},
+      {"matches_reference", out.checked ? json(out.matches) : json(nullptr)},
+      {"final_loss", out.losses.empty() ? json(nullptr) : json(out.losses.back())}};
   if (!svg_stem.empty()) {
     const std::string base = timeline_stem(svg_stem, strategy.name, ranks, label_suffix);
     write_timeline_svg(rep.trace, ranks, strategy.name + ", measured", base + ".svg");

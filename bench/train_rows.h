@@ -24,10 +24,13 @@ std::string timeline_stem(const std::string& svg_stem, const std::string& strate
                           std::string label);
 
 // Runs `strategy` on `ranks` ranks and measures its row; with a non-empty
-// `svg_stem`, writes the measured and the modeled timeline.
+// `svg_stem`, writes the measured and the modeled timeline. `device` is
+// HarnessOptions::device ("": the backend's own place; "cuda": threads ranks
+// on the machine's GPUs).
 Row run_row(const train::Strategy& strategy, const train::RunSpec& spec, int ranks,
-            const std::string& backend, const train::Knobs& knobs, const train::Cluster& fabric,
-            const std::string& svg_stem, const std::string& label_suffix = "");
+            const std::string& backend, const std::string& device, const train::Knobs& knobs,
+            const train::Cluster& fabric, const std::string& svg_stem,
+            const std::string& label_suffix = "");
 
 // The table of `rows`, tokens/s relative to the first.
 void print_table(const std::vector<Row>& rows);

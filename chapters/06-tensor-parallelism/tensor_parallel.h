@@ -254,16 +254,16 @@ class MegatronSeams : public model::Seams<T> {
   explicit MegatronSeams(Comm& group) : group_(group) {}
   /// Forward, before the sublayer: x is its input as this rank holds it.
   std::span<const T> enter(model::Site site, int layer, std::span<const T> x,
-                           std::vector<T>& buffer) override;
+                           kernels::Vector<T>& buffer) override;
   /// Forward, after the sublayer: y is this rank's output of its slices.
   std::span<const T> leave(model::Site site, int layer, std::span<T> y,
-                           std::vector<T>& buffer) override;
+                           kernels::Vector<T>& buffer) override;
   /// Backward of leave: dy is the gradient at what leave returned.
   std::span<const T> leave_backward(model::Site site, int layer, std::span<const T> dy,
-                                    std::vector<T>& buffer) override;
+                                    kernels::Vector<T>& buffer) override;
   /// Backward of enter: dx is this rank's gradient at what enter returned.
   std::span<const T> enter_backward(model::Site site, int layer, std::span<T> dx,
-                                    std::vector<T>& buffer) override;
+                                    kernels::Vector<T>& buffer) override;
   /// The row maxima over every vocabulary slice (allreduce max).
   void vocab_max(std::span<T> row_max) override;
   /// The row sums over every vocabulary slice (allreduce sum).
@@ -311,16 +311,16 @@ class SequenceParallelSeams : public MegatronSeams<T> {
       : MegatronSeams<T>(group), batch_(batch), seq_(seq), dim_(dim) {}
   /// Forward, before the sublayer (see MegatronSeams).
   std::span<const T> enter(model::Site site, int layer, std::span<const T> x,
-                           std::vector<T>& buffer) override;
+                           kernels::Vector<T>& buffer) override;
   /// Forward, after the sublayer: returns the rank's own tokens.
   std::span<const T> leave(model::Site site, int layer, std::span<T> y,
-                           std::vector<T>& buffer) override;
+                           kernels::Vector<T>& buffer) override;
   /// Backward of leave: returns as many rows as enter returned.
   std::span<const T> leave_backward(model::Site site, int layer, std::span<const T> dy,
-                                    std::vector<T>& buffer) override;
+                                    kernels::Vector<T>& buffer) override;
   /// Backward of enter: returns the rank's own tokens.
   std::span<const T> enter_backward(model::Site site, int layer, std::span<T> dx,
-                                    std::vector<T>& buffer) override;
+                                    kernels::Vector<T>& buffer) override;
   /// In a block and at the head, the sublayer sees the whole sequence, t
   /// times the stream's tokens, in enter's buffer, which the model drops
   /// after the forward: the backward calls enter again (Megatron's second

@@ -76,21 +76,21 @@ void g_backward(Comm& group, std::span<const T> dy) {
 // sublayer, and at the embedding and the head.
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::enter(model::Site, int, std::span<const T> x,
-                                           std::vector<T>&) {
+                                           kernels::Vector<T>&) {
   DTW_TODO("06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).");
 }
 template <TrainElement T>
-std::span<const T> MegatronSeams<T>::leave(model::Site, int, std::span<T> y, std::vector<T>&) {
+std::span<const T> MegatronSeams<T>::leave(model::Site, int, std::span<T> y, kernels::Vector<T>&) {
   DTW_TODO("06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).");
 }
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::leave_backward(model::Site, int, std::span<const T> dy,
-                                                    std::vector<T>&) {
+                                                    kernels::Vector<T>&) {
   DTW_TODO("06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).");
 }
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::enter_backward(model::Site, int, std::span<T> dx,
-                                                    std::vector<T>&) {
+                                                    kernels::Vector<T>&) {
   DTW_TODO("06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).");
 }
 

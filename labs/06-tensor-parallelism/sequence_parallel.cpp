@@ -82,24 +82,23 @@ void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole
 
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::enter(model::Site site, int, std::span<const T> x,
-                                                   std::vector<T>& buffer) {
+                                                   kernels::Vector<T>& buffer) {
   DTW_TODO("06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.");
 }
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::leave(model::Site site, int, std::span<T> y,
-                                                   std::vector<T>& buffer) {
+                                                   kernels::Vector<T>& buffer) {
   DTW_TODO("06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.");
 }
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::leave_backward(model::Site site, int,
                                                             std::span<const T> dy,
-                                                            std::vector<T>& buffer) {
+                                                            kernels::Vector<T>& buffer) {
   DTW_TODO("06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.");
 }
 template <TrainElement T>
-std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, int,
-                                                            std::span<T> dx,
-                                                            std::vector<T>& buffer) {
+std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, int, std::span<T> dx,
+                                                            kernels::Vector<T>& buffer) {
   DTW_TODO("06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.");
 }
 

@@ -37,6 +37,7 @@ void PlainAttention<T>::forward(T* out, CoreCache<T>& cache, const T* q, const T
                                 const kernels::AttentionShape& shape, const TokenRuns& positions,
                                 int /*layer*/) {
   check_whole("PlainAttention", positions, shape);
+  cache.probs.set_place(this->place());
   cache.probs.resize(static_cast<std::size_t>(cache_elements(shape)));
   kernels::attention_forward(this->place(), out, cache.probs.data(), q, k, v, shape, true);
 }
@@ -61,7 +62,7 @@ void attend_runs_forward(T* out, T* lse, const T* q, const TokenRuns& q_pos, con
                          const kernels::Place& at) {
   const std::int64_t Q = q_pos.size(), K = k_pos.size(), D = shape.head_dim;
   const std::vector<std::int64_t> qs = run_starts(q_pos), ks = run_starts(k_pos);
-  std::vector<T> part_out, part_lse;
+  kernels::Vector<T> part_out(at), part_lse(at);
   // Every (sequence, head) pair and every pair of runs is one kernel block:
   // the runs are contiguous in position, so the kernel's offsets mask them.
   for (std::int64_t bh = 0; bh < shape.batch * shape.heads; ++bh) {
@@ -114,6 +115,7 @@ void BlockwiseAttention<T>::forward(T* out, CoreCache<T>& cache, const T* q, con
   const std::int64_t rows = shape.batch * shape.heads * shape.q_len;
   // The merge starts from out = 0, lse = −∞ (no keys seen yet).
   kernels::fill_values(this->place(), out, rows * shape.head_dim, T(0));
+  cache.lse.set_place(this->place());
   cache.lse.resize(static_cast<std::size_t>(rows));
   kernels::fill_values(this->place(), cache.lse.data(), rows, -std::numeric_limits<T>::infinity());
   attend_runs_forward(out, cache.lse.data(), q, positions, k, v, positions, shape, this->place());

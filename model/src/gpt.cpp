@@ -147,16 +147,26 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
   a.seq = seq_len;
   a.stream = stream;
   a.range = range;
-  if (first) a.tokens.assign(tokens, tokens + N);
-  else a.tokens.clear();
-  a.targets.clear();
-  if (last && targets != nullptr) {
+  // The ids are read here, on the host, before they go where the lookups
+  // run (the layers do not read ids on a device).
+  auto check_ids = [&](const char* what, const std::int32_t* ids) {
     for (std::int64_t i = 0; i < N; ++i) {
-      DTW_CHECK_ARG(targets[i] >= 0 && targets[i] < c.vocab,
-                    "Gpt::forward: target id " << targets[i] << " (sequence " << i / seq_len
-                                               << ", position " << i % seq_len
-                                               << ") is outside [0, vocab " << c.vocab << ")");
+      DTW_CHECK_ARG(ids[i] >= 0 && ids[i] < c.vocab,
+                    "Gpt::forward: " << what << " id " << ids[i] << " (sequence " << i / seq_len
+                                     << ", position " << i % seq_len << ") is outside [0, vocab "
+                                     << c.vocab << ")");
     }
+  };
+  a.tokens.set_place(place_);
+  a.targets.set_place(place_);
+  a.tokens.clear();
+  a.targets.clear();
+  if (first) {
+    check_ids("token", tokens);
+    a.tokens.assign(tokens, tokens + N);
+  }
+  if (last && targets != nullptr) {
+    check_ids("target", targets);
     a.targets.assign(targets, targets + N);
   }
   // Keep only what this range's backward reads: x[b0 .. b1] and blocks [b0, b1).
@@ -171,18 +181,18 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
   if (first) {
     // Token and position embeddings start the residual stream ...
     const T* e = access.params(0);
-    embed_forward(sized(a.x[0], n * C), tokens, e + layout_.find("wte").offset,
+    embed_forward(sized(a.x[0], n * C, place_), a.tokens.data(), e + layout_.find("wte").offset,
                   e + layout_.find("wpe").offset, c, batch, seq_len, 0, times_, ends);
     access.release_params(0);
   } else {
-    kernels::copy_values(place_, sized(a.x[b0], n * C), x_in, n * C);
+    kernels::copy_values(place_, sized(a.x[b0], n * C, place_), x_in, n * C);
   }
   // ... every block reads it and writes the next version of it ...
   const BlockDims d = shard_dims(c, shard_, batch, stream);
   for (int l = b0; l < b1; ++l) {
     const int u = l + 1;
     const T* p = access.params(u);
-    block_forward(sized(a.x[l + 1], n * C), a.blocks[l], a.x[l].data(),
+    block_forward(sized(a.x[l + 1], n * C, place_), a.blocks[l], a.x[l].data(),
                   unit_block_weights(layout_, l, p, units_[u].begin), d, times_,
                   BlockSeams<T>{seams, l, &positions_, place_});
     access.release_params(u);
@@ -192,9 +202,9 @@ T Gpt<T>::forward(UnitAccess<T>& access, UnitRange range, const std::int32_t* to
   if (last) {
     const T* embed = head_is_tied(c) ? access.params(0) : nullptr;
     const T* h = access.params(U - 1);
-    loss = head_forward(a.head, a.x[L].data(), targets,
-                        unit_head_weights(layout_, head_is_tied(c), h, units_[U - 1], embed), N, C, V,
-                        times_, ends);
+    loss = head_forward(a.head, a.x[L].data(), targets != nullptr ? a.targets.data() : nullptr,
+                        unit_head_weights(layout_, head_is_tied(c), h, units_[U - 1], embed), N, C,
+                        V, times_, ends);
     access.release_params(U - 1);
     if (head_is_tied(c)) access.release_params(0);
   }
@@ -235,9 +245,10 @@ void Gpt<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
   const BlockDims d = shard_dims(c, shard_, a.batch, a.stream);
   Seams<T>* seams = seams_ != nullptr ? seams_ : &own_seams_;
   const EndSeams<T> ends = end_seams(c, shard_, seams, &positions_, a.batch, a.stream, place_);
-  T* scratch = sized(scratch_, std::max(last ? head_scratch_size(N, C, V) : 0,
-                                        b1 > b0 ? block_scratch_size(d) : 0));
-  T* dx = sized(dx_, n * C);
+  T* scratch = sized(
+      scratch_,
+      std::max(last ? head_scratch_size(N, C, V) : 0, b1 > b0 ? block_scratch_size(d) : 0), place_);
+  T* dx = sized(dx_, n * C, place_);
   const ParamView& wte = layout_.find("wte");
 
   if (last) {

@@ -61,18 +61,19 @@ void attention_sublayer_forward(T* y, AttentionCache<T>& cache, const T* x,
   if (positions == nullptr) positions = &whole;
   check_core_place("attention_sublayer_forward", *core, at);
   // One product computes the queries, keys and values of every head at once.
-  linear_forward(sized(cache.qkv, N * 3 * W), x, w.qkv_weight, w.qkv_bias, N, C, 3 * W, times, at);
+  linear_forward(sized(cache.qkv, N * 3 * W, at), x, w.qkv_weight, w.qkv_bias, N, C, 3 * W, times,
+                 at);
   {
     ScopedLayerTimer timer(times, "attention", attention_flops(d));
-    T* q = sized(cache.q, N * W);
-    T* k = sized(cache.k, N * W);
-    T* v = sized(cache.v, N * W);
+    T* q = sized(cache.q, N * W, at);
+    T* k = sized(cache.k, N * W, at);
+    T* v = sized(cache.v, N * W, at);
     split_qkv(q, k, v, cache.qkv.data(), d.batch, d.seq, d.heads, d.head_dim, at);
     // The core is the only part that sees other tokens than a row's own:
     // where sequence parallelism exchanges keys and values (seams.h).
-    core->forward(sized(cache.per_head, N * W), cache.core, q, k, v, attention_shape(d),
+    core->forward(sized(cache.per_head, N * W, at), cache.core, q, k, v, attention_shape(d),
                   *positions, layer);
-    merge_heads(sized(cache.merged, N * W), cache.per_head.data(), d.batch, d.seq, d.heads,
+    merge_heads(sized(cache.merged, N * W, at), cache.per_head.data(), d.batch, d.seq, d.heads,
                 d.head_dim, at);
   }
   // The output projection mixes the heads back into the residual width.
@@ -123,10 +124,10 @@ template <TrainElement T>
 void mlp_sublayer_forward(T* y, MlpCache<T>& cache, const T* x, const MlpWeights<const T>& w,
                           const BlockDims& d, LayerTimes* times, const kernels::Place& at) {
   const std::int64_t N = d.rows(), F = d.mlp_hidden, C = d.dim;
-  linear_forward(sized(cache.pre, N * F), x, w.fc_weight, w.fc_bias, N, C, F, times, at);
+  linear_forward(sized(cache.pre, N * F, at), x, w.fc_weight, w.fc_bias, N, C, F, times, at);
   {
     ScopedLayerTimer timer(times, "gelu");
-    kernels::gelu_forward(at, sized(cache.act, N * F), static_cast<const T*>(cache.pre.data()),
+    kernels::gelu_forward(at, sized(cache.act, N * F, at), static_cast<const T*>(cache.pre.data()),
                           N * F);
   }
   linear_forward(y, cache.act.data(), w.proj_weight, w.proj_bias, N, F, C, times, at);
@@ -162,16 +163,18 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
                    const BlockDims& d, LayerTimes* times, const BlockSeams<T>& at) {
   const std::int64_t N = d.rows(), C = d.dim;
   Seams<T>& seams = at.seams != nullptr ? *at.seams : identity_seams<T>();
-  std::vector<T> out;  // where a seam that changes the row count writes
+  kernels::Vector<T> out(at.place);  // where a seam that changes the row count writes
   {
     ScopedLayerTimer timer(times, "layernorm");
-    kernels::layernorm_forward(at.place, sized(cache.ln1, N * C), sized(cache.ln1_mean, N),
-                               sized(cache.ln1_rstd, N), x_in, w.ln1_gamma, w.ln1_beta, N, C);
+    kernels::layernorm_forward(
+        at.place, sized(cache.ln1, N * C, at.place), sized(cache.ln1_mean, N, at.place),
+        sized(cache.ln1_rstd, N, at.place), x_in, w.ln1_gamma, w.ln1_beta, N, C);
   }
   // enter → sublayer → leave → bias → residual: the projection's bias is
   // added after leave, so a row-parallel rank adds it once, after the sum.
-  auto sublayer = [&](Site site, std::span<const T> in_norm, std::vector<T>& in_buffer, T* to,
+  auto sublayer = [&](Site site, std::span<const T> in_norm, kernels::Vector<T>& in_buffer, T* to,
                       const T* bias, const T* residual, auto&& run) {
+    in_buffer.set_place(at.place);  // the seams resize it: it must be where they write
     const std::span<const T> in = seams.enter(site, at.layer, in_norm, in_buffer);
     const bool new_buffer = !in_buffer.empty() && in.data() == in_buffer.data();
     if (!new_buffer) in_buffer.clear();
@@ -189,11 +192,11 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
     BlockDims sd = d;
     sd.seq = static_cast<std::int64_t>(in.size()) / (d.batch * C);
     const bool same_rows = sd.rows() == N;
-    T* y = same_rows ? to : sized(out, sd.rows() * C);
+    T* y = same_rows ? to : sized(out, sd.rows() * C, at.place);
     run(y, in.data(), sd);
     // Megatron-SP's saving: the gathered input goes now, and the backward
     // gathers it again from the norm's output, which the block keeps anyway.
-    if (declared.enter_again) std::vector<T>().swap(in_buffer);
+    if (declared.enter_again) kernels::Vector<T>(at.place).swap(in_buffer);
     const std::span<const T> added = seams.leave(site, at.layer, {y, static_cast<std::size_t>(sd.rows() * C)}, out);
     DTW_CHECK_ARG(static_cast<std::int64_t>(added.size()) == N * C,
                   "Seams::leave(" << name_of(site) << ", layer " << at.layer << ") returned "
@@ -209,7 +212,7 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
   };
   AttentionWeights<const T> attn = w.attn;
   attn.proj_bias = nullptr;
-  T* mid = sized(cache.mid, N * C);
+  T* mid = sized(cache.mid, N * C, at.place);
   sublayer(Site::kAttention, {cache.ln1.data(), cache.ln1.size()}, cache.attn_in, mid,
            w.attn.proj_bias, x_in, [&](T* y, const T* in, const BlockDims& sd) {
              // A sublayer that sees more rows than the stream (Megatron-SP's
@@ -221,9 +224,10 @@ void block_forward(T* x_out, BlockCache<T>& cache, const T* x_in, const BlockWei
            });
   {
     ScopedLayerTimer timer(times, "layernorm");
-    kernels::layernorm_forward(at.place, sized(cache.ln2, N * C), sized(cache.ln2_mean, N),
-                               sized(cache.ln2_rstd, N), static_cast<const T*>(mid), w.ln2_gamma,
-                               w.ln2_beta, N, C);
+    kernels::layernorm_forward(at.place, sized(cache.ln2, N * C, at.place),
+                               sized(cache.ln2_mean, N, at.place),
+                               sized(cache.ln2_rstd, N, at.place), static_cast<const T*>(mid),
+                               w.ln2_gamma, w.ln2_beta, N, C);
   }
   MlpWeights<const T> mlp = w.mlp;
   mlp.proj_bias = nullptr;
@@ -243,13 +247,13 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
   T* d_ln = scratch;             // gradient at a layer norm's output
   T* d_mid = scratch + N * C;    // gradient at mid
   T* sub = scratch + 2 * N * C;  // the sublayers' scratch
-  std::vector<T> dy_buffer, dx_buffer, big;  // for seams that change the row count
-  std::vector<T> again;                       // the input, when the seams enter again
+  // for seams that change the row count, and the input when the seams enter again
+  kernels::Vector<T> dy_buffer(at.place), dx_buffer(at.place), big(at.place), again(at.place);
   // The backward of leave → sublayer → enter, from the gradient at the
   // residual (dy) to the gradient at the norm's output (into d_ln). The
   // bias, added after leave, takes its gradient from dy and is final first.
-  auto sublayer = [&](Site site, const T* dy, T* bias_grad, const std::vector<T>& in_buffer,
-                      const std::vector<T>& in_norm, auto&& run) {
+  auto sublayer = [&](Site site, const T* dy, T* bias_grad, const kernels::Vector<T>& in_buffer,
+                      const kernels::Vector<T>& in_norm, auto&& run) {
     if (bias_grad != nullptr) {
       ScopedLayerTimer timer(times, "bias");
       kernels::bias_backward(at.place, bias_grad, dy, N, C);
@@ -273,8 +277,8 @@ void block_backward(T* dx_in, const BlockWeights<T>& grads, const T* dx_out, con
     BlockDims sd = d;
     sd.seq = static_cast<std::int64_t>(dsub.size()) / (d.batch * C);
     const bool same_rows = sd.rows() == N;
-    T* sub_scratch = same_rows ? sub : sized(big, block_scratch_size(sd));
-    T* dx = same_rows ? d_ln : sized(dx_buffer, sd.rows() * C);
+    T* sub_scratch = same_rows ? sub : sized(big, block_scratch_size(sd), at.place);
+    T* dx = same_rows ? d_ln : sized(dx_buffer, sd.rows() * C, at.place);
     run(dx, dsub.data(), in, sd, sub_scratch);
     const std::span<const T> dnorm =
         seams.enter_backward(site, at.layer, {dx, static_cast<std::size_t>(sd.rows() * C)}, dx_buffer);

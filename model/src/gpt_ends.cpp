@@ -19,10 +19,13 @@ using detail::sized;
 
 namespace {
 
+// Ids on a device are not read here (that would wait for the stream each
+// pass): whoever copies them there checks them first, as Gpt::forward does.
 void check_tokens(const char* who, const std::int32_t* tokens, const ModelConfig& config,
-                  std::int64_t batch, std::int64_t seq) {
+                  std::int64_t batch, std::int64_t seq, const kernels::Place& at) {
   DTW_CHECK_ARG(batch >= 0 && seq >= 0,
                 who << ": batch " << batch << " and seq " << seq << " must not be negative");
+  if (!at.is_host()) return;
   for (std::int64_t i = 0; i < batch * seq; ++i) {
     DTW_CHECK_ARG(tokens[i] >= 0 && tokens[i] < config.vocab,
                   who << ": token id " << tokens[i] << " (sequence " << i / seq << ", position "
@@ -30,9 +33,11 @@ void check_tokens(const char* who, const std::int32_t* tokens, const ModelConfig
   }
 }
 
-// The position of each local token: the runs' positions, or offset + t.
-std::vector<std::int32_t> positions(const char* who, const ModelConfig& config, std::int64_t seq,
-                                    std::int64_t offset, const TokenRuns* runs) {
+// The position of each local token: the runs' positions, or offset + t;
+// checked on the host, then copied to where the lookups run.
+kernels::Vector<std::int32_t> positions(const char* who, const ModelConfig& config,
+                                        std::int64_t seq, std::int64_t offset,
+                                        const TokenRuns* runs, const kernels::Place& place) {
   DTW_CHECK_ARG(runs == nullptr || runs->size() == seq,
                 who << ": " << seq << " tokens per sequence but " << runs->size()
                     << " positions");
@@ -44,7 +49,9 @@ std::vector<std::int32_t> positions(const char* who, const ModelConfig& config, 
                       << config.context << " of model " << config.name);
     p[t] = static_cast<std::int32_t>(at);
   }
-  return p;
+  kernels::Vector<std::int32_t> placed(place);
+  placed.assign(p.begin(), p.end());
+  return placed;
 }
 
 template <class T>
@@ -84,17 +91,17 @@ template <TrainElement T>
 void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
                    const ModelConfig& config, std::int64_t batch, std::int64_t seq,
                    std::int64_t position_offset, LayerTimes* times, const EndSeams<T>& at) {
-  check_tokens("embed_forward", tokens, config, batch, seq);
+  check_tokens("embed_forward", tokens, config, batch, seq, at.place);
   const std::int64_t C = config.dim, N = batch * seq, n = stream_rows_of(at, N, batch);
   const std::int64_t s = n / std::max<std::int64_t>(batch, 1);  // the stream's tokens a sequence
-  const std::vector<std::int32_t> pos =
-      positions("embed_forward", config, s, position_offset, at.positions);
+  const kernels::Vector<std::int32_t> pos =
+      positions("embed_forward", config, s, position_offset, at.positions, at.place);
   ScopedLayerTimer timer(times, "embedding");
   const VocabSlice vocab = slice_of(at.vocab, config);
   // When the seams cut the stream, the lookup covers every token and leave
   // keeps the stream's: look up into a buffer, not into x.
-  std::vector<T> looked;
-  T* e = n == N ? x : sized(looked, N * C);
+  kernels::Vector<T> looked;
+  T* e = n == N ? x : sized(looked, N * C, at.place);
   // x = wte[token] + wpe[position]: a lookup, then a second lookup added on top.
   const kernels::Place& place = at.place;
   if (vocab.whole) {
@@ -105,7 +112,7 @@ void embed_forward(T* x, const std::int32_t* tokens, const T* wte, const T* wpe,
     // VocabParallelEmbedding).
     kernels::vocab_embedding_forward(place, e, tokens, wte, N, C, vocab.v0, vocab.v1);
   }
-  std::vector<T> buffer;
+  kernels::Vector<T> buffer(at.place);
   const std::span<const T> summed =
       seams_of(at).leave(Site::kEmbedding, -1, {e, static_cast<std::size_t>(N * C)}, buffer);
   DTW_CHECK_ARG(static_cast<std::int64_t>(summed.size()) == n * C,
@@ -120,16 +127,16 @@ template <TrainElement T>
 void embed_backward(T* dwte, T* dwpe, const T* dx, const std::int32_t* tokens,
                     const ModelConfig& config, std::int64_t batch, std::int64_t seq,
                     std::int64_t position_offset, LayerTimes* times, const EndSeams<T>& at) {
-  check_tokens("embed_backward", tokens, config, batch, seq);
+  check_tokens("embed_backward", tokens, config, batch, seq, at.place);
   const std::int64_t C = config.dim, N = batch * seq, n = stream_rows_of(at, N, batch);
   const std::int64_t s = n / std::max<std::int64_t>(batch, 1);
-  const std::vector<std::int32_t> pos =
-      positions("embed_backward", config, s, position_offset, at.positions);
+  const kernels::Vector<std::int32_t> pos =
+      positions("embed_backward", config, s, position_offset, at.positions, at.place);
   ScopedLayerTimer timer(times, "embedding");
   const VocabSlice vocab = slice_of(at.vocab, config);
   // A lookup copies rows, so its gradient adds each row of dx back into the
   // table row it came from: dwte[token] += dx, dwpe[position] += dx.
-  std::vector<T> buffer;
+  kernels::Vector<T> buffer(at.place);
   const std::span<const T> d_tok = seams_of(at).leave_backward(
       Site::kEmbedding, -1, {dx, static_cast<std::size_t>(n * C)}, buffer);
   DTW_CHECK_ARG(static_cast<std::int64_t>(d_tok.size()) == N * C,
@@ -156,7 +163,9 @@ template <class T>
 T sliced_cross_entropy(const kernels::Place& at, T* probs, T* losses, const T* logits,
                        const std::int32_t* targets, std::int64_t rows, std::int64_t vocab_local,
                        const VocabSlice& vocab, Seams<T>& seams) {
-  std::vector<T> row_max(static_cast<std::size_t>(rows)), sums(static_cast<std::size_t>(2 * rows));
+  kernels::Vector<T> row_max(at), sums(at);
+  row_max.resize(static_cast<std::size_t>(rows));
+  sums.resize(static_cast<std::size_t>(2 * rows));
   kernels::vocab_row_max(at, row_max.data(), logits, rows, vocab_local);
   seams.vocab_max(row_max);
   // Σ exp(l − m) over the slice and the target's logit (0 unless this
@@ -179,9 +188,11 @@ T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
   const std::int64_t n = stream_rows_of(at, rows, 0);  // x's rows
   {
     ScopedLayerTimer timer(times, "layernorm");
-    kernels::layernorm_forward(at.place, sized(cache.ln, n * dim), sized(cache.mean, n),
-                               sized(cache.rstd, n), x, w.lnf_gamma, w.lnf_beta, n, dim);
+    kernels::layernorm_forward(at.place, sized(cache.ln, n * dim, at.place),
+                               sized(cache.mean, n, at.place), sized(cache.rstd, n, at.place), x,
+                               w.lnf_gamma, w.lnf_beta, n, dim);
   }
+  cache.in.set_place(at.place);  // the seams resize it: it must be where they write
   const std::span<const T> in = seams.enter(Site::kHead, -1, cache.ln, cache.in);
   const bool new_buffer = !cache.in.empty() && in.data() == cache.in.data();
   DTW_CHECK_ARG(static_cast<std::int64_t>(in.size()) == rows * dim &&
@@ -192,10 +203,10 @@ T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
                     << (at.head_input.new_buffer ? " in its buffer, as sublayer_input declares"
                                                  : ""));
   if (!new_buffer) cache.in.clear();
-  linear_forward(sized(cache.logits, rows * vocab), in.data(), w.weight,
+  linear_forward(sized(cache.logits, rows * vocab, at.place), in.data(), w.weight,
                  static_cast<const T*>(nullptr), rows, dim, vocab, times, at.place);
   // The backward enters again (Megatron-SP): the gathered input goes now.
-  if (at.head_input.enter_again) std::vector<T>().swap(cache.in);
+  if (at.head_input.enter_again) kernels::Vector<T>(at.place).swap(cache.in);
   if (targets == nullptr) {
     cache.probs.clear();
     return T(0);
@@ -203,15 +214,16 @@ T head_forward(HeadCache<T>& cache, const T* x, const std::int32_t* targets,
   ScopedLayerTimer timer(times, "loss");
   if (whole_vocab(at.vocab)) {
     return kernels::cross_entropy_forward(
-        at.place, sized(cache.probs, rows * vocab), sized(cache.losses, rows),
+        at.place, sized(cache.probs, rows * vocab, at.place), sized(cache.losses, rows, at.place),
         static_cast<const T*>(cache.logits.data()), targets, rows, vocab);
   }
   const VocabSlice slice{at.vocab.begin, at.vocab.end, false};
   DTW_CHECK_ARG(slice.v1 - slice.v0 == vocab,
                 "head_forward: the vocabulary slice [" << slice.v0 << ", " << slice.v1
                                                        << ") does not have " << vocab << " rows");
-  return sliced_cross_entropy(at.place, sized(cache.probs, rows * vocab), sized(cache.losses, rows),
-                              cache.logits.data(), targets, rows, vocab, slice, seams);
+  return sliced_cross_entropy(at.place, sized(cache.probs, rows * vocab, at.place),
+                              sized(cache.losses, rows, at.place), cache.logits.data(), targets,
+                              rows, vocab, slice, seams);
 }
 
 template <TrainElement T>
@@ -241,7 +253,7 @@ void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::in
   // gradient also receives the embedding's contribution).
   const std::int64_t n = stream_rows_of(at, rows, 0);  // x's rows
   const T* in = cache.in.empty() ? cache.ln.data() : cache.in.data();
-  std::vector<T> again;
+  kernels::Vector<T> again(at.place);
   if (at.head_input.enter_again) {
     const std::span<const T> x_again = seams_of(at).enter(Site::kHead, -1, cache.ln, again);
     DTW_CHECK_ARG(static_cast<std::int64_t>(x_again.size()) == rows * dim,
@@ -251,7 +263,7 @@ void head_backward(T* dx, const HeadWeights<T>& grads, const T* x, const std::in
   }
   linear_backward(dln, grads.weight, static_cast<T*>(nullptr), dlogits, in, w.weight, rows, dim,
                   vocab, times, at.place);
-  std::vector<T> buffer;
+  kernels::Vector<T> buffer(at.place);
   const std::span<const T> d_norm = seams_of(at).enter_backward(
       Site::kHead, -1, {dln, static_cast<std::size_t>(rows * dim)}, buffer);
   DTW_CHECK_ARG(static_cast<std::int64_t>(d_norm.size()) == n * dim,

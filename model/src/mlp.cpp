@@ -87,6 +87,7 @@ T Mlp<T>::forward(UnitAccess<T>& access, UnitRange range, const T* x_in,
   MlpActivations<T>& a = acts_;
   a.rows = rows;
   a.range = range;
+  a.labels.set_place(place_);
   if (last) a.labels.assign(labels, labels + rows);
   else a.labels.clear();
   a.x.resize(static_cast<std::size_t>(n + 1));
@@ -101,14 +102,14 @@ T Mlp<T>::forward(UnitAccess<T>& access, UnitRange range, const T* x_in,
     a.losses.clear();
   }
   const std::int64_t in = rows * width(range.begin);
-  kernels::copy_values(place_, sized(a.x[range.begin], in), x_in, in);
+  kernels::copy_values(place_, sized(a.x[range.begin], in, place_), x_in, in);
   for (int i = range.begin; i < range.end; ++i) {
     const Unit& u = units_[i];
     const T* p = access.params(i);
     const std::string f = "fc." + std::to_string(i) + ".";
     const bool gelu = i + 1 < n;  // every layer but the classifier
-    T* pre = gelu ? sized(a.pre[i], rows * width(i + 1)) : nullptr;
-    mlp_layer_forward(sized(a.x[i + 1], rows * width(i + 1)), pre, a.x[i].data(),
+    T* pre = gelu ? sized(a.pre[i], rows * width(i + 1), place_) : nullptr;
+    mlp_layer_forward(sized(a.x[i + 1], rows * width(i + 1), place_), pre, a.x[i].data(),
                       p + (layout_.find(f + "weight").offset - u.begin),
                       p + (layout_.find(f + "bias").offset - u.begin), rows, width(i), width(i + 1),
                       gelu, times_, place_);
@@ -118,8 +119,8 @@ T Mlp<T>::forward(UnitAccess<T>& access, UnitRange range, const T* x_in,
   if (last) {
     ScopedLayerTimer timer(times_, "loss");
     loss = kernels::cross_entropy_forward(
-        place_, sized(a.probs, rows * config_.classes), sized(a.losses, rows),
-        static_cast<const T*>(a.x[n].data()), labels, rows, config_.classes);
+        place_, sized(a.probs, rows * config_.classes, place_), sized(a.losses, rows, place_),
+        static_cast<const T*>(a.x[n].data()), a.labels.data(), rows, config_.classes);
   }
   has_forward_ = true;
   return loss;
@@ -148,8 +149,8 @@ void Mlp<T>::backward(UnitAccess<T>& access, const T* dx_out, T loss_scale,
                                                << ") end before the classifier: pass dx_out");
   std::int64_t widest = 0;
   for (int i = 0; i <= n; ++i) widest = std::max(widest, width(i));
-  T* dy = sized(grad_a_, a.rows * widest);
-  T* dx = sized(grad_b_, a.rows * widest);
+  T* dy = sized(grad_a_, a.rows * widest, place_);
+  T* dx = sized(grad_b_, a.rows * widest, place_);
   if (last) {
     // Mean loss over the rows: each row's loss enters with weight loss_scale/rows.
     ScopedLayerTimer timer(times_, "loss");

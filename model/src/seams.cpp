@@ -14,22 +14,22 @@ const char* name_of(Site site) {
 }
 
 template <TrainElement T>
-std::span<const T> Seams<T>::enter(Site, int, std::span<const T> x, std::vector<T>&) {
+std::span<const T> Seams<T>::enter(Site, int, std::span<const T> x, kernels::Vector<T>&) {
   return x;
 }
 
 template <TrainElement T>
-std::span<const T> Seams<T>::leave(Site, int, std::span<T> y, std::vector<T>&) {
+std::span<const T> Seams<T>::leave(Site, int, std::span<T> y, kernels::Vector<T>&) {
   return y;
 }
 
 template <TrainElement T>
-std::span<const T> Seams<T>::leave_backward(Site, int, std::span<const T> dy, std::vector<T>&) {
+std::span<const T> Seams<T>::leave_backward(Site, int, std::span<const T> dy, kernels::Vector<T>&) {
   return dy;
 }
 
 template <TrainElement T>
-std::span<const T> Seams<T>::enter_backward(Site, int, std::span<T> dx, std::vector<T>&) {
+std::span<const T> Seams<T>::enter_backward(Site, int, std::span<T> dx, kernels::Vector<T>&) {
   return dx;
 }
 

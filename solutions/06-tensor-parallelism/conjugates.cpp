@@ -116,7 +116,7 @@ void g_backward(Comm& group, std::span<const T> dy) {
 // sublayer, and at the embedding and the head.
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::enter(model::Site, int, std::span<const T> x,
-                                           std::vector<T>&) {
+                                           kernels::Vector<T>&) {
   // @lab 06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).
   // @hint 1: The model calls enter just before the matrix cut by its output features, with
   // @hint 1: the input that every rank holds whole. Which of the two operators stands there,
@@ -129,7 +129,7 @@ std::span<const T> MegatronSeams<T>::enter(model::Site, int, std::span<const T> 
   // @end
 }
 template <TrainElement T>
-std::span<const T> MegatronSeams<T>::leave(model::Site, int, std::span<T> y, std::vector<T>&) {
+std::span<const T> MegatronSeams<T>::leave(model::Site, int, std::span<T> y, kernels::Vector<T>&) {
   // @lab 06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).
   // @hint 1: The model calls leave after the matrix cut by its input features: every rank
   // @hint 1: holds its slice's share of every output value. What turns them into the output?
@@ -143,7 +143,7 @@ std::span<const T> MegatronSeams<T>::leave(model::Site, int, std::span<T> y, std
 }
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::leave_backward(model::Site, int, std::span<const T> dy,
-                                                    std::vector<T>&) {
+                                                    kernels::Vector<T>&) {
   // @lab 06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).
   // @hint 1: leave_backward: backward, the model first meets the operator that ended the
   // @hint 1: region forward.
@@ -156,7 +156,7 @@ std::span<const T> MegatronSeams<T>::leave_backward(model::Site, int, std::span<
 }
 template <TrainElement T>
 std::span<const T> MegatronSeams<T>::enter_backward(model::Site, int, std::span<T> dx,
-                                                    std::vector<T>&) {
+                                                    kernels::Vector<T>&) {
   // @lab 06.1: MegatronSeams: f and g where the GPT calls them (the code that trains).
   // @hint 1: enter_backward: the input fed every rank's slice of the weight; each rank's dx
   // @hint 1: is the gradient through its own slice only. What is the whole input's gradient?

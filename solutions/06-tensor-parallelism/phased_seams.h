@@ -52,13 +52,14 @@ class PhasedSeams final : public model::Seams<T> {
   // before the model uses it, so a seam that gathers or scatters at the
   // wrong site, or by the wrong amount, is reported (rank, site, sizes)
   // instead of running off a buffer.
-  std::span<const T> enter(model::Site s, int l, std::span<const T> x, std::vector<T>& b) override {
+  std::span<const T> enter(model::Site s, int l, std::span<const T> x,
+                           kernels::Vector<T>& b) override {
     const bool gathers = sp_ && where_f(s);
     return checked("enter", s, l, gathers ? whole_ : x.size(), x.size(), cut(gathers, [&] {
                      return located("enter", s, l, [&] { return inner_.enter(s, l, x, b); });
                    }));
   }
-  std::span<const T> leave(model::Site s, int l, std::span<T> y, std::vector<T>& b) override {
+  std::span<const T> leave(model::Site s, int l, std::span<T> y, kernels::Vector<T>& b) override {
     const bool scatters = sp_ && where_g(s);
     return checked("leave", s, l, scatters ? whole_ / t_ : y.size(), y.size(),
                    cut(!sp_ || scatters, [&] {
@@ -66,7 +67,7 @@ class PhasedSeams final : public model::Seams<T> {
                    }));
   }
   std::span<const T> leave_backward(model::Site s, int l, std::span<const T> dy,
-                                    std::vector<T>& b) override {
+                                    kernels::Vector<T>& b) override {
     const bool gathers = sp_ && where_g(s);
     return checked("leave_backward", s, l, gathers ? whole_ : dy.size(), dy.size(),
                    cut(gathers, [&] {
@@ -75,7 +76,7 @@ class PhasedSeams final : public model::Seams<T> {
                    }));
   }
   std::span<const T> enter_backward(model::Site s, int l, std::span<T> dx,
-                                    std::vector<T>& b) override {
+                                    kernels::Vector<T>& b) override {
     const bool scatters = sp_ && where_f(s);
     return checked("enter_backward", s, l, scatters ? whole_ / t_ : dx.size(), dx.size(),
                    cut(!sp_ || scatters, [&] {

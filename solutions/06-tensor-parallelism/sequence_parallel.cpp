@@ -115,7 +115,7 @@ void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole
 
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::enter(model::Site site, int, std::span<const T> x,
-                                                   std::vector<T>& buffer) {
+                                                   kernels::Vector<T>& buffer) {
   // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
   // @hint 1: enter: between the sublayers each rank holds only its stretch of every sequence.
   // @hint 1: Wherever Megatron's f stood (06.1), the cut matrices after it need every token:
@@ -134,7 +134,7 @@ std::span<const T> SequenceParallelSeams<T>::enter(model::Site site, int, std::s
 }
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::leave(model::Site site, int, std::span<T> y,
-                                                   std::vector<T>& buffer) {
+                                                   kernels::Vector<T>& buffer) {
   // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
   // @hint 1: leave: wherever Megatron's g stood (after a sublayer, and after the vocabulary
   // @hint 1: slices' lookups), tensor parallelism would sum the partial outputs on every rank;
@@ -153,7 +153,7 @@ std::span<const T> SequenceParallelSeams<T>::leave(model::Site site, int, std::s
 template <TrainElement T>
 std::span<const T> SequenceParallelSeams<T>::leave_backward(model::Site site, int,
                                                             std::span<const T> dy,
-                                                            std::vector<T>& buffer) {
+                                                            kernels::Vector<T>& buffer) {
   // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
   // @hint 1: leave_backward: the gradient arrives cut like leave's output: the rank's tokens
   // @hint 1: only. What came before leave (a sublayer, the vocabulary lookup) needs every
@@ -170,9 +170,8 @@ std::span<const T> SequenceParallelSeams<T>::leave_backward(model::Site site, in
   // @end
 }
 template <TrainElement T>
-std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, int,
-                                                            std::span<T> dx,
-                                                            std::vector<T>& buffer) {
+std::span<const T> SequenceParallelSeams<T>::enter_backward(model::Site site, int, std::span<T> dx,
+                                                            kernels::Vector<T>& buffer) {
   // @lab 06.6: SequenceParallelSeams: the sequence collectives where the GPT calls them.
   // @hint 1: enter_backward: each rank's input gradient is partial (its heads, hidden units
   // @hint 1: or vocabulary columns only) and covers every token; the rank keeps the whole sum

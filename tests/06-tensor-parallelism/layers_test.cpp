@@ -77,7 +77,7 @@ TEST(MegatronSeamsTest, LeaveIsGAndEnterBackwardIsFsBackwardAtEverySite) {
       const std::vector<double> want = sum_over_ranks(t, n, 300);
       const std::vector<double> mine = random_values(n, 300 + r);
       MegatronSeams<double> seams(group);
-      std::vector<double> buffer;
+      kernels::Vector<double> buffer;
       for (model::Site site : {model::Site::kEmbedding, model::Site::kAttention, model::Site::kMlp,
                                model::Site::kHead}) {
         const std::string at = std::string(" at the ") + model::name_of(site);

@@ -108,7 +108,7 @@ TEST(SequenceParallelSeamsTest, WhereFStoodTheyGatherWhereGStoodTheyReduceScatte
                         sum.begin() + (b * seq + (r + 1) * l) * dim);
       }
       SequenceParallelSeams<double> seams(group, batch, seq, dim);
-      std::vector<double> buffer;
+      kernels::Vector<double> buffer;
       const auto vec = [](std::span<const double> s) {
         return std::vector<double>(s.begin(), s.end());
       };

@@ -88,7 +88,7 @@ TEST_F(BenchCliTest, KernelsRefusesBadSizesInsteadOfCrashing) {
   expect_refused("kernels", {"--steps", "0", "--size", "8", "--repeats", "1"}, "--steps must be between 1 and");
   // Checked before the matmul and attention sections run, not after.
   expect_refused("kernels", {"--model", "mlp-tiny", "--size", "8", "--repeats", "1"},
-                 "--model must be a GPT (gpt-tiny, gpt-small, gpt-base), not mlp-tiny");
+                 "--model must be a GPT (gpt-tiny, gpt-small, gpt-base, gpt2-124m), not mlp-tiny");
 }
 
 // --batch 100000 printed only "std::bad_alloc": the sizes' memory is now

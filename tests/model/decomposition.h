@@ -111,12 +111,12 @@ class TensorParallelSeams final : public model::Seams<double> {
   TensorParallelSeams(LocalGroup& group, int rank, Cut cut = {})
       : group_(group), rank_(rank), cut_(cut) {}
   std::span<const double> leave(model::Site site, int, std::span<double> y,
-                                std::vector<double>&) override {
+                                dtw::kernels::Vector<double>&) override {
     if (is_cut(site)) group_.allreduce(rank_, y);
     return y;
   }
   std::span<const double> enter_backward(model::Site site, int, std::span<double> dx,
-                                         std::vector<double>&) override {
+                                         dtw::kernels::Vector<double>&) override {
     if (is_cut(site)) group_.allreduce(rank_, dx);
     return dx;
   }
@@ -233,22 +233,22 @@ class SequenceParallelSeams final : public model::Seams<double> {
       : group_(group), rank_(rank), batch_(batch), seq_(seq), dim_(dim), again_(again),
         ends_(ends) {}
   std::span<const double> enter(model::Site site, int, std::span<const double> x,
-                                std::vector<double>& buffer) override {
+                                dtw::kernels::Vector<double>& buffer) override {
     if (gathers_in(site)) ++enters_;
     return gathers_in(site) ? gather(x, buffer) : x;
   }
   /// The enter calls that gathered, so far.
   int enters() const { return enters_; }
   std::span<const double> leave(model::Site site, int, std::span<double> y,
-                                std::vector<double>& buffer) override {
+                                dtw::kernels::Vector<double>& buffer) override {
     return scatters_out(site) ? scatter(y, buffer) : y;
   }
   std::span<const double> leave_backward(model::Site site, int, std::span<const double> dy,
-                                         std::vector<double>& buffer) override {
+                                         dtw::kernels::Vector<double>& buffer) override {
     return scatters_out(site) ? gather(dy, buffer) : dy;
   }
   std::span<const double> enter_backward(model::Site site, int, std::span<double> dx,
-                                         std::vector<double>& buffer) override {
+                                         dtw::kernels::Vector<double>& buffer) override {
     return gathers_in(site) ? scatter(dx, buffer) : dx;
   }
   // A sublayer (and with the ends, the head) sees the whole sequence,
@@ -276,7 +276,7 @@ class SequenceParallelSeams final : public model::Seams<double> {
   }
   std::int64_t local() const { return seq_ / group_.size(); }
   // Row (b, q·local + i) of the whole comes from rank q's row (b, i).
-  std::span<const double> gather(std::span<const double> x, std::vector<double>& out) {
+  std::span<const double> gather(std::span<const double> x, dtw::kernels::Vector<double>& out) {
     const auto all = group_.gather(rank_, x.data());
     const std::int64_t l = local();
     out.resize(static_cast<std::size_t>(batch_ * seq_ * dim_));
@@ -287,7 +287,7 @@ class SequenceParallelSeams final : public model::Seams<double> {
     group_.done();
     return out;
   }
-  std::span<const double> scatter(std::span<double> y, std::vector<double>& out) {
+  std::span<const double> scatter(std::span<double> y, dtw::kernels::Vector<double>& out) {
     group_.allreduce(rank_, y);
     const std::int64_t l = local();
     out.resize(static_cast<std::size_t>(batch_ * l * dim_));

@@ -558,7 +558,7 @@ TEST(GptDecompositionTest, AnUndeclaredNewSublayerInputIsRefused) {
   const Whole w = whole_model(c);
   struct Copying final : Seams<double> {
     std::span<const double> enter(Site, int, std::span<const double> x,
-                                  std::vector<double>& buffer) override {
+                                  dtw::kernels::Vector<double>& buffer) override {
       buffer.assign(x.begin(), x.end());
       return buffer;
     }

@@ -24,7 +24,8 @@ std::string message_of(const std::function<void()>& f) {
 }
 
 TEST(ConfigTest, NamedConfigsHaveTheDocumentedShapes) {
-  EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp-tiny", "gpt-tiny", "gpt-small", "gpt-base"}));
+  EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp-tiny", "gpt-tiny", "gpt-small",
+                                                     "gpt-base", "gpt2-124m"}));
   const ModelConfig mlp = model_config("mlp-tiny");
   EXPECT_EQ(mlp.kind, ModelKind::kMlp);
   EXPECT_EQ(mlp.features, 16);
@@ -41,6 +42,13 @@ TEST(ConfigTest, NamedConfigsHaveTheDocumentedShapes) {
   EXPECT_EQ(std::vector<std::int64_t>({small.vocab, small.context, small.dim, small.heads,
                                        small.layers, small.mlp_hidden}),
             std::vector<std::int64_t>({96, 128, 256, 8, 4, 1024}));
+  // GPT-2 small, the model of llm.c's GPU figures: 124,439,808 parameters
+  // (wte 50257·768, wpe 1024·768, 12 blocks of 7,087,872, the final norm).
+  const ModelConfig gpt2 = model_config("gpt2-124m");
+  EXPECT_EQ(std::vector<std::int64_t>(
+                {gpt2.vocab, gpt2.context, gpt2.dim, gpt2.heads, gpt2.layers, gpt2.mlp_hidden}),
+            std::vector<std::int64_t>({50257, 1024, 768, 12, 12, 3072}));
+  EXPECT_EQ(param_layout(gpt2).size(), 124'439'808);
   for (const std::string& name : model_names()) EXPECT_NO_THROW(validate(model_config(name)));
 }
 

@@ -48,12 +48,12 @@ class TensorParallel final : public model::Seams<double> {
  public:
   explicit TensorParallel(Comm& comm) : comm_(comm) {}
   std::span<const double> leave(model::Site, int, std::span<double> y,
-                                std::vector<double>&) override {
+                                dtw::kernels::Vector<double>&) override {
     allreduce(comm_, y);
     return y;
   }
   std::span<const double> enter_backward(model::Site, int, std::span<double> dx,
-                                         std::vector<double>&) override {
+                                         dtw::kernels::Vector<double>&) override {
     allreduce(comm_, dx);
     return dx;
   }

@@ -59,6 +59,7 @@ struct TrainCommandOptions {
   std::string strategy = "single";
   int ranks = 1;
   std::string backend = "threads";  // or mpi: under mpirun, which dtw starts itself
+  std::string device = "host";      // or cuda: threads ranks sharing the machine's GPUs
   std::string hostfile;  // OpenMPI hostfile for --backend mpi, empty: this machine only
   std::vector<std::string> knobs;  // --set key=value
   std::int64_t memory_cap = 0;     // per-rank ledger cap in bytes, 0: none

@@ -60,6 +60,13 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
                         "threads, or mpi: dtw starts mpirun with one process per rank (as "
                         "dtw run --backend mpi does); rank 0 prints")
       ->capture_default_str();
+  train_cmd
+      ->add_option("--device", options.device,
+                   "host, or cuda: every rank's model, gradients, optimizer state and "
+                   "messages on a GPU (rank r on device r % GPUs, so ranks may share one); "
+                   "with --backend threads")
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->capture_default_str();
   add_path(*train_cmd, "--hostfile", options.hostfile,
            "With --backend mpi: an OpenMPI hostfile (lines like `node1 slots=2`) to spread the "
            "ranks over several machines");
@@ -73,7 +80,8 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainCommandOptions& options) {
       ->capture_default_str();
   train_cmd->add_flag("--compare", options.compare,
                       "Also run the reference and report max |θ − θ_ref| (exit 1 on mismatch)");
-  train_cmd->add_option("--model", spec.model, "mlp-tiny, gpt-tiny or gpt-small")
+  train_cmd
+      ->add_option("--model", spec.model, "mlp-tiny, gpt-tiny, gpt-small, gpt-base or gpt2-124m")
       ->capture_default_str();
   // Numbers are parsed by dtw (cli_values.h): no clamping, finite reals, and
   // the ranges of RunSpec::validate said in the options' words ("--batch must

@@ -205,6 +205,7 @@ int train_run(const TrainCommandOptions& options) {
   train::HarnessOptions harness;
   harness.ranks = options.ranks;
   harness.backend = options.backend;
+  harness.device = options.device == "host" ? "" : options.device;
   harness.memory_cap = options.memory_cap;
   harness.knobs = train::Knobs::parse(options.knobs);
   harness.compare = options.compare;
@@ -221,6 +222,7 @@ int train_run(const TrainCommandOptions& options) {
     // now, before mpirun starts processes that would each refuse it.
     LaunchOptions probe;
     probe.backend = options.backend;
+    probe.device = options.device == "host" ? "" : options.device;
     check_launch_options(options.ranks, probe);
   }
   if (on_mpi && !rank_process) {
@@ -247,10 +249,12 @@ int train_run(const TrainCommandOptions& options) {
           : fmt::format(" (chapter {}'s solution; --lab runs yours)", strategy.chapter);
   if (printing)
     fmt::print("{} with {}{} on {} rank{} ({}{}): {}{}\n", paint(Paint::kBold, "training"),
-             strategy.name, whose, options.ranks, options.ranks == 1 ? "" : "s", options.backend,
-             options.memory_cap > 0 ? ", memory cap " + human_bytes(static_cast<double>(options.memory_cap)) : "",
-             spec.hyperparameters(),
-             knobs.empty() ? "" : ", knobs " + knobs);
+               strategy.name, whose, options.ranks, options.ranks == 1 ? "" : "s",
+               options.backend + (options.device == "cuda" ? " on CUDA devices" : ""),
+               options.memory_cap > 0
+                   ? ", memory cap " + human_bytes(static_cast<double>(options.memory_cap))
+                   : "",
+               spec.hyperparameters(), knobs.empty() ? "" : ", knobs " + knobs);
   train::RunOutcome out;
   try {
     out = train::run_strategy(strategy, spec, harness);

@@ -164,6 +164,7 @@ RunOutcome run_ranks(const RunSpec& spec_in, const HarnessOptions& opts,
                                        "std::function); pass a callable taking RankRun<T>&");
   LaunchOptions lo;
   lo.backend = opts.backend;
+  lo.device = opts.device;
   lo.timeout = opts.timeout;
   lo.trace = opts.trace;
   lo.memory_cap = opts.memory_cap;

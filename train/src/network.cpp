@@ -2,6 +2,7 @@
 #include "dtw/train/network.h"
 
 #include "dtw/errors.h"
+#include "dtw/kernels/vector.h"
 #include "dtw/model/gpt.h"
 #include "dtw/model/mlp.h"
 
@@ -16,6 +17,7 @@ class GptNetwork final : public Network<T> {
   GptNetwork(const model::ModelConfig& c, const model::ModelShard& shard) : gpt_(c, shard) {}
   const model::ModelShard& shard() const override { return gpt_.shard(); }
   void set_seams(model::Seams<T>* seams) override { gpt_.set_seams(seams); }
+  void set_place(const kernels::Place& at) override { gpt_.set_place(at); }
   const model::ModelConfig& config() const override { return gpt_.config(); }
   const model::ParamLayout& layout() const override { return gpt_.layout(); }
   const std::vector<model::Unit>& units() const override { return gpt_.units(); }
@@ -78,6 +80,10 @@ class MlpNetwork final : public Network<T> {
     DTW_CHECK_ARG(seams == nullptr, "Network: an mlp has no seams to plug collectives into");
   }
   explicit MlpNetwork(const model::ModelConfig& c) : mlp_(c) {}
+  void set_place(const kernels::Place& at) override {
+    mlp_.set_place(at);
+    inputs_.set_place(at);
+  }
   const model::ModelConfig& config() const override { return mlp_.config(); }
   const model::ParamLayout& layout() const override { return mlp_.layout(); }
   const std::vector<model::Unit>& units() const override { return mlp_.units(); }
@@ -87,7 +93,9 @@ class MlpNetwork final : public Network<T> {
     if (range.begin == 0) {
       DTW_CHECK_ARG(b.inputs.size() == static_cast<std::size_t>(b.rows * config().features),
                     "Network::forward: an MLP needs a class batch");
-      inputs_.assign(b.inputs.begin(), b.inputs.end());  // float → T
+      // float → T on the host, then to the model's Place.
+      const std::vector<T> converted(b.inputs.begin(), b.inputs.end());
+      inputs_.assign(converted.begin(), converted.end());
       in = inputs_.data();
     }
     return mlp_.forward(access, range, in, b.labels.data(), b.rows);
@@ -120,7 +128,7 @@ class MlpNetwork final : public Network<T> {
     return c.hidden[static_cast<std::size_t>(boundary - 1)];
   }
   model::Mlp<T> mlp_;
-  std::vector<T> inputs_;
+  kernels::Vector<T> inputs_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "dtw/errors.h"
+#include "dtw/kernels/vector.h"
 
 namespace dtw::train {
 
@@ -67,7 +68,8 @@ void RankRun<T>::record_resumed(std::span<const double> losses) {
 
 template <TrainElement T>
 void RankRun<T>::report_params(std::span<const T> params, std::int64_t begin) {
-  reported_.emplace_back(begin, std::vector<T>(params.begin(), params.end()));
+  // Read where the rank's memory is (its Exec's Place: a GPU's, or the host).
+  reported_.emplace_back(begin, kernels::to_host(comm_.exec().place(), params));
 }
 
 template <TrainElement T>

@@ -11,6 +11,7 @@
 
 #include "dtw/errors.h"
 #include "dtw/kernels/optim.h"
+#include "dtw/kernels/vector.h"
 #include "dtw/model/trainer.h"
 #include "reference_work.h"
 
@@ -36,8 +37,8 @@ model::TrainResult<T> run_reference(const RunSpec& spec, model::LayerTimes* time
     if (kept == nullptr) return;
     kept->resize(static_cast<std::size_t>(spec.steps + 1));
     if (keep_all || k == 0 || k == spec.steps) {
-      const std::span<T> p = replica.params();
-      (*kept)[static_cast<std::size_t>(k)].assign(p.begin(), p.end());
+      (*kept)[static_cast<std::size_t>(k)] =
+          kernels::to_host(replica.exec().place(), std::span<const T>(replica.params()));
     }
   };
   keep(0);
@@ -55,8 +56,7 @@ model::TrainResult<T> run_reference(const RunSpec& spec, model::LayerTimes* time
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     if (on_step) on_step({step, loss, norm, tokens, took.count()});
   }
-  const std::span<T> p = replica.params();
-  result.params.assign(p.begin(), p.end());
+  result.params = kernels::to_host(replica.exec().place(), std::span<const T>(replica.params()));
   return result;
 }
 
@@ -272,9 +272,11 @@ ReferenceCheck compare_to_reference(int rank, Replica<T>& replica, std::span<con
   // Every piece after the same steps (losses are compared with the first only).
   if (steps_done < 0) steps_done = static_cast<std::int64_t>(losses.size());
   // At the whole model's offsets: a shard's slices are placed through their views.
-  for (const auto& [begin, p] : replica.whole_params()) {
-    ReferenceCheck c = compare_to_reference<T>(rank, replica.spec(), losses, p, begin,
-                                               default_tolerance(dtype_of<T>()), steps_done);
+  for (const auto& [begin, piece] : replica.whole_params()) {
+    // Read where the replica lives (a GPU's memory, or the host's).
+    const std::vector<T> p = kernels::to_host(replica.exec().place(), piece);
+    ReferenceCheck c = compare_to_reference<T>(rank, replica.spec(), losses, std::span<const T>(p),
+                                               begin, default_tolerance(dtype_of<T>()), steps_done);
     if (all.ok && !c.ok) {
       all.ok = false;
       all.message = c.message;

@@ -9,6 +9,8 @@
 
 #include "dtw/errors.h"
 #include "dtw/kernels/optim.h"
+#include "dtw/kernels/permute.h"
+#include "dtw/kernels/vector.h"
 #include "dtw/model/params.h"
 #include "dtw/train/sequence_batch.h"
 
@@ -36,8 +38,6 @@ template <TrainElement T>
 Replica<T>::Replica(const RunSpec& spec, const Exec& exec, ReplicaPlan plan)
     : spec_(spec), plan_(std::move(plan)), exec_(exec) {
   spec_.validate();
-  DTW_CHECK_ARG(exec_.is_host(), rank_prefix(exec_) << "Replica: the model runs on the host; "
-                                                    << exec_.describe() << " is not supported yet");
   state_ = std::make_unique<State>(spec_, exec_, plan_);
 }
 template <TrainElement T>
@@ -224,7 +224,7 @@ struct StagePass<T>::State {
   std::unique_ptr<Network<T>> owned;  // this pass's activations (none for the replica's own pass)
   Network<T>* net;
   MemoryLedger::Charge charge;
-  std::vector<T> input_grad;
+  kernels::Vector<T> input_grad;  // on the replica's Place
   bool forwarded = false;
   bool keep_buffers = false;  // the replica's own pass reuses its activation buffers
 };
@@ -236,6 +236,7 @@ StagePass<T>::StagePass(Replica<T>& replica, model::UnitAccess<T>* access)
   state_->access = access != nullptr ? access : &replica.access();
   state_->owned = Network<T>::make(replica.network().config(), replica.network().shard());
   state_->net = state_->owned.get();
+  state_->net->set_place(replica.exec().place());
   state_->net->set_times(replica.state_->times);
   state_->net->set_seams(replica.state_->seams);
 }
@@ -272,7 +273,10 @@ void StagePass<T>::backward(std::span<const T> dx_out, T loss_scale,
                                  << "StagePass::backward: no forward to differentiate");
   s.net->backward(*s.access, dx_out.empty() ? nullptr : dx_out.data(), loss_scale, on_grad_ready);
   const std::span<const T> g = s.net->input_grad();
-  s.input_grad.assign(g.begin(), g.end());
+  const kernels::Place at = s.replica->exec().place();
+  s.input_grad.set_place(at);
+  s.input_grad.resize(g.size());
+  kernels::copy_values(at, s.input_grad.data(), g.data(), static_cast<std::int64_t>(g.size()));
   release();
 }
 

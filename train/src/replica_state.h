@@ -117,10 +117,12 @@ struct Replica<T>::State {
     grads.fill(T(0));
     m.fill(T(0));
     v.fill(T(0));
-    // init_value is keyed by (seed, tensor, index): any piece initialises alone.
+    // init_value is keyed by (seed, tensor, index): any piece initialises
+    // alone. Computed on the host, then copied to where the replica lives.
+    std::vector<T> initial(static_cast<std::size_t>(param_pieces.total));
     for (std::size_t i = 0; i < param_pieces.ranges.size(); ++i) {
       const Range r = param_pieces.ranges[i];
-      T* p = params.data() + param_pieces.at[i];
+      T* p = initial.data() + param_pieces.at[i];
       for (const model::ParamView& view : net->layout().views()) {
         const std::int64_t lo = std::max(r.begin, view.offset);
         const std::int64_t hi = std::min(r.end, view.offset + view.size);
@@ -128,6 +130,8 @@ struct Replica<T>::State {
           p[k - r.begin] = static_cast<T>(model::init_value(view, spec.seed, k - view.offset));
       }
     }
+    params.upload(initial);
+    net->set_place(exec.place());
   }
 
   Exec exec;

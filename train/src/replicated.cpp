@@ -5,7 +5,9 @@
 #include <sstream>
 #include <vector>
 
+#include "dtw/array.h"
 #include "dtw/errors.h"
+#include "dtw/kernels/vector.h"
 
 namespace dtw::train {
 
@@ -20,11 +22,17 @@ std::int64_t check_replicated(Replica<T>& replica, Comm& group, std::string_view
   std::vector<T> mine;
   for (const std::string& name : rep.tensors) {
     const auto t = replica.tensor(name);
-    mine.insert(mine.end(), t.params.begin(), t.params.end());
+    const std::vector<T> host =
+        kernels::to_host(replica.exec().place(), std::span<const T>(t.params));
+    mine.insert(mine.end(), host.begin(), host.end());
   }
   const auto n = static_cast<std::int64_t>(mine.size());
-  std::vector<T> all(static_cast<std::size_t>(n * group.size()));
-  group.reference_allgather(as_buffer(std::span<const T>(mine)), as_buffer(std::span<T>(all)));
+  // The allgather runs where the group keeps its data (a device backend
+  // takes device memory only): through Arrays on the replica's Exec.
+  const Array<T> sent(replica.exec(), std::span<const T>(mine));
+  Array<T> gathered(replica.exec(), n * group.size());
+  group.reference_allgather(as_buffer(sent.span()), as_buffer(gathered.span()));
+  const std::vector<T> all = gathered.to_vector();
   // Every member looks at every copy, so all reach the same verdict and raise
   // the same error: nobody is left waiting in a later collective.
   for (int q = 1; q < group.size(); ++q) {

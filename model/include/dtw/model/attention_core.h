@@ -23,6 +23,7 @@
 
 #include "dtw/kernels/attention.h"
 #include "dtw/kernels/place.h"
+#include "dtw/kernels/vector.h"
 #include "dtw/model/shard.h"
 #include "dtw/types.h"
 
@@ -31,9 +32,9 @@ namespace dtw::model {
 /// What a core keeps between forward and backward (a core uses what it needs).
 template <class T>
 struct CoreCache {
-  std::vector<T> probs;  ///< PlainAttention: [batch, heads, tokens, tokens]
-  std::vector<T> lse;    ///< blockwise cores: log-sum-exp per query row [batch, heads, tokens]
-  std::vector<T> saved;  ///< free for a core's own use (e.g. exchanged heads)
+  kernels::Vector<T> probs;  ///< PlainAttention: [batch, heads, tokens, tokens]
+  kernels::Vector<T> lse;    ///< blockwise cores: log-sum-exp per query row [batch, heads, tokens]
+  kernels::Vector<T> saved;  ///< free for a core's own use (e.g. exchanged heads)
 };
 
 /// The attention core interface (see the file comment).
@@ -105,8 +106,8 @@ class BlockwiseAttention final : public AttentionCore<T> {
 /// attention hop. out, q are [batch, heads, q_pos.size(), D], lse [batch,
 /// heads, q_pos.size()] (start from out = 0, lse = −∞), k, v [batch, heads,
 /// k_pos.size(), D]; shape's q_len/kv_len are ignored (the runs' sizes rule).
-/// The kernels run on `at` (the partial results between them are still host
-/// vectors: a device Place needs device scratch, the next step).
+/// The kernels run on `at`, and so does the scratch that holds each block's
+/// partial result before the merge (kernels::Vector).
 template <TrainElement T>
 void attend_runs_forward(T* out, T* lse, const T* q, const TokenRuns& q_pos, const T* k, const T* v,
                          const TokenRuns& k_pos, const kernels::AttentionShape& shape,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dtw/kernels/place.h"
+#include "dtw/kernels/vector.h"
 #include "dtw/model/config.h"
 #include "dtw/model/gpt_layers.h"
 #include "dtw/model/params.h"
@@ -34,12 +35,12 @@ struct GptActivations {
   /// tokens per sequence in the residual stream: seq, or the shard's part
   /// when the seams cut the sequence (ModelShard::cut_by_seams)
   std::int64_t stream = 0;
-  std::vector<std::int32_t> tokens;   ///< [batch, seq]
-  std::vector<std::int32_t> targets;  ///< [batch, seq] (empty: inference)
+  kernels::Vector<std::int32_t> tokens;   ///< [batch, seq]
+  kernels::Vector<std::int32_t> targets;  ///< [batch, seq] (empty: inference)
   /// The residual stream: x[0] is the embedding, x[l + 1] block l's output,
   /// x[layers] what the head reads; each [batch·stream, dim]. A stage keeps only
   /// the entries its units read or write; the others stay empty.
-  std::vector<std::vector<T>> x;
+  std::vector<kernels::Vector<T>> x;
   std::vector<BlockCache<T>> blocks;  ///< one per block (empty outside the stage)
   HeadCache<T> head;                  ///< final norm, logits and loss
   UnitRange range;                    ///< the units the forward ran
@@ -70,12 +71,11 @@ class Gpt {
   void set_times(LayerTimes* times) { times_ = times; }
   /// Where every kernel of the passes runs (default: the host): each layer
   /// gets this Place (gpt_layers.h), so the parameters, gradients and
-  /// x_in/dx_out passed must live there, and so must the activations. They
-  /// are still host vectors (GptActivations), as are the token ids and
-  /// positions the lookups read, so only the host works end to end until
-  /// the buffers move to the device -- the next step of the device path.
-  /// Without seams the model's own identity core takes the Place; with
-  /// seams (set_seams), their attention core must be placed by their owner
+  /// x_in/dx_out passed must live there. The activations, caches and
+  /// scratch (GptActivations: kernels::Vector) follow it, and so do the token
+  /// ids and targets: forward() checks the host's ids, then copies them
+  /// there. The host reads only the loss. Without seams the model's own identity core takes the
+  /// Place; with seams (set_seams), their attention core must be placed by their owner
   /// (AttentionCore::set_place), or the block raises InvalidArgument.
   void set_place(const kernels::Place& at) {
     place_ = at;
@@ -149,7 +149,7 @@ class Gpt {
   /// What the last forward kept (overwritten by the next forward).
   const GptActivations<T>& activations() const { return acts_; }
   /// The last forward's logits, [batch·seq_len, vocab].
-  const std::vector<T>& logits() const { return acts_.head.logits; }
+  const kernels::Vector<T>& logits() const { return acts_.head.logits; }
 
  private:
   ModelConfig config_;
@@ -165,8 +165,8 @@ class Gpt {
   GptActivations<T> acts_;
   TokenRuns positions_;  // of the last forward's tokens
   bool has_forward_ = false;
-  std::vector<T> dx_;       // gradient of the residual stream, reused block to block
-  std::vector<T> scratch_;  // backward scratch, sized for the largest layer
+  kernels::Vector<T> dx_;       // gradient of the residual stream, reused block to block
+  kernels::Vector<T> scratch_;  // backward scratch, sized for the largest layer
 };
 
 }  // namespace dtw::model

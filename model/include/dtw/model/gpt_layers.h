@@ -22,9 +22,10 @@
 /// Every kernel call goes through a `kernels::Place` (dtw/kernels/place.h):
 /// the trailing `at` of the linear layers, permutes and sublayers, the
 /// `place` of BlockSeams and EndSeams; the host by default. Every tensor a
-/// call is given must live there. The caches are still host vectors, so a
-/// device Place is for the layers whose buffers the caller owns until the
-/// model's buffers move to the device (the next step of the device path).
+/// call is given must live there, token ids and targets included; the
+/// caches (kernels::Vector) and the seams' buffers are put there by the
+/// layers themselves. Token ids are checked only on the host: on a device
+/// whoever copied them there checks them first (Gpt::forward does).
 
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "dtw/kernels/place.h"
+#include "dtw/kernels/vector.h"
 #include "dtw/model/attention_core.h"
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
@@ -166,15 +168,15 @@ BlockWeights<T> block_weights(const ParamLayout& layout, int layer, T* base) {
 /// What the attention sublayer keeps for its backward pass.
 template <class T>
 struct AttentionCache {
-  std::vector<T> qkv;       ///< [rows, 3·width]
+  kernels::Vector<T> qkv;  ///< [rows, 3·width]
   /// @var q
   /// queries [batch, heads, seq, head_dim]
   /// @var k
   /// keys [batch, heads, seq, head_dim]
-  std::vector<T> q, k, v;   ///< values [batch, heads, seq, head_dim]
+  kernels::Vector<T> q, k, v;  ///< values [batch, heads, seq, head_dim]
   CoreCache<T> core;        ///< what the attention core keeps (plain: the probabilities)
-  std::vector<T> per_head;  ///< attention output [batch, heads, seq, head_dim]
-  std::vector<T> merged;    ///< the same as [rows, width]: the projection's input
+  kernels::Vector<T> per_head;  ///< attention output [batch, heads, seq, head_dim]
+  kernels::Vector<T> merged;    ///< the same as [rows, width]: the projection's input
 };
 
 /// `y = proj(attention(split(x Wqkvᵀ + bqkv)))`: causal multi-head attention
@@ -206,8 +208,8 @@ std::int64_t attention_sublayer_scratch_size(const BlockDims& d);
 /// What the MLP sublayer keeps for its backward pass.
 template <class T>
 struct MlpCache {
-  std::vector<T> pre;  ///< x Wfcᵀ + bfc [rows, mlp_hidden], before GELU
-  std::vector<T> act;  ///< GELU(pre)
+  kernels::Vector<T> pre;  ///< x Wfcᵀ + bfc [rows, mlp_hidden], before GELU
+  kernels::Vector<T> act;  ///< GELU(pre)
 };
 
 /// `y = GELU(x Wfcᵀ + bfc) Wprojᵀ + bproj` for x [rows, dim]; y overwritten; on `at`.
@@ -235,19 +237,19 @@ struct BlockCache {
   /// LN1(x_in) [rows, dim]: the attention sublayer's input
   /// @var ln1_mean
   /// per-row mean of x_in [rows]
-  std::vector<T> ln1, ln1_mean, ln1_rstd;  ///< per-row 1/std of x_in [rows]
+  kernels::Vector<T> ln1, ln1_mean, ln1_rstd;  ///< per-row 1/std of x_in [rows]
   /// @var attn_in
   /// the attention sublayer's input when Seams::enter made a new one (else
   /// empty; empty too after the forward when the seams enter again in the
   /// backward, SublayerInput::enter_again)
-  std::vector<T> attn_in, mlp_in;          ///< the MLP's likewise
+  kernels::Vector<T> attn_in, mlp_in;      ///< the MLP's likewise
   AttentionCache<T> attn;                  ///< the attention sublayer's cache
-  std::vector<T> mid;                      ///< x_in + attention(LN1(x_in))
+  kernels::Vector<T> mid;                  ///< x_in + attention(LN1(x_in))
   /// @var ln2
   /// LN2(mid) [rows, dim]: the MLP sublayer's input
   /// @var ln2_mean
   /// per-row mean of mid [rows]
-  std::vector<T> ln2, ln2_mean, ln2_rstd;  ///< per-row 1/std of mid [rows]
+  kernels::Vector<T> ln2, ln2_mean, ln2_rstd;  ///< per-row 1/std of mid [rows]
   MlpCache<T> mlp;                         ///< the MLP sublayer's cache
 };
 
@@ -304,8 +306,8 @@ struct EndSeams {
   /// What the head's enter makes (Seams::sublayer_input(kHead, ...)): a new
   /// buffer, and whether the head drops it and enters again in the backward.
   SublayerInput head_input;
-  /// Where the ends' kernels run (their tensors must be there too; the
-  /// token ids and positions are still read on the host).
+  /// Where the ends' kernels run (their tensors and token ids must be there
+  /// too; the positions are computed on the host and copied there).
   kernels::Place place = kernels::Place::host();
 };
 
@@ -355,11 +357,11 @@ struct HeadCache {
   /// LNf(x) [rows, dim]: the projection's input
   /// @var mean
   /// per-row mean of x [rows]
-  std::vector<T> ln, mean, rstd;  ///< per-row 1/std of x [rows]
-  std::vector<T> in;              ///< the projection's input when Seams::enter made one
-  std::vector<T> logits;          ///< [rows, vocab]
-  std::vector<T> probs;           ///< softmax(logits), when targets were given
-  std::vector<T> losses;          ///< per-row cross-entropy
+  kernels::Vector<T> ln, mean, rstd;  ///< per-row 1/std of x [rows]
+  kernels::Vector<T> in;              ///< the projection's input when Seams::enter made one
+  kernels::Vector<T> logits;          ///< [rows, vocab]
+  kernels::Vector<T> probs;           ///< softmax(logits), when targets were given
+  kernels::Vector<T> losses;          ///< per-row cross-entropy
 };
 
 /// `logits = enter(LNf(x)) Wᵀ`; with targets, also the per-row

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dtw/kernels/place.h"
+#include "dtw/kernels/vector.h"
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
@@ -39,14 +40,14 @@ void mlp_layer_backward(T* dx, T* dw, T* db, T* dy, const T* x, const T* pre, co
 template <class T>
 struct MlpActivations {
   std::int64_t rows = 0;             ///< examples in the batch
-  std::vector<std::int32_t> labels;  ///< [rows], copied from forward()
+  kernels::Vector<std::int32_t> labels;  ///< [rows], copied from forward() to the model's Place
   /// x[0] the inputs, x[i + 1] the output of layer i (the last one: logits).
-  std::vector<std::vector<T>> x;
+  std::vector<kernels::Vector<T>> x;
   /// pre[i]: layer i before its GELU (empty for the classifier).
-  std::vector<std::vector<T>> pre;
+  std::vector<kernels::Vector<T>> pre;
   /// @var probs
   /// softmax of the logits, [rows, classes]
-  std::vector<T> probs, losses;  ///< per-row cross-entropy, [rows]
+  kernels::Vector<T> probs, losses;  ///< per-row cross-entropy, [rows]
   UnitRange range;               ///< the layers (units) the forward ran
 };
 
@@ -66,9 +67,9 @@ class Mlp {
   /// Records per-layer-kind time into `times` from now on (nullptr: stop).
   void set_times(LayerTimes* times) { times_ = times; }
   /// Where every kernel of the passes runs (default: the host): the
-  /// parameters, gradients, inputs and activations must live there. The
-  /// activations are still host vectors, so only the host works end to end
-  /// until they move to the device (the next step of the device path).
+  /// parameters, gradients and inputs must live there; the activations
+  /// (kernels::Vector) follow it, and the labels forward() is given (the
+  /// host's) are checked and copied there.
   void set_place(const kernels::Place& at) { place_ = at; }
   /// The Place set by set_place.
   const kernels::Place& place() const { return place_; }
@@ -124,7 +125,7 @@ class Mlp {
   kernels::Place place_ = kernels::Place::host();
   MlpActivations<T> acts_;
   bool has_forward_ = false;
-  std::vector<T> grad_a_, grad_b_;  // ping-pong gradients of consecutive layers
+  kernels::Vector<T> grad_a_, grad_b_;  // ping-pong gradients of consecutive layers
   std::span<const T> input_grad_;   // into grad_a_ or grad_b_ after a stage's backward
 };
 

@@ -37,6 +37,7 @@
 #include <span>
 #include <vector>
 
+#include "dtw/kernels/vector.h"
 #include "dtw/model/attention_core.h"
 #include "dtw/types.h"
 
@@ -69,7 +70,10 @@ struct SublayerInput {
 /// The seams of one rank (see the file comment). Every method's default is
 /// the identity; `layer` is the block (−1 for the embedding and the head).
 /// `buffer` is the caller's, kept as long as the returned span is used: a
-/// seam that changes the size writes its result there.
+/// seam that changes the size writes its result there. It is a
+/// kernels::Vector on the model's Place (a GPU's memory when the model runs
+/// on one): resize it and hand its data() to Comm or to kernels, as a
+/// std::vector's; every span a seam is given lives on that Place too.
 template <TrainElement T>
 class Seams {
  public:
@@ -79,19 +83,20 @@ class Seams {
   /// sublayer_input says `enter_again`, the backward calls it once more with
   /// the same x and must get the same values.
   virtual std::span<const T> enter(Site site, int layer, std::span<const T> x,
-                                   std::vector<T>& buffer);
+                                   kernels::Vector<T>& buffer);
   /// Forward, after a sublayer: y [rows, dim] is this rank's partial output
   /// (before any bias); returns what the residual stream adds (y, changed in
   /// place or not, or a new value in `buffer`).
-  virtual std::span<const T> leave(Site site, int layer, std::span<T> y, std::vector<T>& buffer);
+  virtual std::span<const T> leave(Site site, int layer, std::span<T> y,
+                                   kernels::Vector<T>& buffer);
   /// Backward of leave: dy is the gradient at what leave returned; returns the
   /// gradient at the sublayer's output.
   virtual std::span<const T> leave_backward(Site site, int layer, std::span<const T> dy,
-                                            std::vector<T>& buffer);
+                                            kernels::Vector<T>& buffer);
   /// Backward of enter: dx is this rank's partial gradient at the sublayer's
   /// input; returns the gradient at the norm's output.
   virtual std::span<const T> enter_backward(Site site, int layer, std::span<T> dx,
-                                            std::vector<T>& buffer);
+                                            kernels::Vector<T>& buffer);
   /// What `enter(site, ...)` hands a block's sublayer when the residual
   /// stream holds `seq` tokens of each sequence: how many tokens of each
   /// sequence it sees (the sublayer's caches, and the attention core's,

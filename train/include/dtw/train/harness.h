@@ -27,6 +27,12 @@ namespace dtw::train {
 struct HarnessOptions {
   int ranks = 1;                   ///< world size
   std::string backend = "threads";  ///< launch backend
+  /// Where the ranks' memory and work live: LaunchOptions::device ("" or
+  /// "host": the backend's own place; "cuda": threads ranks sharing the
+  /// machine's GPUs, rank r on device r % devices, each Replica on its
+  /// rank's GPU). The reference stays on the host: a device run is compared
+  /// with the same host reference.
+  std::string device;
   bool trace = false;              ///< record the trace (timeline, fabric)
   std::int64_t memory_cap = 0;     ///< per-rank ledger cap in bytes (0: none)
   std::chrono::milliseconds timeout{120'000};  ///< per blocking call

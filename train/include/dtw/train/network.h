@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "dtw/kernels/place.h"
 #include "dtw/model/config.h"
 #include "dtw/model/params.h"
 #include "dtw/model/profile.h"
@@ -48,6 +49,11 @@ class Network {
   /// Where a parallel strategy's collectives go (seams.h); nullptr: identity.
   /// An MLP has no seams (InvalidArgument for a non-null one).
   virtual void set_seams(model::Seams<T>* seams) = 0;
+  /// Where its kernels run and its activations live (Gpt/Mlp::set_place; the
+  /// host by default): the parameters, gradients and x_in it is given must be
+  /// there too. The batch's token ids and inputs are the host's; the network
+  /// copies them there.
+  virtual void set_place(const kernels::Place& at) = 0;
 
   /// Forward of units `range` on `batch`'s rows: from the batch's tokens or
   /// inputs when the range starts at unit 0, else from x_in (the previous

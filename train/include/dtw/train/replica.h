@@ -50,8 +50,12 @@
 /// (local_sum_of_squares skips them on every member but the group's first),
 /// and check_replicated (replicated.h) finds a copy that drifted.
 ///
-/// Precondition of all computing calls: the model code runs on the host, so
-/// the Exec must be the host (InvalidArgument otherwise).
+/// Where it lives: everything above is an Array on the Exec it is given (the
+/// host, or a CUDA device and stream: `dtw::Exec::cuda`, or a rank's
+/// `comm.exec()` under LaunchOptions::device "cuda"), and so are the
+/// network's activations; every kernel runs on `exec().place()`. The spans
+/// it hands out are that memory: on a device, pass them to kernels and Comm,
+/// or read them with kernels::to_host.
 
 #include <cstdint>
 #include <memory>
@@ -131,7 +135,7 @@ struct ReplicaPlan {
 template <TrainElement T>
 class Replica {
  public:
-  /// Holds `plan` of `spec`'s model on `exec` (host only for now), counting
+  /// Holds `plan` of `spec`'s model on `exec` (the host or a CUDA device), counting
   /// parameters, gradients and optimizer state in exec.ledger(). Parameters
   /// start at init_params' values, gradients and state at zero. Ranges
   /// outside the model, unsorted or overlapping ones, and optimizer ranges not
