@@ -27,6 +27,7 @@
 // full gradient (DeepSpeed's ZeRO-2 does the same).
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
 #include "dtw/kernels/activations.h"
+#include "dtw/kernels/permute.h"  // copy_values (a planted bug of 04.2 overwrites with it)
 #include "zero_run.h"
 
 namespace dtw::ch04 {

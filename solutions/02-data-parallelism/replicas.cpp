@@ -30,6 +30,7 @@
 
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
 #include "data_parallelism.h"
+#include "dtw/kernels/vector.h"
 #include "dtw/results.h"
 
 namespace dtw::ch02 {
@@ -90,7 +91,12 @@ std::vector<std::uint64_t> fingerprint(const model::ParamLayout& layout,
 template <TrainElement T>
 void check_replicas(Comm& comm, const model::ParamLayout& layout, std::span<const T> params,
                     std::int64_t steps_done) {
-  const std::vector<std::uint64_t> mine = fingerprint(layout, params);
+  // The parameters live where the rank works: on a GPU (LaunchOptions::device
+  // "cuda") the hashes are taken of a host copy.
+  std::vector<T> copy;
+  if (!comm.exec().is_host()) copy = kernels::to_host(comm.exec().place(), params);
+  const std::vector<std::uint64_t> mine =
+      fingerprint(layout, copy.empty() ? params : std::span<const T>(copy));
   // Every rank gets every rank's hashes, so every rank reaches the same
   // verdict and throws the same error: no rank is left waiting for another.
   const std::vector<std::vector<std::uint64_t>> all = allgather_results(comm, mine);

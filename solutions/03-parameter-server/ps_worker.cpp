@@ -183,15 +183,17 @@ PsLog ps_worker(train::RankRun<T>& run, const PsLayout& layout, const PsOptions&
       // @hint 2: of the gradient of shard s (kTagGrads) to server s's rank; then, if `more`, post
       // @hint 2: the pull; then wait for all the pushes. Trap: waiting for the pushes first and
       // @hint 2: posting the pull after them deadlocks against a server that answers early.
-      // @hint 3: kernels::sum_of_squares(g.data(), g.size()) of g = replica.grads(); const
+      // @hint 3: kernels::sum_of_squares(comm.exec().place(), g.data(), g.size()) of g =
+      // @hint 3: replica.grads() (on the rank's Place: the host, or its GPU); const
       // @hint 3: PushHeader header{{weight * loss, that, 1}};
       // @hint 3: pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
       // @hint 3: pushes.push_back(comm.isend(replica.grads(layout.shards[s]),
       // @hint 3: layout.server_rank(s), kTagGrads)); post_pull() when `more`, and only then
       // @hint 3: comm.wait_all(pushes).
       const std::span<T> g = replica.grads();
-      const PushHeader header{
-          {weight * loss, kernels::sum_of_squares(g.data(), static_cast<std::int64_t>(g.size())), 1}};
+      const double squares = kernels::sum_of_squares(comm.exec().place(), g.data(),
+                                                     static_cast<std::int64_t>(g.size()));
+      const PushHeader header{{weight * loss, squares, 1}};
       for (int s = 0; s < layout.servers; ++s) {
         pushes.push_back(comm.isend(header.values, layout.server_rank(s), kTagHeader));
         pushes.push_back(comm.isend(replica.grads(layout.shards[static_cast<std::size_t>(s)]),

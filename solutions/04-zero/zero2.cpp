@@ -27,6 +27,7 @@
 // full gradient (DeepSpeed's ZeRO-2 does the same).
 #include "collectives.h"  // chapter 01's solution (DEPENDS 01)
 #include "dtw/kernels/activations.h"
+#include "dtw/kernels/permute.h"  // copy_values (a planted bug of 04.2 overwrites with it)
 #include "zero_run.h"
 
 namespace dtw::ch04 {
@@ -75,14 +76,16 @@ void ShardedGrads<T>::ready(std::int64_t begin, std::int64_t end) {
   // @hint 2: shard to add to, but it still takes part in the reduce-scatter.
   // @hint 3: all = buffer.span(); mine = sharding_.chunks(u).of(all, r);
   // @hint 3: ch01::reduce_scatter(comm_, all, mine, ReduceOp::kSum); shard =
-  // @hint 3: replica_.grads(sharding_.shard(u, r)); kernels::add_into(shard.data(),
-  // @hint 3: mine.data(), mine.size()) if mine is not empty; buffer = Array<T>().
+  // @hint 3: replica_.grads(sharding_.shard(u, r)); kernels::add_into(comm_.exec().place(),
+  // @hint 3: shard.data(), mine.data(), mine.size()) if mine is not empty (on the rank's
+  // @hint 3: Place: the host, or its GPU); buffer = Array<T>().
   const std::span<T> all = buffer.span();
   const std::span<T> mine = sharding_.chunks(u).of(all, r);
   ch01::reduce_scatter(comm_, all, mine, ReduceOp::kSum);
   if (!mine.empty()) {  // a unit smaller than p leaves some ranks no chunk
     const std::span<T> shard = replica_.grads(sharding_.shard(u, r));
-    kernels::add_into(shard.data(), mine.data(), static_cast<std::int64_t>(mine.size()));
+    kernels::add_into(comm_.exec().place(), shard.data(), static_cast<const T*>(mine.data()),
+                      static_cast<std::int64_t>(mine.size()));
   }
   buffer = Array<T>();
   // @end

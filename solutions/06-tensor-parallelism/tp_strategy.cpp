@@ -105,14 +105,16 @@ double clip_sum_of_squares(Comm& group, train::Replica<T>& replica) {
   // @hint 2: the plan lists as replicated on every rank but the group's first; then one sum
   // @hint 2: over the group (a single double), which every rank returns.
   // @hint 3: replica.layout().views() (each with .name); replica.plan().replicated.holds(name);
-  // @hint 3: replica.tensor(name).grads; kernels::sum_of_squares(data, n); ch01::allreduce on
+  // @hint 3: replica.tensor(name).grads; kernels::sum_of_squares(group.exec().place(), data,
+  // @hint 3: n) (on the rank's Place: the host, or its GPU); ch01::allreduce on
   // @hint 3: std::span<double>(&sum, 1) with ReduceOp::kSum.
   double sum = 0;
   const bool first = group.rank() == 0;
   for (const model::ParamView& v : replica.layout().views()) {
     if (!first && replica.plan().replicated.holds(v.name)) continue;
     const std::span<T> g = replica.tensor(v.name).grads;
-    sum += kernels::sum_of_squares(g.data(), static_cast<std::int64_t>(g.size()));
+    sum += kernels::sum_of_squares(group.exec().place(), g.data(),
+                                   static_cast<std::int64_t>(g.size()));
   }
   ch01::allreduce(group, std::span<double>(&sum, 1), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
   return sum;
