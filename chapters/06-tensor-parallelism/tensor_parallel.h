@@ -337,9 +337,11 @@ class SequenceParallelSeams : public MegatronSeams<T> {
 /// only; the sum over the group is the gradient of the
 /// whole batch. Packs every replicated tensor's gradient into `buffer`
 /// (resized to their total, R values), allreduces it once and writes the
-/// sums back. 2(t−1)/t·R·e bytes.
+/// sums back. 2(t−1)/t·R·e bytes. The gradients live on the rank's Place
+/// (group.exec().place(): the host, or its GPU), and so must `buffer`:
+/// pack and unpack with kernels::copy_values on that Place.
 template <TrainElement T>
-void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer);
+void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, kernels::Vector<T>& buffer);
 
 // ---- the strategies ----------------------------------------------------------------
 

@@ -38,6 +38,7 @@
 #include <algorithm>
 
 #include "collectives.h"
+#include "dtw/kernels/permute.h"
 #include "tensor_parallel.h"
 
 namespace dtw::ch06 {
@@ -117,7 +118,7 @@ model::SublayerInput SequenceParallelSeams<T>::sublayer_input(model::Site site,
 }
 
 template <TrainElement T>
-void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer) {
+void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, kernels::Vector<T>& buffer) {
   DTW_TODO("06.6: Sum the replicated tensors' gradients over the group, in one allreduce.");
 }
 
@@ -127,7 +128,7 @@ void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vecto
   template void sequence_reduce_scatter<T>(Comm&, std::span<T>, std::span<T>, std::int64_t,    \
                                            std::int64_t, std::int64_t);                        \
   template class SequenceParallelSeams<T>;                                                     \
-  template void reduce_replicated_grads<T>(Comm&, train::Replica<T>&, std::vector<T>&);
+  template void reduce_replicated_grads<T>(Comm&, train::Replica<T>&, kernels::Vector<T>&);
 DTW_CH06_SP(float)
 DTW_CH06_SP(double)
 

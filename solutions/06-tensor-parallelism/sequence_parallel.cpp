@@ -38,6 +38,7 @@
 #include <algorithm>
 
 #include "collectives.h"
+#include "dtw/kernels/permute.h"
 #include "tensor_parallel.h"
 
 namespace dtw::ch06 {
@@ -203,26 +204,36 @@ model::SublayerInput SequenceParallelSeams<T>::sublayer_input(model::Site site,
 }
 
 template <TrainElement T>
-void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vector<T>& buffer) {
+void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, kernels::Vector<T>& buffer) {
   // @lab 06.6: Sum the replicated tensors' gradients over the group, in one allreduce.
   // @hint 1: With the sequence cut, each copy of a norm (or of any tensor every rank holds
   // @hint 1: whole) saw only this rank's tokens: its gradient is a partial sum.
-  // @hint 2: Empty buffer; for every tensor the plan lists as replicated, append its gradients;
-  // @hint 2: sum buffer over the group; copy the sums back, tensor by tensor, in the same order.
+  // @hint 2: Size buffer to the replicated tensors' total; copy each one's gradients into it,
+  // @hint 2: one after another; sum buffer over the group; copy the sums back, tensor by
+  // @hint 2: tensor, in the same order. The gradients may be on a GPU: copy with the kernel on
+  // @hint 2: the rank's Place, never with std::copy.
   // @hint 3: replica.plan().replicated.tensors (the names); replica.tensor(name).grads;
-  // @hint 3: buffer.insert to pack; ch01::allreduce(group, std::span<T>(buffer), ReduceOp::kSum,
-  // @hint 3: ch01::AllreduceAlgo::kRing); std::copy_n to unpack, an offset moving along buffer.
+  // @hint 3: buffer.resize(total); kernels::copy_values(group.exec().place(), dst, src, n) to
+  // @hint 3: pack and to unpack, an offset moving along buffer; ch01::allreduce(group,
+  // @hint 3: std::span<T>(buffer), ReduceOp::kSum, ch01::AllreduceAlgo::kRing).
   const train::Replication& replicated = replica.plan().replicated;
-  buffer.clear();
+  const kernels::Place place = group.exec().place();
+  std::size_t total = 0;
+  for (const std::string& name : replicated.tensors) total += replica.tensor(name).grads.size();
+  buffer.resize(total);
+  std::size_t packed = 0;
   for (const std::string& name : replicated.tensors) {
     const std::span<T> g = replica.tensor(name).grads;
-    buffer.insert(buffer.end(), g.begin(), g.end());
+    kernels::copy_values(place, buffer.data() + packed, static_cast<const T*>(g.data()),
+                         static_cast<std::int64_t>(g.size()));
+    packed += g.size();
   }
   ch01::allreduce(group, std::span<T>(buffer), ReduceOp::kSum, ch01::AllreduceAlgo::kRing);
   std::size_t at = 0;
   for (const std::string& name : replicated.tensors) {
     const std::span<T> g = replica.tensor(name).grads;
-    std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(at), g.size(), g.begin());
+    kernels::copy_values(place, g.data(), static_cast<const T*>(buffer.data() + at),
+                         static_cast<std::int64_t>(g.size()));
     at += g.size();
   }
   // @end
@@ -234,7 +245,7 @@ void reduce_replicated_grads(Comm& group, train::Replica<T>& replica, std::vecto
   template void sequence_reduce_scatter<T>(Comm&, std::span<T>, std::span<T>, std::int64_t,    \
                                            std::int64_t, std::int64_t);                        \
   template class SequenceParallelSeams<T>;                                                     \
-  template void reduce_replicated_grads<T>(Comm&, train::Replica<T>&, std::vector<T>&);
+  template void reduce_replicated_grads<T>(Comm&, train::Replica<T>&, kernels::Vector<T>&);
 DTW_CH06_SP(float)
 DTW_CH06_SP(double)
 

@@ -211,7 +211,7 @@ void tensor_parallel_sp(train::RankRun<T>& run, const Faults& faults) {
   SequenceParallelSeams<T> sequence(group, spec.batch, spec.sequence(), c.dim);
   PhasedSeams<T> seams(sequence, run, c, shard, spec.batch, spec.sequence(), true, pass);
   replica.set_seams(&seams);
-  std::vector<T> buffer;
+  kernels::Vector<T> buffer(group.exec().place());
   for (std::int64_t step = 0; step < spec.steps; ++step) {
     // The head gathers every token back: each rank's loss is the batch's
     // mean, as under tp.

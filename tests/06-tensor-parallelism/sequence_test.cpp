@@ -255,7 +255,7 @@ TEST(ReplicatedGradsTest, OneAllreduceSumsEveryReplicatedTensorAndNothingElse) {
           train::ReplicaPlan::slice(spec, shard, train::Replication::uncut(local, r, t)));
       std::span<double> grads = replica.grads();
       for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = (r + 1) * 1000.0 + static_cast<double>(i);
-      std::vector<double> buffer;
+      kernels::Vector<double> buffer;
       const Sent before = Sent::now(group);
       reduce_replicated_grads(group, replica, buffer);
       const Sent sent = Sent::now(group) - before;

@@ -254,7 +254,7 @@ class Replica {
   void set_times(model::LayerTimes* times);
   /// Our UnitAccess over this replica's own buffers (for stage passes).
   model::UnitAccess<T>& access();
-  /// Where the activations of a pass are charged (exec().ledger(), may be null).
+  /// Where it lives and its kernels run (the host or a GPU); its ledger may be null.
   const Exec& exec() const { return exec_; }
 
  private:
