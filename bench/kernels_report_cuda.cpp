@@ -67,9 +67,25 @@ class Buffer {
   std::int64_t n_;
 };
 
-// Median seconds of `fn` (which enqueues on `stream`) over `repeats` runs, each
-// between two events, after one warm-up run.
-double median_seconds(cudaStream_t stream, int repeats, const std::function<void()>& fn) {
+struct Row {
+  std::string kernel, shape;
+  double seconds = 0, bytes = 0, flops = 0;
+};
+
+void print_memory_rows(const std::vector<Row>& rows, double copy_gbps) {
+  fmt::print("{:<28} {:<22} {:>10} {:>10} {:>9}\n", "kernel", "shape", "time(us)", "GB/s",
+             "of copy");
+  for (const Row& r : rows) {
+    const double gbps = r.bytes / r.seconds / 1e9;
+    fmt::print("{:<28} {:<22} {:>10.1f} {:>10.1f} {:>8.0f}%\n", r.kernel, r.shape, r.seconds * 1e6,
+               gbps, 100 * gbps / copy_gbps);
+  }
+}
+
+}  // namespace
+
+double median_seconds(void* stream_handle, int repeats, const std::function<void()>& fn) {
+  auto* stream = static_cast<cudaStream_t>(stream_handle);
   cudaEvent_t start, stop;
   DTW_CUDA_CHECK(cudaEventCreate(&start));
   DTW_CUDA_CHECK(cudaEventCreate(&stop));
@@ -90,22 +106,6 @@ double median_seconds(cudaStream_t stream, int repeats, const std::function<void
   std::ranges::sort(t);
   return t[t.size() / 2];
 }
-
-struct Row {
-  std::string kernel, shape;
-  double seconds = 0, bytes = 0, flops = 0;
-};
-
-void print_memory_rows(const std::vector<Row>& rows, double copy_gbps) {
-  fmt::print("{:<28} {:<22} {:>10} {:>10} {:>9}\n", "kernel", "shape", "time(us)", "GB/s", "of copy");
-  for (const Row& r : rows) {
-    const double gbps = r.bytes / r.seconds / 1e9;
-    fmt::print("{:<28} {:<22} {:>10.1f} {:>10.1f} {:>8.0f}%\n", r.kernel, r.shape, r.seconds * 1e6, gbps,
-               100 * gbps / copy_gbps);
-  }
-}
-
-}  // namespace
 
 int cuda_kernels_report(int repeats) {
   int devices = 0;

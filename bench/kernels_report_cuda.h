@@ -4,6 +4,7 @@
 // ceiling measured in the same run.
 
 #include <cstdint>
+#include <functional>
 
 namespace dtw::bench {
 
@@ -11,6 +12,10 @@ namespace dtw::bench {
 /// timed runs; without a device it says so and returns 0. Throws CudaError
 /// when a CUDA or cuBLAS call fails.
 int cuda_kernels_report(int repeats);
+
+/// Median seconds of `fn` (which enqueues on `stream`, a cudaStream_t) over
+/// `repeats` runs, each between two CUDA events, after one warm-up run.
+double median_seconds(void* stream, int repeats, const std::function<void()>& fn);
 
 /// The last section of that report: one GPT-2-124M training step (batch ×
 /// 1024 tokens) of the model's own code on a device Place against the

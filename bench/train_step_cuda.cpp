@@ -27,7 +27,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "dtw/cuda_check.h"
@@ -41,28 +40,6 @@
 
 namespace dtw::bench {
 namespace {
-
-// Median seconds of `fn` between two events on `stream`, after one warm-up.
-double gemm_seconds(cudaStream_t stream, int repeats, const std::function<void()>& fn) {
-  cudaEvent_t start, stop;
-  DTW_CUDA_CHECK(cudaEventCreate(&start));
-  DTW_CUDA_CHECK(cudaEventCreate(&stop));
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    DTW_CUDA_CHECK(cudaEventRecord(start, stream));
-    fn();
-    DTW_CUDA_CHECK(cudaEventRecord(stop, stream));
-    DTW_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    DTW_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    t.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::ranges::sort(t);
-  return t[t.size() / 2];
-}
 
 void check(cublasStatus_t st, const char* what) {
   DTW_CHECK(st == CUBLAS_STATUS_SUCCESS, CudaError,
@@ -93,7 +70,7 @@ void cuda_step_report(void* stream_handle, int repeats, std::int64_t batch) {
       a.resize(static_cast<std::size_t>(m * k));
       b.resize(static_cast<std::size_t>(k * n));
       out.resize(static_cast<std::size_t>(m * n));
-      return gemm_seconds(stream, repeats, [&] {
+      return median_seconds(stream, repeats, [&] {
         check(
             cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
                         static_cast<int>(k), &one, b.data(), static_cast<int>(n), a.data(),
@@ -106,7 +83,7 @@ void cuda_step_report(void* stream_handle, int repeats, std::int64_t batch) {
       a.resize(static_cast<std::size_t>(count * m * k));
       b.resize(static_cast<std::size_t>(count * k * n));
       out.resize(static_cast<std::size_t>(count * m * n));
-      return gemm_seconds(stream, repeats, [&] {
+      return median_seconds(stream, repeats, [&] {
         check(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
                                         static_cast<int>(m), static_cast<int>(k), &one, b.data(),
                                         static_cast<int>(n), k * n, a.data(), static_cast<int>(k),

@@ -21,11 +21,7 @@ namespace {
 
 using dtw::testing::to_device;
 
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(s); }
-};
+using dtw::testing::Stream;
 
 template <class T>
 double tolerance() {

@@ -28,12 +28,7 @@ using kernel_test::random_values;
 using testing::DeviceArray;
 using testing::to_device;
 
-// A stream of its own that is destroyed with the test.
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(s); }
-};
+using dtw::testing::Stream;
 
 template <class T>
 class CudaPlacedTest : public ::testing::Test {};

@@ -23,11 +23,7 @@
 namespace dtw::train {
 namespace {
 
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(s); }
-};
+using dtw::testing::Stream;
 
 RunSpec tiny(const std::string& model, DType dtype) {
   RunSpec spec = standard_run(model);

@@ -16,11 +16,7 @@
 namespace dtw::kernels {
 namespace {
 
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(s); }
-};
+using dtw::testing::Stream;
 
 bool on_device(const void* p) {
   cudaPointerAttributes a{};

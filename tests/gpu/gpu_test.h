@@ -123,4 +123,13 @@ DeviceArray<T> to_device(const std::vector<T>& host) {
   return d;
 }
 
+/// A non-blocking CUDA stream of its own (as a rank's), destroyed with the test.
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { DTW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() { cudaStreamDestroy(s); }
+};
+
 }  // namespace dtw::testing
