@@ -77,16 +77,19 @@ void sequence_allgather(Comm& group, std::span<T> whole, std::span<const T> loca
   // @hint 2: blocks [q][b][i]); then copy block (q, b) -- l·dim values -- to the rows
   // @hint 2: b·seq + q·l of whole. The trap: with batch > 1 a rank's block is not contiguous
   // @hint 2: in the whole.
-  // @hint 3: std::vector<T> all(t·local.size()); ch01::allgather(group, local,
-  // @hint 3: std::span<T>(all)); std::copy_n(all + (q·batch + b)·l·dim, l·dim, whole + (b·seq
-  // @hint 3: + q·l)·dim).
+  // @hint 3: kernels::Vector<T> all(group.exec().place()); all.resize(t·local.size());
+  // @hint 3: ch01::allgather(group, local, std::span<T>(all)); kernels::copy_values(place,
+  // @hint 3: whole + (b·seq + q·l)·dim, all + (q·batch + b)·l·dim, l·dim) -- on the rank's
+  // @hint 3: Place (the host, or its GPU), never std::copy.
   const int t = group.size();
   const std::int64_t l = seq / t, block = l * dim;
-  std::vector<T> all(static_cast<std::size_t>(t) * local.size());
+  const kernels::Place place = group.exec().place();
+  kernels::Vector<T> all(place);
+  all.resize(static_cast<std::size_t>(t) * local.size());
   ch01::allgather(group, local, std::span<T>(all));
   for (int q = 0; q < t; ++q)
     for (std::int64_t b = 0; b < batch; ++b)
-      std::copy_n(all.data() + (q * batch + b) * block, block, whole.data() + (b * seq + q * l) * dim);
+      kernels::copy_values(place, whole.data() + (b * seq + q * l) * dim, static_cast<const T*>(all.data() + (q * batch + b) * block), block);
   // @end
 }
 
@@ -101,15 +104,18 @@ void sequence_reduce_scatter(Comm& group, std::span<T> local, std::span<T> whole
   // @hint 2: Reorder whole from [b][q][i] (sequence-major) to rank-ordered blocks [q][b][i],
   // @hint 2: then one reduce-scatter (sum) leaves block rank() -- the rank's tokens of every
   // @hint 2: sequence, [b][i] -- in local.
-  // @hint 3: std::vector<T> blocks(whole.size()); std::copy_n(whole + (b·seq + q·l)·dim, l·dim,
-  // @hint 3: blocks + (q·batch + b)·l·dim); ch01::reduce_scatter(group, std::span<T>(blocks),
-  // @hint 3: local, ReduceOp::kSum);
+  // @hint 3: kernels::Vector<T> blocks(group.exec().place()); blocks.resize(whole.size());
+  // @hint 3: kernels::copy_values(place, blocks + (q·batch + b)·l·dim, whole + (b·seq +
+  // @hint 3: q·l)·dim, l·dim); ch01::reduce_scatter(group, std::span<T>(blocks), local,
+  // @hint 3: ReduceOp::kSum).
   const int t = group.size();
   const std::int64_t l = seq / t, block = l * dim;
-  std::vector<T> blocks(whole.size());
+  const kernels::Place place = group.exec().place();
+  kernels::Vector<T> blocks(place);
+  blocks.resize(whole.size());
   for (int q = 0; q < t; ++q)
     for (std::int64_t b = 0; b < batch; ++b)
-      std::copy_n(whole.data() + (b * seq + q * l) * dim, block, blocks.data() + (q * batch + b) * block);
+      kernels::copy_values(place, blocks.data() + (q * batch + b) * block, static_cast<const T*>(whole.data() + (b * seq + q * l) * dim), block);
   ch01::reduce_scatter(group, std::span<T>(blocks), local, ReduceOp::kSum);
   // @end
 }

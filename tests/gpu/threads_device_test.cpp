@@ -188,7 +188,9 @@ TEST(ThreadsDeviceTest, BadInputNamesTheRankAndTheValues) {
           else comm.recv_reduce(a, 0, ReduceOp::kSum, 3);
         });
       },
-      {"recv_reduce needs a message of exactly its size", "rank 0 sends 5 float32",
+      // A larger message is refused by the check every receive makes, before
+      // recv_reduce's own (exactly its size): the words differ, the values not.
+      {"rank 1: message larger than the receive buffer", "rank 0 sends 5 float32",
        "rank 1 receives into 4 float32"});
   testing::expect_error(
       [] {

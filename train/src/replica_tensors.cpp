@@ -87,6 +87,9 @@ std::vector<std::pair<std::int64_t, std::span<const T>>> Replica<T>::whole_param
 template <TrainElement T>
 void Replica<T>::set_seams(model::Seams<T>* seams) {
   state_->seams = seams;
+  // The seams' attention core runs the blocks' attention, so it runs where
+  // the replica does (the block refuses a core placed elsewhere).
+  if (seams != nullptr) seams->attention().set_place(state_->exec.place());
   state_->net->set_seams(seams);  // forward_backward's own pass runs on this network
 }
 
