@@ -1,5 +1,5 @@
-// Megatron sequence parallelism (SP): between the tensor-parallel sublayers
-// the activations are not repeated on every rank but cut along the sequence.
+// Megatron sequence parallelism (SP): between the tensor-parallel sublayers the activations are
+// not repeated on every rank but cut along the sequence.
 //
 //   rank r holds tokens [r·T/t, (r+1)·T/t) of every sequence:
 //
@@ -7,34 +7,31 @@
 //                                                                              │
 //   x_r + ◄───────────────────── reduce-scatter (sum, keep my tokens) ◄───────┘
 //
-// Tensor parallelism alone ends each sublayer with an allreduce, and then
-// every rank runs the same LayerNorm, dropout and residual add on the same
-// whole activations: t copies of the same work and memory. An allreduce is
-// a reduce-scatter followed by an allgather; SP stops half way: the
-// reduce-scatter leaves each rank the sum of its own tokens, the norm and
-// the residual run on T/t tokens, and the allgather happens before the next
-// sublayer, which needs the whole sequence. Same bytes as the allreduce,
-// activations between sublayers divided by t. Backward the two swap: an
-// allgather of the gradient at the sublayer's output, a reduce-scatter of
-// the sublayer's partial input gradient; and the sublayer's input, which
-// the block did not keep, is gathered again by a second call of enter.
+// Tensor parallelism alone ends each sublayer with an allreduce, and then every rank runs the
+// same LayerNorm, dropout and residual add on the same whole activations: t copies of the same
+// work and memory. An allreduce is a reduce-scatter followed by an allgather; SP stops half way:
+// the reduce-scatter leaves each rank the sum of its own tokens, the norm and the residual run on
+// T/t tokens, and the allgather happens before the next sublayer, which needs the whole sequence.
+// Same bytes as the allreduce, activations between sublayers divided by t. Backward the two swap:
+// an allgather of the gradient at the sublayer's output, a reduce-scatter of the sublayer's
+// partial input gradient; and the sublayer's input, which the block did not keep, is gathered
+// again by a second call of enter.
 //
-// The model's ends follow the same rule, f becomes an allgather and g a
-// reduce-scatter wherever they stood: each rank looks up the whole
-// sequence's tokens in its vocabulary slice (partial rows, summed by g
-// under tp), and the embedding's reduce-scatter leaves it the sum of its own
-// tokens; before the logits the head gathers the stream back, and the loss
-// takes its two vocabulary reductions over every token (06.5). So the
-// residual stream is cut end to end, and every rank's loss is the batch's.
+// The model's ends follow the same rule, f becomes an allgather and g a reduce-scatter wherever
+// they stood: each rank looks up the whole sequence's tokens in its vocabulary slice (partial
+// rows, summed by g under tp), and the embedding's reduce-scatter leaves it the sum of its own
+// tokens; before the logits the head gathers the stream back, and the loss takes its two
+// vocabulary reductions over every token (06.5). So the residual stream is cut end to end, and
+// every rank's loss is the batch's.
 //
-// The price: the norms (and the biases added after the reduce-scatter) now
-// see only the rank's tokens, so their gradients are partial sums. They must
-// be summed over the group before the optimizer step, or the replicated
-// copies drift apart (NVIDIA/Megatron-LM#1446, EleutherAI/gpt-neox#1257).
+// The price: the norms (and the biases added after the reduce-scatter) now see only the rank's
+// tokens, so their gradients are partial sums. They must be summed over the group before the
+// optimizer step, or the replicated copies drift apart (NVIDIA/Megatron-LM#1446, EleutherAI/gpt-
+// neox#1257).
 //
-// Rows are sequence-major, row b·T + s: the rank's tokens are one block per
-// sequence, not one block in all, so the collectives' rank-ordered blocks
-// are reordered from [rank][b][token] to [b][rank][token] and back.
+// Rows are sequence-major, row b·T + s: the rank's tokens are one block per sequence, not one
+// block in all, so the collectives' rank-ordered blocks are reordered from [rank][b][token] to
+// [b][rank][token] and back.
 #include <algorithm>
 
 #include "collectives.h"
